@@ -1,0 +1,3 @@
+#include <uv.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>

@@ -1,0 +1,108 @@
+import CFerry
+import FerryCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Converts host values (`ferry_value_t`) into Ferry values, checking the tag and the bytes.
+func ferryValue(from v: ferry_value_t, _ what: String = "value") throws -> FerryValue {
+    switch v.type {
+    case 0: return .null
+    case 1: return .bool(v.u.b)
+    case 2: return .int(v.u.i)
+    case 3: return .double(v.u.d)
+    case 4:
+        let n = v.u.string.size
+        if n == 0 { return .string("") }
+        guard let p = v.u.string.data else { throw FerryError(.invalidArgument, "\(what): string data is NULL with size \(n)") }
+        guard n <= Int32.max else { throw FerryError(.invalidArgument, "\(what): string of \(n) bytes is too large") }
+        let buf = UnsafeRawBufferPointer(start: p, count: n)
+        guard let s = String(validating: buf, as: UTF8.self) else { throw FerryError(.invalidArgument, "\(what): string is not valid UTF-8") }
+        return .string(s)
+    case 5:
+        let n = v.u.binary.size
+        if n == 0 { return .binary([]) }
+        guard let p = v.u.binary.data else { throw FerryError(.invalidArgument, "\(what): binary data is NULL with size \(n)") }
+        guard n <= Int32.max else { throw FerryError(.invalidArgument, "\(what): binary of \(n) bytes is too large") }
+        return .binary(Array(UnsafeBufferPointer(start: p, count: n)))
+    case 6:
+        do { return .timestamp(try Timestamp(seconds: v.u.timestamp.seconds, nanoseconds: v.u.timestamp.nanoseconds)) }
+        catch let e as FerryError { throw FerryError(.invalidArgument, "\(what): \(e.message)") }
+    case 7:
+        return .objectId(try ObjectId(bytes: withUnsafeBytes(of: v.u.object_id) { Array($0) }))
+    case 8:
+        return .uuid(try FerryUUID(bytes: withUnsafeBytes(of: v.u.uuid) { Array($0) }))
+    case 9:
+        throw FerryError(.wrongType, "\(what): FERRY_TYPE_LINK is a property type; pass the target's primary key value")
+    default:
+        throw FerryError(.wrongType, "\(what): unknown value type \(v.type)")
+    }
+}
+
+func ferryValue(at p: UnsafePointer<ferry_value_t>?, _ what: String) throws -> FerryValue {
+    guard let p else { throw FerryError(.invalidArgument, "\(what) must not be NULL") }
+    return try ferryValue(from: p.pointee, what)
+}
+
+func ferryValues(_ p: UnsafePointer<ferry_value_t>?, _ count: Int, _ what: String) throws -> [FerryValue] {
+    guard count > 0 else { return [] }
+    guard let p else { throw FerryError(.invalidArgument, "\(what) is NULL but its count is \(count)") }
+    return try (0..<count).map { try ferryValue(from: p[$0], "\(what)[\($0)]") }
+}
+
+/// C views of Ferry values whose strings and binaries live in buffers this object owns, so
+/// they stay valid for the owner's lifetime (an object snapshot, or one callback).
+final class CValueStorage {
+    private var buffers: [UnsafeMutableRawPointer] = []
+
+    deinit { for b in buffers { free(b) } }
+
+    func cValue(_ v: FerryValue) -> ferry_value_t {
+        var out = ferry_value_t()
+        switch v {
+        case .null, .list: out.type = 0
+        case .bool(let b): out.type = 1; out.u.b = b
+        case .int(let i): out.type = 2; out.u.i = i
+        case .double(let d): out.type = 3; out.u.d = d
+        case .string(let s):
+            out.type = 4
+            let p = mallocString(s)
+            buffers.append(UnsafeMutableRawPointer(p))
+            out.u.string.data = UnsafePointer(p)
+            out.u.string.size = s.utf8.count
+        case .binary(let b):
+            out.type = 5
+            let p = malloc(max(b.count, 1))!
+            b.withUnsafeBytes { if let base = $0.baseAddress { memcpy(p, base, b.count) } }
+            buffers.append(p)
+            out.u.binary.data = UnsafePointer(p.assumingMemoryBound(to: UInt8.self))
+            out.u.binary.size = b.count
+        case .timestamp(let t):
+            out.type = 6
+            out.u.timestamp.seconds = t.seconds
+            out.u.timestamp.nanoseconds = t.nanoseconds
+        case .objectId(let o):
+            out.type = 7
+            withUnsafeMutableBytes(of: &out.u.object_id) { dst in o.array.withUnsafeBytes { dst.copyMemory(from: $0) } }
+        case .uuid(let u):
+            out.type = 8
+            withUnsafeMutableBytes(of: &out.u.uuid) { dst in u.array.withUnsafeBytes { dst.copyMemory(from: $0) } }
+        }
+        return out
+    }
+
+    /// A malloc'd array of C values (nil when empty), owned by this storage.
+    func cArray(_ values: [FerryValue]) -> UnsafePointer<ferry_value_t>? {
+        guard !values.isEmpty else { return nil }
+        let p = malloc(MemoryLayout<ferry_value_t>.stride * values.count)!.assumingMemoryBound(to: ferry_value_t.self)
+        for (i, v) in values.enumerated() { p[i] = cValue(v) }
+        buffers.append(UnsafeMutableRawPointer(p))
+        return UnsafePointer(p)
+    }
+
+    func cString(_ s: String) -> UnsafePointer<CChar> {
+        let p = mallocString(s)
+        buffers.append(UnsafeMutableRawPointer(p))
+        return UnsafePointer(p)
+    }
+}

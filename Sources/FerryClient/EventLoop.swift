@@ -1,0 +1,151 @@
+import CLibUV
+import FerryCore
+import FerryStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A libuv loop on its own thread. Other threads hand it work with `post`, the one door in
+/// (`uv_async_send`); everything posted runs on the loop thread in order. The shared loop is
+/// reference-counted: started by the first user, stopped and joined when the last one leaves,
+/// so a host that closes everything ends with no Ferry thread and nothing leaked.
+public final class EventLoop: @unchecked Sendable {
+    private let loop: UnsafeMutablePointer<uv_loop_t>
+    private let async: UnsafeMutablePointer<uv_async_t>
+    private var thread = pthread_t()
+    private let lock = LoopLock()
+    private var queue: [@Sendable () -> Void] = []
+    private var stopping = false
+    private var threadID: pthread_t?
+
+    private static let sharedLock = LoopLock()
+    nonisolated(unsafe) private static var shared: EventLoop?
+    nonisolated(unsafe) private static var sharedUsers = 0
+
+    /// The process's shared loop, started if needed; pair with `releaseShared()`.
+    public static func acquireShared() throws -> EventLoop {
+        try sharedLock.withLock {
+            if let s = shared {
+                sharedUsers += 1
+                return s
+            }
+            let s = try EventLoop()
+            shared = s
+            sharedUsers = 1
+            return s
+        }
+    }
+
+    public static func releaseShared() {
+        let toStop: EventLoop? = sharedLock.withLock {
+            guard sharedUsers > 0 else { return nil }
+            sharedUsers -= 1
+            guard sharedUsers == 0, let s = shared else { return nil }
+            shared = nil
+            return s
+        }
+        toStop?.stop()
+    }
+
+    private init() throws {
+        loop = .allocate(capacity: 1)
+        async = .allocate(capacity: 1)
+        guard uv_loop_init(loop) == 0 else {
+            loop.deallocate(); async.deallocate()
+            throw FerryError(.io, "cannot start the event loop (uv_loop_init failed)")
+        }
+        uv_async_init(loop, async) { handle in
+            guard let data = handle?.pointee.data else { return }
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().drain()
+        }
+        async.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let retained = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&thread, nil, { arg in
+            let me = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
+            me.run()
+            return nil
+        }, retained)
+        guard rc == 0 else {
+            Unmanaged<EventLoop>.fromOpaque(retained).release()
+            uv_close(UnsafeMutableRawPointer(async).assumingMemoryBound(to: uv_handle_t.self), nil)
+            uv_run(loop, UV_RUN_DEFAULT)
+            uv_loop_close(loop)
+            loop.deallocate(); async.deallocate()
+            throw FerryError(.io, "cannot start the event loop thread")
+        }
+    }
+
+    private func run() {
+        lock.withLock { threadID = pthread_self() }
+        uv_run(loop, UV_RUN_DEFAULT)
+    }
+
+    /// Whether the caller is on the loop thread.
+    public var isCurrent: Bool { lock.withLock { threadID.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
+
+    /// Runs `work` on the loop thread, after everything posted before it.
+    public func post(_ work: @escaping @Sendable () -> Void) {
+        let accepted: Bool = lock.withLock {
+            guard !stopping else { return false }
+            queue.append(work)
+            return true
+        }
+        if accepted { uv_async_send(async) }
+    }
+
+    private func drain() {
+        while true {
+            let (work, stop) = lock.withLock { () -> ([@Sendable () -> Void], Bool) in
+                let w = queue
+                queue.removeAll()
+                return (w, stopping)
+            }
+            if work.isEmpty {
+                if stop { uv_close(UnsafeMutableRawPointer(async).assumingMemoryBound(to: uv_handle_t.self), nil) }
+                return
+            }
+            for w in work { w() }
+        }
+    }
+
+    /// Stops the loop after the work already posted and joins its thread (or, when called on the
+    /// loop thread itself, lets it end on its own).
+    private func stop() {
+        lock.withLock { stopping = true }
+        uv_async_send(async)
+        if isCurrent {
+            pthread_detach(thread)
+            // The loop ends when this callback returns; `run` then drops the last reference.
+            cleanupOnExit = true
+            return
+        }
+        pthread_join(thread, nil)
+        uv_loop_close(loop)
+        loop.deallocate()
+        async.deallocate()
+        released = true
+    }
+
+    private var cleanupOnExit = false
+    private var released = false
+
+    deinit {
+        if !released {
+            uv_loop_close(loop)
+            loop.deallocate()
+            async.deallocate()
+        }
+    }
+}
+
+/// A pthread mutex for the loop's queue.
+final class LoopLock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    init() { pthread_mutex_init(mutex, nil) }
+    deinit { pthread_mutex_destroy(mutex); mutex.deallocate() }
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}

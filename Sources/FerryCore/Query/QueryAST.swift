@@ -1,0 +1,65 @@
+/// A parsed query before it is checked against a schema.
+public struct ParsedQuery: Sendable {
+    public var predicate: QueryNode
+    public var sort: [SortKey]
+    public var limit: Int?
+}
+
+public struct SortKey: Sendable, Hashable {
+    public var property: String
+    public var ascending: Bool
+}
+
+public indirect enum QueryNode: Sendable {
+    case constant(Bool)
+    case and(QueryNode, QueryNode)
+    case or(QueryNode, QueryNode)
+    case not(QueryNode)
+    case comparison(QueryComparison)
+}
+
+public enum QueryOperator: String, Sendable {
+    case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+    case beginsWith = "BEGINSWITH", endsWith = "ENDSWITH", contains = "CONTAINS", like = "LIKE", `in` = "IN"
+
+    /// The operator seen from the other side: `4 < x` is `x > 4`.
+    var flipped: QueryOperator? {
+        switch self {
+        case .equal, .notEqual: return self
+        case .less: return .greater
+        case .lessOrEqual: return .greaterOrEqual
+        case .greater: return .less
+        case .greaterOrEqual: return .lessOrEqual
+        default: return nil
+        }
+    }
+
+    var isOrdering: Bool { self == .less || self == .lessOrEqual || self == .greater || self == .greaterOrEqual }
+    var isStringOperator: Bool { self == .beginsWith || self == .endsWith || self == .contains || self == .like }
+}
+
+public enum ListQuantifier: Sendable { case any, all, none }
+
+public enum QueryOperand: Sendable {
+    /// A property, optionally with `.@count` / `.@size` for lists.
+    case property(name: String, count: Bool, offset: Int)
+    case literal(FerryValue, offset: Int)
+    case argument(Int, offset: Int)
+    /// `{a, b, c}`, the right side of IN.
+    case set([QueryOperand], offset: Int)
+
+    var offset: Int {
+        switch self {
+        case .property(_, _, let o), .literal(_, let o), .argument(_, let o), .set(_, let o): return o
+        }
+    }
+}
+
+public struct QueryComparison: Sendable {
+    public var lhs: QueryOperand
+    public var op: QueryOperator
+    public var rhs: QueryOperand
+    public var caseInsensitive: Bool
+    public var quantifier: ListQuantifier?
+    public var offset: Int
+}

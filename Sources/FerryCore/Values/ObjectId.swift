@@ -1,0 +1,84 @@
+/// A 12-byte ObjectId as MongoDB and Realm define it: 4 bytes of seconds since the epoch
+/// (big-endian), 5 random bytes, a 3-byte counter.
+public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
+
+    public init(bytes: [UInt8]) throws {
+        guard bytes.count == 12 else { throw FerryError(.invalidArgument, "an ObjectId has 12 bytes, got \(bytes.count)") }
+        self.bytes = (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5],
+                      bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11])
+    }
+
+    /// Parses 24 hexadecimal digits.
+    public init(hex: String) throws {
+        let digits = Array(hex.utf8)
+        guard digits.count == 24 else { throw FerryError(.invalidArgument, "an ObjectId is 24 hex digits, got '\(hex)'") }
+        var out = [UInt8](repeating: 0, count: 12)
+        for i in 0..<12 {
+            guard let hi = hexDigitValue(digits[2 * i]), let lo = hexDigitValue(digits[2 * i + 1]) else {
+                throw FerryError(.invalidArgument, "an ObjectId is 24 hex digits, got '\(hex)'")
+            }
+            out[i] = hi << 4 | lo
+        }
+        try self.init(bytes: out)
+    }
+
+    /// A new ObjectId for the given time, from the per-process random part and counter.
+    public static func generate(secondsSinceEpoch: UInt32) -> ObjectId {
+        let (random, counter) = ObjectIdSource.shared.next()
+        let t = secondsSinceEpoch
+        return try! ObjectId(bytes: [UInt8(t >> 24), UInt8(t >> 16 & 0xff), UInt8(t >> 8 & 0xff), UInt8(t & 0xff),
+                                     random[0], random[1], random[2], random[3], random[4],
+                                     UInt8(counter >> 16 & 0xff), UInt8(counter >> 8 & 0xff), UInt8(counter & 0xff)])
+    }
+
+    public var array: [UInt8] {
+        withUnsafeBytes(of: bytes) { Array($0) }
+    }
+
+    public var description: String { hexString(array) }
+
+    public static func == (a: ObjectId, b: ObjectId) -> Bool {
+        withUnsafeBytes(of: a.bytes) { pa in withUnsafeBytes(of: b.bytes) { pb in pa.elementsEqual(pb) } }
+    }
+    public func hash(into hasher: inout Hasher) { withUnsafeBytes(of: bytes) { hasher.combine(bytes: $0) } }
+    public static func < (a: ObjectId, b: ObjectId) -> Bool { a.array.lexicographicallyPrecedes(b.array) }
+}
+
+/// The random part (fixed per process) and the counter of generated ObjectIds.
+final class ObjectIdSource: @unchecked Sendable {
+    static let shared = ObjectIdSource()
+    private let random: [UInt8]
+    private var counter: UInt32
+    private let lock = SpinLock()
+
+    private init() {
+        var g = SystemRandomNumberGenerator()
+        random = (0..<5).map { _ in UInt8.random(in: 0...255, using: &g) }
+        counter = UInt32.random(in: 0...0xffffff, using: &g)
+    }
+
+    func next() -> ([UInt8], UInt32) {
+        lock.withLock {
+            counter = (counter &+ 1) & 0xffffff
+            return (random, counter)
+        }
+    }
+}
+
+func hexDigitValue(_ c: UInt8) -> UInt8? {
+    switch c {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+    default: return nil
+    }
+}
+
+func hexString(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out = [UInt8]()
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+    return String(decoding: out, as: UTF8.self)
+}

@@ -1,0 +1,359 @@
+import FerryCore
+
+/// How to open a database.
+public struct DatabaseConfiguration: Sendable {
+    public enum Location: Sendable { case file(String), memory(String) }
+    public var location: Location
+    /// The schema to open with; nil opens with the schema stored in the file.
+    public var schema: Schema?
+    /// Mark the file synced: one process at a time may then open it (its sync agent).
+    public var synced: Bool
+
+    public init(location: Location, schema: Schema?, synced: Bool = false) {
+        self.location = location
+        self.schema = schema
+        self.synced = synced
+    }
+}
+
+/// One handle on a database. Calls on a handle are serialised; handles on one file in one
+/// process share a store, so a commit through one is visible through all. A write transaction
+/// belongs to the handle; reads through the handle see its uncommitted writes, reads through
+/// other handles see the last commit.
+public final class Database: @unchecked Sendable {
+    public let schema: Schema
+    public let scheduler: NotificationScheduler
+    private let store: Store
+    private let lock = Lock()
+    private var closed = false
+    /// The write transaction's instructions so far; nil when there is none.
+    private var transaction: [Instruction]?
+    private var observers: [ChangeObserver] = []
+
+    public static func open(_ configuration: DatabaseConfiguration, scheduler: NotificationScheduler) throws -> Database {
+        let location: StoreLocation
+        switch configuration.location {
+        case .file(let path): location = try StoreLocation.canonicalFile(path)
+        case .memory(let id):
+            guard !id.isEmpty, id.utf8.count <= 200, !id.utf8.contains(0) else {
+                throw FerryError(.invalidArgument, "an in-memory identifier must be 1 to 200 bytes without NUL")
+            }
+            location = .memory(identifier: id)
+        }
+        let store = try StoreRegistry.shared.acquire(location, schema: configuration.schema, synced: configuration.synced)
+        return Database(store: store, scheduler: scheduler)
+    }
+
+    private init(store: Store, scheduler: NotificationScheduler) {
+        self.store = store
+        self.schema = store.schema
+        self.scheduler = scheduler
+    }
+
+    deinit { close() }
+
+    private var id: ObjectIdentifier { ObjectIdentifier(self) }
+
+    public var isClosed: Bool { lock.withLock { closed } }
+    public var isInTransaction: Bool { lock.withLock { transaction != nil } }
+    public var isSynced: Bool { store.isSynced }
+
+    /// Runs `body` with the handle locked, after checking it is open.
+    private func locked<T>(_ body: () throws -> T) throws -> T {
+        try lock.withLock {
+            guard !closed else { throw FerryError(.closed, "the database handle is closed") }
+            return try body()
+        }
+    }
+
+    /// Ends the handle: cancels its transaction, stops its observers, releases the store.
+    public func close() {
+        let (wasOpen, toCancel): (Bool, [ChangeObserver]) = lock.withLock {
+            guard !closed else { return (false, []) }
+            closed = true
+            if transaction != nil {
+                try? store.writer.exec("ROLLBACK")
+                transaction = nil
+                store.releaseWriteLock(for: id)
+            }
+            let o = observers
+            observers.removeAll()
+            return (true, o)
+        }
+        guard wasOpen else { return }
+        for o in toCancel { o.cancel() }
+        StoreRegistry.shared.release(store)
+    }
+
+    // MARK: transactions
+
+    public func beginWrite() throws {
+        try locked {
+            guard transaction == nil else { throw FerryError(.alreadyInTransaction, "this handle already has a write transaction") }
+            try store.acquireWriteLock(for: id)
+            transaction = []
+        }
+    }
+
+    public func commit() throws {
+        let changes: CommittedChanges? = try locked {
+            guard let instructions = transaction else { throw FerryError(.notInTransaction, "there is no write transaction to commit") }
+            transaction = nil
+            defer { store.releaseWriteLock(for: id) }
+            do {
+                if !instructions.isEmpty {
+                    let changeset = Changeset(timestamp: try store.nextTimestamp(), instructions: instructions)
+                    let s = try store.writer.statement("INSERT INTO __ferry_history (changeset) VALUES (?)")
+                    s.bind(1, blob: ChangesetCodec.encode(changeset))
+                    try s.run()
+                }
+                try store.writer.exec("COMMIT")
+            } catch let e as FerryError {
+                try? store.writer.exec("ROLLBACK")
+                throw FerryError(e.code == .duplicatePrimaryKey ? .io : e.code, "the commit failed and was rolled back: \(e.message)")
+            }
+            return instructions.isEmpty ? nil : CommittedChanges(instructions)
+        }
+        if let changes { store.publish(changes) }
+    }
+
+    public func cancel() throws {
+        try locked {
+            guard transaction != nil else { throw FerryError(.notInTransaction, "there is no write transaction to cancel") }
+            transaction = nil
+            defer { store.releaseWriteLock(for: id) }
+            try store.writer.exec("ROLLBACK")
+        }
+    }
+
+    // MARK: writes
+
+    private func objectSchema(_ classIndex: Int) throws -> ObjectSchema {
+        guard classIndex >= 0 && classIndex < schema.classes.count else {
+            throw FerryError(.noSuchClass, "no class with key \(classIndex) (the schema has \(schema.classes.count))")
+        }
+        return schema.classes[classIndex]
+    }
+
+    private func property(_ os: ObjectSchema, _ index: Int) throws -> Property {
+        guard index >= 0 && index < os.properties.count else {
+            throw FerryError(.noSuchProperty, "class '\(os.name)' has no property with key \(index) (it has \(os.properties.count))")
+        }
+        return os.properties[index]
+    }
+
+    private func checkKey(_ os: ObjectSchema, _ key: FerryValue) throws {
+        guard key.type == os.primaryKey.type else {
+            throw FerryError(.wrongType, "the primary key of class '\(os.name)' is \(os.primaryKey.type), got \(key.type.map { "\($0)" } ?? "null")")
+        }
+    }
+
+    /// Applies and records one instruction inside the write transaction.
+    private func write(_ instruction: Instruction) throws {
+        guard transaction != nil else { throw FerryError(.notInTransaction, "writes need a write transaction (begin one first)") }
+        try store.apply(instruction, on: store.writer)
+        transaction!.append(instruction)
+    }
+
+    private func validatedFields(_ os: ObjectSchema, _ values: [(Int, FerryValue)]) throws -> (FerryValue, [FieldValue]) {
+        var key: FerryValue?
+        var seen = Set<Int>()
+        var fields: [FieldValue] = []
+        fields.reserveCapacity(values.count)
+        for (index, value) in values {
+            let p = try property(os, index)
+            guard seen.insert(index).inserted else { throw FerryError(.invalidArgument, "property '\(os.name).\(p.name)' is given twice") }
+            guard !p.isList else { throw FerryError(.invalidArgument, "list property '\(os.name).\(p.name)' cannot be given when creating; fill it with list inserts") }
+            try p.validateElement(value, className: os.name)
+            if p.isPrimaryKey { key = value } else { fields.append(FieldValue(name: p.name, value: value)) }
+        }
+        guard let key else { throw FerryError(.invalidArgument, "creating an object of class '\(os.name)' needs its primary key '_id'") }
+        return (key, fields)
+    }
+
+    public func create(classIndex: Int, values: [(Int, FerryValue)]) throws {
+        try locked {
+            let os = try objectSchema(classIndex)
+            let (key, fields) = try validatedFields(os, values)
+            try write(.create(table: os.name, key: key, fields: fields))
+        }
+    }
+
+    public func upsert(classIndex: Int, values: [(Int, FerryValue)]) throws {
+        try locked {
+            let os = try objectSchema(classIndex)
+            let (key, fields) = try validatedFields(os, values)
+            guard transaction != nil else { throw FerryError(.notInTransaction, "writes need a write transaction (begin one first)") }
+            guard let existing = try store.readRow(store.writer, classIndex, key: key) else {
+                try write(.create(table: os.name, key: key, fields: fields))
+                return
+            }
+            for f in fields {
+                let i = os.propertyIndex(named: f.name)!
+                if existing[i] != f.value { try write(.set(table: os.name, key: key, field: f.name, value: f.value)) }
+            }
+        }
+    }
+
+    public func set(classIndex: Int, key: FerryValue, property index: Int, value: FerryValue) throws {
+        try locked {
+            let os = try objectSchema(classIndex)
+            let p = try property(os, index)
+            try checkKey(os, key)
+            guard !p.isPrimaryKey else { throw FerryError(.invalidArgument, "the primary key of '\(os.name)' cannot be changed") }
+            guard !p.isList else { throw FerryError(.wrongType, "'\(os.name).\(p.name)' is a list; use the list operations") }
+            try p.validateElement(value, className: os.name)
+            try write(.set(table: os.name, key: key, field: p.name, value: value))
+        }
+    }
+
+    public func addInteger(classIndex: Int, key: FerryValue, property index: Int, delta: Int64) throws {
+        try locked {
+            let os = try objectSchema(classIndex)
+            let p = try property(os, index)
+            try checkKey(os, key)
+            guard p.type == .int, !p.isList, !p.isPrimaryKey else { throw FerryError(.wrongType, "'\(os.name).\(p.name)' is \(p.typeText), not a counter (int)") }
+            try write(.addInteger(table: os.name, key: key, field: p.name, delta: delta))
+        }
+    }
+
+    public func delete(classIndex: Int, key: FerryValue) throws {
+        try locked {
+            let os = try objectSchema(classIndex)
+            try checkKey(os, key)
+            try write(.erase(table: os.name, key: key))
+        }
+    }
+
+    public enum ListOperation { case insert(Int, FerryValue), set(Int, FerryValue), erase(Int), clear }
+
+    public func modifyList(classIndex: Int, key: FerryValue, property index: Int, _ op: ListOperation) throws {
+        try locked {
+            let os = try objectSchema(classIndex)
+            let p = try property(os, index)
+            try checkKey(os, key)
+            guard p.isList else { throw FerryError(.wrongType, "'\(os.name).\(p.name)' is \(p.typeText), not a list") }
+            switch op {
+            case .insert(let i, let v):
+                try p.validateElement(v, className: os.name)
+                try write(.listInsert(table: os.name, key: key, field: p.name, index: i, value: v))
+            case .set(let i, let v):
+                try p.validateElement(v, className: os.name)
+                try write(.listSet(table: os.name, key: key, field: p.name, index: i, value: v))
+            case .erase(let i):
+                try write(.listErase(table: os.name, key: key, field: p.name, index: i))
+            case .clear:
+                try write(.listClear(table: os.name, key: key, field: p.name))
+            }
+        }
+    }
+
+    // MARK: reads
+
+    /// Runs a read on the writer inside this handle's transaction, else on the reader.
+    private func reading<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try locked {
+            if transaction != nil { return try body(store.writer) }
+            return try store.read(body)
+        }
+    }
+
+    /// The object's values in schema order, or nil.
+    public func object(classIndex: Int, key: FerryValue) throws -> [FerryValue]? {
+        let os = try objectSchema(classIndex)
+        try checkKey(os, key)
+        return try reading { try store.readRow($0, classIndex, key: key) }
+    }
+
+    public func compile(classIndex: Int, query: String, arguments: [FerryValue]) throws -> CompiledQuery {
+        try CompiledQuery(query, on: try objectSchema(classIndex), arguments: arguments)
+    }
+
+    /// The matching objects' values, sorted and limited as the query says.
+    public func query(classIndex: Int, query: String, arguments: [FerryValue]) throws -> [[FerryValue]] {
+        let q = try compile(classIndex: classIndex, query: query, arguments: arguments)
+        return try reading { c in q.orderAndLimit(try store.matchingRows(c, q, classIndex: classIndex), values: { $0 }) }
+    }
+
+    // MARK: notifications
+
+    public func observeQuery(classIndex: Int, query: String, arguments: [FerryValue],
+                             callback: @escaping (ChangeSummary) -> Void) throws -> ChangeObserver {
+        let q = try compile(classIndex: classIndex, query: query, arguments: arguments)
+        return try register(classIndex: classIndex, target: .query(q), callback: callback)
+    }
+
+    public func observeObject(classIndex: Int, key: FerryValue, callback: @escaping (ChangeSummary) -> Void) throws -> ChangeObserver {
+        let os = try objectSchema(classIndex)
+        try checkKey(os, key)
+        return try register(classIndex: classIndex, target: .object(key: key), callback: callback)
+    }
+
+    private func register(classIndex: Int, target: ChangeObserver.Target, callback: @escaping (ChangeSummary) -> Void) throws -> ChangeObserver {
+        try locked {
+            let o = try ChangeObserver(store: store, classIndex: classIndex, target: target, scheduler: scheduler, callback: callback)
+            store.addObserver(o)
+            observers.append(o)
+            return o
+        }
+    }
+
+    /// Forgets an observer the host unregistered (the observer is already cancelled).
+    public func forget(_ observer: ChangeObserver) {
+        lock.withLock { observers.removeAll { $0 === observer } }
+    }
+
+    // MARK: history
+
+    public func historyCount() throws -> UInt64 {
+        try reading { c in
+            let s = try c.statement("SELECT COUNT(*) FROM __ferry_history")
+            _ = try s.step()
+            return UInt64(max(0, s.int64(0)))
+        }
+    }
+
+    /// Every changeset in the history, oldest first.
+    public func history() throws -> [Changeset] {
+        try reading { c in
+            let s = try c.statement("SELECT changeset FROM __ferry_history ORDER BY version")
+            var out: [Changeset] = []
+            while try s.step() { out.append(try ChangesetCodec.decode(s.blob(0))) }
+            return out
+        }
+    }
+
+    /// Replays the history into an empty in-memory database of the same schema and compares
+    /// every object with the data.
+    public func verifyHistory() throws {
+        let changesets = try history()
+        let replayID = "__verify-\(UInt64.random(in: 0...UInt64.max))"
+        let replay = try Store(location: .memory(identifier: replayID), schema: schema, synced: false)
+        defer { replay.close() }
+        try replay.writer.exec("BEGIN")
+        for (n, cs) in changesets.enumerated() {
+            for instruction in cs.instructions {
+                do { try replay.apply(instruction, on: replay.writer) } catch let e as FerryError {
+                    throw FerryError(.corrupt, "history changeset \(n + 1) does not apply: \(e.message)")
+                }
+            }
+        }
+        try replay.writer.exec("COMMIT")
+        for (ci, os) in schema.classes.enumerated() {
+            let all = try CompiledQuery("TRUEPREDICATE", on: os)
+            let actual = try reading { try store.matchingRows($0, all, classIndex: ci) }
+            let expected = try replay.matchingRows(replay.writer, all, classIndex: ci)
+            let pk = os.primaryKeyIndex
+            let a = Dictionary(actual.map { ($0[pk], $0) }, uniquingKeysWith: { x, _ in x })
+            let e = Dictionary(expected.map { ($0[pk], $0) }, uniquingKeysWith: { x, _ in x })
+            for (key, row) in a where e[key] != row {
+                throw FerryError(.corrupt, e[key] == nil
+                    ? "object \(key.debugText) of class '\(os.name)' is in the data but not in the history"
+                    : "object \(key.debugText) of class '\(os.name)' differs from its history")
+            }
+            for key in e.keys where a[key] == nil {
+                throw FerryError(.corrupt, "object \(key.debugText) of class '\(os.name)' is in the history but not in the data")
+            }
+        }
+    }
+}

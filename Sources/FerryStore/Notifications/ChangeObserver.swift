@@ -1,0 +1,135 @@
+import FerryCore
+
+/// What a notification callback receives: objects by primary key, and the properties changed
+/// on the modified ones (by index in the class).
+public struct ChangeSummary: Sendable {
+    public var inserted: [FerryValue] = []
+    public var deleted: [FerryValue] = []
+    public var modified: [FerryValue] = []
+    public var modifiedProperties: [Int] = []
+    public var isEmpty: Bool { inserted.isEmpty && deleted.isEmpty && modified.isEmpty }
+}
+
+/// One registration: a query's results or one object. Commits enqueue what they touched; the
+/// scheduler later calls `deliver`, which compares the observed state with the last one it
+/// reported and calls the callback when something changed. Several commits between two
+/// deliveries are reported together.
+public final class ChangeObserver: @unchecked Sendable {
+    public enum Target {
+        case query(CompiledQuery)
+        case object(key: FerryValue)
+    }
+
+    let target: Target
+    let classIndex: Int
+    private weak var store: Store?
+    private let scheduler: NotificationScheduler
+    private var callback: ((ChangeSummary) -> Void)?
+
+    /// Guards `pending` and `cancelled`.
+    private let stateLock = Lock()
+    private var pending = CommittedChanges([])
+    private var cancelled = false
+    /// Held while the callback runs, so `cancel()` from another thread waits for it to finish.
+    private let deliveryLock = Lock()
+    private var deliveringThread: UInt = 0
+    /// The last reported state: result keys in order, or whether the object existed.
+    private var lastKeys: [FerryValue] = []
+    private var objectExisted = false
+    private let className: String
+
+    init(store: Store, classIndex: Int, target: Target, scheduler: NotificationScheduler, callback: @escaping (ChangeSummary) -> Void) throws {
+        self.store = store
+        self.classIndex = classIndex
+        self.target = target
+        self.scheduler = scheduler
+        self.callback = callback
+        className = store.schema.classes[classIndex].name
+        try store.read { c in
+            switch target {
+            case .query(let q): lastKeys = try Self.keys(store, c, q, classIndex)
+            case .object(let key): objectExisted = try store.readRow(c, classIndex, key: key) != nil
+            }
+        }
+    }
+
+    private static func keys(_ store: Store, _ c: SQLiteConnection, _ q: CompiledQuery, _ classIndex: Int) throws -> [FerryValue] {
+        let pk = q.objectSchema.primaryKeyIndex
+        return q.orderAndLimit(try store.matchingRows(c, q, classIndex: classIndex), values: { $0 }).map { $0[pk] }
+    }
+
+    /// Called by the store after each commit.
+    func enqueue(_ changes: CommittedChanges) {
+        guard let touched = changes.byClass[className] else { return }
+        if case .object(let key) = target, touched[key] == nil { return }
+        let first: Bool = stateLock.withLock {
+            if cancelled { return false }
+            let wasEmpty = pending.isEmpty
+            pending.merge(changes)
+            return wasEmpty
+        }
+        if first { scheduler.schedule { [weak self] in self?.deliver() } }
+    }
+
+    /// Computes and reports what changed since the last delivery.
+    func deliver() {
+        deliveryLock.lock()
+        deliveringThread = currentThreadID()
+        defer {
+            deliveringThread = 0
+            deliveryLock.unlock()
+        }
+        let (changes, isCancelled) = stateLock.withLock { () -> (CommittedChanges, Bool) in
+            let p = pending
+            pending = CommittedChanges([])
+            return (p, cancelled)
+        }
+        guard !isCancelled, let store, let callback, !changes.isEmpty else { return }
+        let touched = changes.byClass[className] ?? [:]
+        let os = store.schema.classes[classIndex]
+        var summary = ChangeSummary()
+        var properties = Set<String>()
+        do {
+            switch target {
+            case .query(let q):
+                let now = try store.read { try Self.keys(store, $0, q, classIndex) }
+                let before = Set(lastKeys), after = Set(now)
+                summary.inserted = now.filter { !before.contains($0) }
+                summary.deleted = lastKeys.filter { !after.contains($0) }
+                for key in now where before.contains(key) {
+                    if let t = touched[key], !t.properties.isEmpty || t.created || t.erased {
+                        summary.modified.append(key)
+                        properties.formUnion(t.properties)
+                    }
+                }
+                lastKeys = now
+            case .object(let key):
+                let exists = try store.read { try store.readRow($0, classIndex, key: key) != nil }
+                if exists && !objectExisted { summary.inserted = [key] }
+                else if !exists && objectExisted { summary.deleted = [key] }
+                else if exists, let t = touched[key] {
+                    summary.modified = [key]
+                    properties = t.properties
+                }
+                objectExisted = exists
+            }
+        } catch {
+            return // the database was closed under us: nothing more to report
+        }
+        summary.modifiedProperties = properties.compactMap { os.propertyIndex(named: $0) }.sorted()
+        if !summary.isEmpty { callback(summary) }
+    }
+
+    /// Stops delivery. When it returns the callback is not running on another thread and will
+    /// not run again. Safe to call from inside the callback.
+    public func cancel() {
+        stateLock.withLock {
+            cancelled = true
+            pending = CommittedChanges([])
+        }
+        store?.removeObserver(self)
+        if deliveringThread != currentThreadID() {
+            deliveryLock.withLock { callback = nil }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import CSQLite
+import FerryCore
+
+/// One SQLite connection. Every call into SQLite goes through this file and `Statement`, so
+/// there is one place that maps SQLite's failures to `FerryError`s. Not thread-safe: the
+/// store guards each connection with its own lock.
+final class SQLiteConnection {
+    private(set) var db: OpaquePointer?
+    private var cache: [String: Statement] = [:]
+    let description: String
+
+    init(path: String, flags: Int32, description: String) throws {
+        self.description = description
+        var handle: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(handle)
+            throw FerryError(.io, "cannot open \(description): \(message)")
+        }
+        db = handle
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, 10_000)
+    }
+
+    deinit { close() }
+
+    func close() {
+        for s in cache.values { s.finalize() }
+        cache.removeAll()
+        if let db { sqlite3_close_v2(db) }
+        db = nil
+    }
+
+    func error(_ rc: Int32, _ what: String) -> FerryError {
+        let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
+        switch rc & 0xff {
+        case SQLITE_BUSY, SQLITE_LOCKED: return FerryError(.busy, "\(what): the database is locked by another process (\(message))")
+        case SQLITE_NOTADB, SQLITE_CORRUPT: return FerryError(.corrupt, "\(what): \(description) is not a Ferry database or is damaged (\(message))")
+        case SQLITE_NOMEM: return FerryError(.noMemory, "\(what): out of memory")
+        case SQLITE_CONSTRAINT: return FerryError(.duplicatePrimaryKey, "\(what): \(message)")
+        default: return FerryError(.io, "\(what): \(message)")
+        }
+    }
+
+    /// Runs one or more statements that return no rows.
+    func exec(_ sql: String) throws {
+        guard let db else { throw FerryError(.closed, "the connection is closed") }
+        var err: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(db, sql, nil, nil, &err)
+        if rc != SQLITE_OK {
+            let message = err.map { String(cString: $0) } ?? "error \(rc)"
+            sqlite3_free(err)
+            var e = error(rc, "SQL failed")
+            if e.code == .io { e = FerryError(.io, "SQL failed: \(message)") }
+            throw e
+        }
+    }
+
+    /// A prepared statement, cached by its text, reset and unbound for reuse.
+    func statement(_ sql: String) throws -> Statement {
+        if let s = cache[sql] {
+            s.reset()
+            return s
+        }
+        guard let db else { throw FerryError(.closed, "the connection is closed") }
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw error(rc, "cannot prepare statement") }
+        let s = Statement(stmt, connection: self)
+        cache[sql] = s
+        return s
+    }
+
+    /// Drops cached statements (after the schema changed).
+    func clearCache() {
+        for s in cache.values { s.finalize() }
+        cache.removeAll()
+    }
+
+    var isInTransaction: Bool { db.map { sqlite3_get_autocommit($0) == 0 } ?? false }
+}

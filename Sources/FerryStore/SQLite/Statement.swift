@@ -1,0 +1,93 @@
+import CSQLite
+import FerryCore
+
+/// A prepared statement with typed binds and reads.
+final class Statement {
+    private var stmt: OpaquePointer?
+    private unowned let connection: SQLiteConnection
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    init(_ stmt: OpaquePointer, connection: SQLiteConnection) {
+        self.stmt = stmt
+        self.connection = connection
+    }
+
+    func finalize() {
+        sqlite3_finalize(stmt)
+        stmt = nil
+    }
+
+    func reset() {
+        sqlite3_reset(stmt)
+        sqlite3_clear_bindings(stmt)
+    }
+
+    func bindNull(_ i: Int32) { sqlite3_bind_null(stmt, i) }
+    func bind(_ i: Int32, _ v: Int64) { sqlite3_bind_int64(stmt, i, v) }
+    func bind(_ i: Int32, _ v: Double) { sqlite3_bind_double(stmt, i, v) }
+
+    func bind(_ i: Int32, _ s: String) {
+        var s = s
+        s.withUTF8 { buf in
+            if let base = buf.baseAddress {
+                _ = sqlite3_bind_text(stmt, i, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(buf.count), Self.transient)
+            } else {
+                _ = sqlite3_bind_text(stmt, i, "", 0, Self.transient)
+            }
+        }
+    }
+
+    func bind<C: ContiguousCollection>(_ i: Int32, blob: C) where C.Element == UInt8 {
+        blob.withContiguousStorage { buf in
+            if buf.isEmpty { sqlite3_bind_zeroblob(stmt, i, 0) }
+            else { sqlite3_bind_blob(stmt, i, buf.baseAddress, Int32(buf.count), Self.transient) }
+        }
+    }
+
+    /// Steps once: true when a row is available, false when done.
+    @discardableResult
+    func step() throws -> Bool {
+        let rc = sqlite3_step(stmt)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        let e = connection.error(rc, "statement failed")
+        sqlite3_reset(stmt)
+        throw e
+    }
+
+    /// Runs to completion, ignoring rows.
+    func run() throws {
+        while try step() {}
+    }
+
+    func isNull(_ col: Int32) -> Bool { sqlite3_column_type(stmt, col) == SQLITE_NULL }
+    func columnType(_ col: Int32) -> Int32 { sqlite3_column_type(stmt, col) }
+    func int64(_ col: Int32) -> Int64 { sqlite3_column_int64(stmt, col) }
+    func double(_ col: Int32) -> Double { sqlite3_column_double(stmt, col) }
+
+    func string(_ col: Int32) -> String {
+        guard let p = sqlite3_column_text(stmt, col) else { return "" }
+        let n = Int(sqlite3_column_bytes(stmt, col))
+        return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+    }
+
+    func blob(_ col: Int32) -> [UInt8] {
+        let p = sqlite3_column_blob(stmt, col)
+        let n = Int(sqlite3_column_bytes(stmt, col))
+        guard let p, n > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: p, count: n))
+    }
+
+    var changes: Int { connection.db.map { Int(sqlite3_changes($0)) } ?? 0 }
+}
+
+/// Contiguous byte storage, so that blobs bind without a copy whether they are arrays or slices.
+protocol ContiguousCollection: Collection {
+    func withContiguousStorage<R>(_ body: (UnsafeBufferPointer<Element>) throws -> R) rethrows -> R
+}
+extension Array: ContiguousCollection {
+    func withContiguousStorage<R>(_ body: (UnsafeBufferPointer<Element>) throws -> R) rethrows -> R { try withUnsafeBufferPointer(body) }
+}
+extension ArraySlice: ContiguousCollection {
+    func withContiguousStorage<R>(_ body: (UnsafeBufferPointer<Element>) throws -> R) rethrows -> R { try withUnsafeBufferPointer(body) }
+}

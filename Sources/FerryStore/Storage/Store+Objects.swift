@@ -1,0 +1,135 @@
+import FerryCore
+
+/// Row-level access to the class tables. Every function takes the connection to use: the
+/// writer inside a write transaction, the reader otherwise.
+extension Store {
+    func layout(_ classIndex: Int) -> TableLayout { layouts[classIndex] }
+
+    func classIndex(named name: String) throws -> Int {
+        guard let i = schema.classIndex(named: name) else { throw FerryError(.noSuchClass, "no class named '\(name)'") }
+        return i
+    }
+
+    func readRow(_ c: SQLiteConnection, _ classIndex: Int, key: FerryValue) throws -> [FerryValue]? {
+        let l = layouts[classIndex]
+        let s = try c.statement(l.selectByKeySQL)
+        ColumnCodec.bind(key, to: s, at: 1)
+        guard try s.step() else { return nil }
+        let row = try l.readRow(s)
+        s.reset()
+        return row
+    }
+
+    func insertRow(_ c: SQLiteConnection, _ classIndex: Int, _ values: [FerryValue]) throws {
+        let l = layouts[classIndex]
+        let s = try c.statement(l.insertSQL)
+        for (i, v) in values.enumerated() { ColumnCodec.bind(v, to: s, at: Int32(i + 1)) }
+        do {
+            try s.run()
+        } catch let e as FerryError where e.code == .duplicatePrimaryKey {
+            throw FerryError(.duplicatePrimaryKey, "an object of class '\(l.objectSchema.name)' with primary key \(values[l.objectSchema.primaryKeyIndex].debugText) already exists")
+        }
+    }
+
+    func updateColumn(_ c: SQLiteConnection, _ classIndex: Int, key: FerryValue, property: Int, value: FerryValue) throws {
+        let l = layouts[classIndex]
+        let s = try c.statement(l.updateSQL(property))
+        ColumnCodec.bind(value, to: s, at: 1)
+        ColumnCodec.bind(key, to: s, at: 2)
+        try s.run()
+        guard s.changes > 0 else { throw notFound(classIndex, key) }
+    }
+
+    func deleteRow(_ c: SQLiteConnection, _ classIndex: Int, key: FerryValue) throws {
+        let s = try c.statement(layouts[classIndex].deleteSQL)
+        ColumnCodec.bind(key, to: s, at: 1)
+        try s.run()
+        guard s.changes > 0 else { throw notFound(classIndex, key) }
+    }
+
+    func notFound(_ classIndex: Int, _ key: FerryValue) -> FerryError {
+        FerryError(.notFound, "no object of class '\(schema.classes[classIndex].name)' with primary key \(key.debugText)")
+    }
+
+    /// All rows of a class that match a compiled query, in table order, before SORT/LIMIT.
+    func matchingRows(_ c: SQLiteConnection, _ query: CompiledQuery, classIndex: Int) throws -> [[FerryValue]] {
+        let l = layouts[classIndex]
+        let pushdown = SQLPushdown(query.predicate, schema: l.objectSchema)
+        let s = try c.statement("SELECT \(l.selectColumns) FROM \(l.table)" + pushdown.whereClause)
+        for (i, v) in pushdown.bindings.enumerated() { ColumnCodec.bind(v, to: s, at: Int32(i + 1)) }
+        var rows: [[FerryValue]] = []
+        while try s.step() {
+            let row = try l.readRow(s)
+            if query.matches(row) { rows.append(row) }
+        }
+        return rows
+    }
+
+    /// Applies one instruction to the tables (no history is written here). Used by writes
+    /// through the API, by the history check's replay, and by sync to integrate downloads.
+    func apply(_ instruction: Instruction, on c: SQLiteConnection) throws {
+        let ci = try classIndex(named: instruction.table)
+        let os = schema.classes[ci]
+        func prop(_ name: String) throws -> Int {
+            guard let i = os.propertyIndex(named: name) else { throw FerryError(.noSuchProperty, "class '\(os.name)' has no property '\(name)'") }
+            return i
+        }
+        func row(_ key: FerryValue) throws -> [FerryValue] {
+            guard let r = try readRow(c, ci, key: key) else { throw notFound(ci, key) }
+            return r
+        }
+        func list(_ key: FerryValue, _ p: Int) throws -> [FerryValue] {
+            guard os.properties[p].isList else { throw FerryError(.wrongType, "property '\(os.name).\(os.properties[p].name)' is not a list") }
+            guard case .list(let items) = try row(key)[p] else { return [] }
+            return items
+        }
+        switch instruction {
+        case let .create(_, key, fields):
+            var values = os.properties.map(\.defaultValue)
+            values[os.primaryKeyIndex] = key
+            for f in fields { values[try prop(f.name)] = f.value }
+            try insertRow(c, ci, values)
+        case let .erase(_, key):
+            try deleteRow(c, ci, key: key)
+        case let .set(_, key, field, value):
+            try updateColumn(c, ci, key: key, property: try prop(field), value: value)
+        case let .addInteger(_, key, field, delta):
+            let p = try prop(field)
+            let current: Int64
+            switch try row(key)[p] {
+            case .int(let v): current = v
+            case .null: current = 0
+            default: throw FerryError(.wrongType, "property '\(os.name).\(field)' is not an int")
+            }
+            let (sum, overflow) = current.addingReportingOverflow(delta)
+            guard !overflow else { throw FerryError(.outOfRange, "adding \(delta) to \(current) in '\(os.name).\(field)' overflows 64 bits") }
+            try updateColumn(c, ci, key: key, property: p, value: .int(sum))
+        case let .listInsert(_, key, field, index, value):
+            let p = try prop(field)
+            var items = try list(key, p)
+            guard index >= 0 && index <= items.count else { throw outOfRange(os, field, index, items.count, insert: true) }
+            items.insert(value, at: index)
+            try updateColumn(c, ci, key: key, property: p, value: .list(items))
+        case let .listSet(_, key, field, index, value):
+            let p = try prop(field)
+            var items = try list(key, p)
+            guard index >= 0 && index < items.count else { throw outOfRange(os, field, index, items.count, insert: false) }
+            items[index] = value
+            try updateColumn(c, ci, key: key, property: p, value: .list(items))
+        case let .listErase(_, key, field, index):
+            let p = try prop(field)
+            var items = try list(key, p)
+            guard index >= 0 && index < items.count else { throw outOfRange(os, field, index, items.count, insert: false) }
+            items.remove(at: index)
+            try updateColumn(c, ci, key: key, property: p, value: .list(items))
+        case let .listClear(_, key, field):
+            let p = try prop(field)
+            _ = try list(key, p)
+            try updateColumn(c, ci, key: key, property: p, value: .list([]))
+        }
+    }
+
+    private func outOfRange(_ os: ObjectSchema, _ field: String, _ index: Int, _ count: Int, insert: Bool) -> FerryError {
+        FerryError(.outOfRange, "index \(index) is out of range for list '\(os.name).\(field)' of \(count) element\(count == 1 ? "" : "s")\(insert ? " (insert allows 0...\(count))" : "")")
+    }
+}

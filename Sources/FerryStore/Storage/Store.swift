@@ -1,0 +1,195 @@
+import CSQLite
+import FerryCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One open database file (or in-memory database) in this process, shared by all its handles.
+/// It owns two SQLite connections: the writer, used only by the handle holding the write lock,
+/// and the reader, which sees the last commit (WAL snapshot) and serves every other read.
+final class Store: @unchecked Sendable {
+    let location: StoreLocation
+    let pid = getpid()
+    var handleCount = 0
+
+    private(set) var schema: Schema
+    private(set) var layouts: [TableLayout]
+    let writer: SQLiteConnection
+    let reader: SQLiteConnection
+    let readerLock = Lock()
+    private var agentLock: SyncAgentLock?
+    private(set) var isSynced: Bool
+
+    /// Guards the write lock's owner, the observers and the last history timestamp.
+    let state = Lock()
+    private var writeOwner: ObjectIdentifier?
+    private var writeOwnerThread: UInt = 0
+    private var observers: [ObjectIdentifier: ChangeObserver] = [:]
+    private var lastTimestamp: Int64 = 0
+
+    init(location: StoreLocation, schema requested: Schema?, synced: Bool) throws {
+        self.location = location
+        if synced && location.isMemory {
+            throw FerryError(.invalidArgument, "an in-memory database cannot be marked synced")
+        }
+        let name = location.sqliteName
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        writer = try SQLiteConnection(path: name, flags: flags, description: location.displayName)
+        if case .file(let path) = location {
+            // Whether the file is marked synced decides whether we must be its only agent; the
+            // mark is read before anything else so a second process fails without writing.
+            let marked = try Store.readSyncedMark(writer)
+            if marked || synced { agentLock = try SyncAgentLock(databasePath: path) }
+            try writer.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")
+        }
+        try writer.exec("BEGIN IMMEDIATE")
+        do {
+            try writer.exec("""
+                CREATE TABLE IF NOT EXISTS __ferry_meta (key TEXT PRIMARY KEY NOT NULL, value BLOB);
+                CREATE TABLE IF NOT EXISTS __ferry_history (version INTEGER PRIMARY KEY, changeset BLOB NOT NULL);
+                """)
+            let stored = try Store.readStoredSchema(writer)
+            let active: Schema
+            if let requested {
+                let migration = try SchemaMigration(stored: stored, requested: requested)
+                for sql in migration.statements { try writer.exec(sql) }
+                if stored != migration.storedSchema { try Store.writeMeta(writer, "schema", SchemaCodec.encode(migration.storedSchema)) }
+                active = requested
+            } else if let stored {
+                active = stored
+            } else {
+                throw FerryError(.invalidSchema, "\(location.displayName) is a new database: a schema is needed to create it")
+            }
+            if synced { try Store.writeMeta(writer, "synced", [1]) }
+            try writer.exec("COMMIT")
+            schema = active
+            let markedNow = try Store.readSyncedMark(writer)
+            isSynced = synced || markedNow
+        } catch {
+            try? writer.exec("ROLLBACK")
+            writer.close()
+            agentLock?.release()
+            throw error
+        }
+        layouts = schema.classes.map(TableLayout.init)
+        do {
+            reader = try SQLiteConnection(path: name, flags: flags, description: location.displayName)
+        } catch {
+            writer.close()
+            agentLock?.release()
+            throw error
+        }
+    }
+
+    func close() {
+        writer.close()
+        readerLock.withLock { reader.close() }
+        agentLock?.release()
+        agentLock = nil
+    }
+
+    /// A second handle in this process must agree with the store's schema.
+    func checkCompatible(schema requested: Schema?, synced: Bool) throws {
+        if let requested, requested != schema {
+            throw FerryError(.schemaMismatch, "\(location.displayName) is already open in this process with a different schema; close its other handles before opening it with a new one")
+        }
+        if synced && !isSynced {
+            throw FerryError(.invalidArgument, "\(location.displayName) is already open in this process as an unsynced database; close it before marking it synced")
+        }
+    }
+
+    // MARK: meta
+
+    private static func readMeta(_ c: SQLiteConnection, _ key: String) throws -> [UInt8]? {
+        let exists = try c.statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__ferry_meta'")
+        guard try exists.step() else { return nil }
+        let s = try c.statement("SELECT value FROM __ferry_meta WHERE key = ?")
+        s.bind(1, key)
+        guard try s.step() else { return nil }
+        return s.blob(0)
+    }
+
+    private static func writeMeta(_ c: SQLiteConnection, _ key: String, _ value: [UInt8]) throws {
+        let s = try c.statement("INSERT OR REPLACE INTO __ferry_meta (key, value) VALUES (?, ?)")
+        s.bind(1, key)
+        s.bind(2, blob: value)
+        try s.run()
+    }
+
+    private static func readSyncedMark(_ c: SQLiteConnection) throws -> Bool {
+        try readMeta(c, "synced") == [1]
+    }
+
+    private static func readStoredSchema(_ c: SQLiteConnection) throws -> Schema? {
+        guard let bytes = try readMeta(c, "schema") else {
+            // A file with tables but no Ferry schema is not ours.
+            let s = try c.statement("SELECT COUNT(*) FROM sqlite_master WHERE name NOT LIKE '\\_\\_ferry\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+            _ = try s.step()
+            if s.int64(0) > 0 { throw FerryError(.corrupt, "the file is an SQLite database but not a Ferry database") }
+            return nil
+        }
+        return try SchemaCodec.decode(bytes)
+    }
+
+    // MARK: the write lock
+
+    /// Takes the write lock for a handle, waiting for another handle to finish.
+    func acquireWriteLock(for owner: ObjectIdentifier) throws {
+        try state.withLock {
+            if writeOwner == owner { throw FerryError(.alreadyInTransaction, "this handle already has a write transaction") }
+            if writeOwner != nil && writeOwnerThread == currentThreadID() {
+                throw FerryError(.alreadyInTransaction, "another handle on this thread has a write transaction on \(location.displayName); waiting for it would deadlock")
+            }
+            while writeOwner != nil { state.wait() }
+            writeOwner = owner
+            writeOwnerThread = currentThreadID()
+        }
+        do {
+            try writer.exec("BEGIN IMMEDIATE")
+        } catch {
+            releaseWriteLock(for: owner)
+            throw error
+        }
+    }
+
+    func releaseWriteLock(for owner: ObjectIdentifier) {
+        state.withLock {
+            if writeOwner == owner {
+                writeOwner = nil
+                writeOwnerThread = 0
+                state.broadcast()
+            }
+        }
+    }
+
+    func holdsWriteLock(_ owner: ObjectIdentifier) -> Bool { state.withLock { writeOwner == owner } }
+
+    /// A timestamp for a new changeset: the clock, but never at or before the previous one.
+    func nextTimestamp() throws -> Int64 {
+        if lastTimestamp == 0 {
+            let s = try writer.statement("SELECT changeset FROM __ferry_history ORDER BY version DESC LIMIT 1")
+            if try s.step() { lastTimestamp = (try? ChangesetCodec.decode(s.blob(0)).timestamp) ?? 0 }
+        }
+        lastTimestamp = max(Clock.nanosecondsSinceEpoch(), lastTimestamp + 1)
+        return lastTimestamp
+    }
+
+    // MARK: observers
+
+    func addObserver(_ o: ChangeObserver) { state.withLock { observers[ObjectIdentifier(o)] = o } }
+    func removeObserver(_ o: ChangeObserver) { _ = state.withLock { observers.removeValue(forKey: ObjectIdentifier(o)) } }
+
+    /// After a commit: hands what changed to every observer that may care.
+    func publish(_ changes: CommittedChanges) {
+        let current = state.withLock { Array(observers.values) }
+        for o in current { o.enqueue(changes) }
+    }
+
+    /// Runs a read on the reader connection (the last committed state).
+    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try readerLock.withLock {
+            guard reader.db != nil else { throw FerryError(.closed, "the database is closed") }
+            return try body(reader)
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import FerryCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The stores open in this process, by location, so handles on one file share one store (one
+/// writer lock, one set of observers). A store found here after a `fork` belongs to the
+/// parent and is never shared with the child.
+final class StoreRegistry: @unchecked Sendable {
+    static let shared = StoreRegistry()
+    private let lock = Lock()
+    private var stores: [String: Store] = [:]
+
+    /// The store for a location, opened if needed, with one more handle counted.
+    func acquire(_ location: StoreLocation, schema: Schema?, synced: Bool) throws -> Store {
+        try lock.withLock {
+            if let s = stores[location.key], s.pid == getpid() {
+                try s.checkCompatible(schema: schema, synced: synced)
+                s.handleCount += 1
+                return s
+            }
+            let s = try Store(location: location, schema: schema, synced: synced)
+            s.handleCount = 1
+            stores[location.key] = s
+            return s
+        }
+    }
+
+    /// One handle fewer; the last one closes the store (an in-memory database is dropped).
+    func release(_ store: Store) {
+        lock.withLock {
+            store.handleCount -= 1
+            if store.handleCount == 0 {
+                if stores[store.location.key] === store { stores[store.location.key] = nil }
+                store.close()
+            }
+        }
+    }
+}

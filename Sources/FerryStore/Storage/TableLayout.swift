@@ -1,0 +1,53 @@
+import FerryCore
+
+/// The SQL of one class: its table, its statements, the order of its columns (the order of
+/// the class's properties). Tables are named `class_<Name>` so a class can never clash with
+/// SQLite's or Ferry's own tables.
+struct TableLayout {
+    let objectSchema: ObjectSchema
+    let table: String
+    let selectColumns: String
+    let insertSQL: String
+    let selectByKeySQL: String
+    let deleteSQL: String
+    let primaryKeyColumn: String
+
+    init(_ objectSchema: ObjectSchema) {
+        self.objectSchema = objectSchema
+        table = Self.tableName(objectSchema.name).sqlIdentifier
+        let cols = objectSchema.properties.map(\.name.sqlIdentifier)
+        selectColumns = cols.joined(separator: ", ")
+        primaryKeyColumn = objectSchema.primaryKey.name.sqlIdentifier
+        insertSQL = "INSERT INTO \(table) (\(selectColumns)) VALUES (\(cols.map { _ in "?" }.joined(separator: ", ")))"
+        selectByKeySQL = "SELECT \(selectColumns) FROM \(table) WHERE \(primaryKeyColumn) = ?"
+        deleteSQL = "DELETE FROM \(table) WHERE \(primaryKeyColumn) = ?"
+    }
+
+    static func tableName(_ className: String) -> String { "class_" + className }
+    static func indexName(_ className: String, _ property: String) -> String { "index_\(className)_\(property)" }
+
+    func updateSQL(_ property: Int) -> String {
+        "UPDATE \(table) SET \(objectSchema.properties[property].name.sqlIdentifier) = ? WHERE \(primaryKeyColumn) = ?"
+    }
+
+    static func createTableSQL(_ c: ObjectSchema) -> String {
+        let cols = c.properties.map { p in p.isPrimaryKey ? "\(p.name.sqlIdentifier) PRIMARY KEY NOT NULL" : p.name.sqlIdentifier }
+        return "CREATE TABLE \(tableName(c.name).sqlIdentifier) (\(cols.joined(separator: ", ")))"
+    }
+
+    static func createIndexSQL(_ c: ObjectSchema, _ p: Property) -> String {
+        "CREATE INDEX IF NOT EXISTS \(indexName(c.name, p.name).sqlIdentifier) ON \(tableName(c.name).sqlIdentifier) (\(p.name.sqlIdentifier))"
+    }
+
+    static func dropIndexSQL(_ c: ObjectSchema, _ p: Property) -> String {
+        "DROP INDEX IF EXISTS \(indexName(c.name, p.name).sqlIdentifier)"
+    }
+
+    /// Reads one row selected with `selectColumns` into values in schema order.
+    func readRow(_ s: Statement, offset: Int32 = 0) throws -> [FerryValue] {
+        var values: [FerryValue] = []
+        values.reserveCapacity(objectSchema.properties.count)
+        for (i, p) in objectSchema.properties.enumerated() { values.append(try ColumnCodec.read(s, offset + Int32(i), p)) }
+        return values
+    }
+}

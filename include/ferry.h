@@ -1,0 +1,487 @@
+/*
+ * ferry.h — the C interface of libferry, Ferry's offline-first device-sync engine.
+ *
+ * This header is the contract. It is written by hand; the Swift exports in Sources/FerryC
+ * implement it with `@c @implementation`, so the compiler rejects an export whose signature
+ * differs from the declaration here, and a test compares the symbols the library exports with
+ * the functions declared here.
+ *
+ * Conventions (see docs/c-api.md for the long form):
+ *
+ *  - Names are ferry_<object>_<verb>. Handles are incomplete structs.
+ *  - Every fallible function returns int: FERRY_OK (0) or a negative FERRY_ERR_* code. Codes are
+ *    never renumbered. On failure ferry_error_last() describes what went wrong, on the calling
+ *    thread. Out-parameters come first; on failure they are left untouched unless documented.
+ *  - Ownership: a function that returns a handle through `**out` gives it to the caller, who frees
+ *    it with the matching ferry_*_free. Every free function accepts NULL. A pointer returned
+ *    through `const T **out` or inside a struct is lent: it stays valid for the lifetime stated
+ *    in the function's documentation.
+ *  - Strings are UTF-8. Strings and binaries passed in are copied before the call returns.
+ *  - Threads: every function may be called from any thread unless its documentation says
+ *    otherwise. A handle may be used from several threads; calls on it are serialised.
+ *  - Callbacks take `void *userdata` last. A registration takes (callback, userdata,
+ *    userdata_free); userdata_free, when not NULL, runs exactly once: when the registration's
+ *    token is freed, or before the registering function returns if it fails.
+ *  - Handles are validated: a NULL, freed or wrong kind of handle yields FERRY_ERR_INVALID_HANDLE,
+ *    never a crash. (A freed handle whose memory was reused for a new handle of the same kind
+ *    cannot be told apart; do not use freed handles.)
+ */
+#ifndef FERRY_H
+#define FERRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ============================================================================================
+ * Version
+ * ========================================================================================== */
+
+#define FERRY_VERSION_MAJOR 0
+#define FERRY_VERSION_MINOR 1
+#define FERRY_VERSION_PATCH 0
+#define FERRY_VERSION_STRING "0.1.0"
+
+/** The library's version as "MAJOR.MINOR.PATCH" (static storage, never NULL). Any thread. */
+const char *ferry_version(void);
+
+/** The library's version as MAJOR * 10000 + MINOR * 100 + PATCH, for bindings that cannot read
+ *  the macros. Any thread. */
+int ferry_version_number(void);
+
+/* ============================================================================================
+ * Errors
+ * ========================================================================================== */
+
+typedef enum ferry_error_code {
+  FERRY_OK = 0,
+  FERRY_ERR_INVALID_ARGUMENT = -1,      /* a NULL pointer, bad option, out-of-range number... */
+  FERRY_ERR_INVALID_HANDLE = -2,        /* NULL, freed, or a handle of another kind */
+  FERRY_ERR_NO_MEMORY = -3,
+  FERRY_ERR_IO = -4,                    /* the file system or SQLite failed */
+  FERRY_ERR_CLOSED = -5,                /* the database was closed */
+  FERRY_ERR_NOT_IN_TRANSACTION = -6,    /* a write outside a write transaction */
+  FERRY_ERR_ALREADY_IN_TRANSACTION = -7,/* a nested begin */
+  FERRY_ERR_NO_SUCH_CLASS = -8,
+  FERRY_ERR_NO_SUCH_PROPERTY = -9,
+  FERRY_ERR_WRONG_TYPE = -10,           /* a value of the wrong type for the property */
+  FERRY_ERR_NOT_FOUND = -11,            /* no object with that primary key */
+  FERRY_ERR_DUPLICATE_PRIMARY_KEY = -12,
+  FERRY_ERR_QUERY = -13,                /* a query that does not parse or does not fit the schema */
+  FERRY_ERR_INVALID_SCHEMA = -14,
+  FERRY_ERR_SCHEMA_MISMATCH = -15,      /* a breaking change against the schema in the file */
+  FERRY_ERR_MULTIPLE_SYNC_AGENTS = -16, /* another process is the sync agent of this file */
+  FERRY_ERR_OUT_OF_RANGE = -17,         /* a list or results index past the end */
+  FERRY_ERR_CORRUPT = -18,              /* the file is not a Ferry database, or is damaged */
+  FERRY_ERR_BUSY = -19,                 /* another process held the file's write lock too long */
+  FERRY_ERR_INTERNAL = -100             /* a bug in Ferry: please report it with the message */
+} ferry_error_code_t;
+
+/** The last error on the calling thread. */
+typedef struct ferry_error {
+  int code;            /* a ferry_error_code_t */
+  const char *message; /* never NULL */
+} ferry_error_t;
+
+/** The last error that happened on the calling thread. Never NULL: when no call on this thread
+ *  has failed yet, code is FERRY_OK. The struct and its message stay valid until the next
+ *  failing call on the same thread. Successful calls do not clear it. Any thread. */
+const ferry_error_t *ferry_error_last(void);
+
+/** A short static description of an error code (never NULL; unknown codes give
+ *  "unknown error"). Any thread. */
+const char *ferry_strerror(int code);
+
+/** Releases userdata. */
+typedef void (*ferry_free_fn)(void *userdata);
+
+/* ============================================================================================
+ * Values
+ * ========================================================================================== */
+
+typedef enum ferry_type {
+  FERRY_TYPE_NULL = 0,
+  FERRY_TYPE_BOOL = 1,
+  FERRY_TYPE_INT = 2,
+  FERRY_TYPE_DOUBLE = 3,
+  FERRY_TYPE_STRING = 4,
+  FERRY_TYPE_BINARY = 5,
+  FERRY_TYPE_TIMESTAMP = 6,
+  FERRY_TYPE_OBJECT_ID = 7,
+  FERRY_TYPE_UUID = 8,
+  /* Only as a property type: a link holds the primary key of an object of the target class,
+     and is read and written as that primary key's value. */
+  FERRY_TYPE_LINK = 9
+} ferry_type_t;
+
+/** One value of any property type. `type` says which union member is meaningful.
+ *  Strings need not be NUL-terminated (size counts bytes); strings handed out by Ferry are
+ *  NUL-terminated as a convenience. Timestamps are seconds since the Unix epoch plus
+ *  nanoseconds in [0, 999999999] (for instants before the epoch, seconds is negative and
+ *  nanoseconds still counts forward). */
+typedef struct ferry_value {
+  int32_t type; /* ferry_type_t, never FERRY_TYPE_LINK */
+  union {
+    bool b;
+    int64_t i;
+    double d;
+    struct { const char *data; size_t size; } string;
+    struct { const uint8_t *data; size_t size; } binary;
+    struct { int64_t seconds; int32_t nanoseconds; } timestamp;
+    uint8_t object_id[12];
+    uint8_t uuid[16];
+  } u;
+} ferry_value_t;
+
+/** Fills *out with a new ObjectId (FERRY_TYPE_OBJECT_ID): 4 bytes of seconds since the epoch,
+ *  5 random bytes fixed per process, a 3-byte counter. Any thread.
+ *  Errors: FERRY_ERR_INVALID_ARGUMENT if out is NULL. */
+int ferry_object_id_generate(ferry_value_t *out);
+
+/* ============================================================================================
+ * Schema
+ * ========================================================================================== */
+
+typedef struct ferry_schema ferry_schema_t;
+
+/** A class is named by its index in the database's schema, a property by its index in the
+ *  class. Look them up by name with ferry_db_find_class and ferry_db_find_property; they stay
+ *  the same for as long as the database handle is open. */
+typedef uint32_t ferry_class_key_t;
+typedef uint32_t ferry_property_key_t;
+
+typedef enum ferry_property_flags {
+  FERRY_PROPERTY_NORMAL = 0,
+  FERRY_PROPERTY_OPTIONAL = 1,    /* may hold null */
+  FERRY_PROPERTY_PRIMARY_KEY = 2, /* exactly one per class, named "_id", not optional */
+  FERRY_PROPERTY_INDEXED = 4,     /* equality and range queries use an index */
+  FERRY_PROPERTY_LIST = 8         /* a list of the property type (lists of links included) */
+} ferry_property_flags_t;
+
+typedef struct ferry_property_info {
+  const char *name;
+  int32_t type;        /* ferry_type_t other than FERRY_TYPE_NULL */
+  uint32_t flags;      /* ferry_property_flags_t, or-ed */
+  const char *link_target; /* the target class name for FERRY_TYPE_LINK, else NULL */
+} ferry_property_info_t;
+
+typedef enum ferry_class_flags {
+  FERRY_CLASS_NORMAL = 0,
+  FERRY_CLASS_ASYMMETRIC = 1 /* ingest-only under sync: uploaded, never downloaded */
+} ferry_class_flags_t;
+
+typedef struct ferry_class_info {
+  const char *name;
+  const ferry_property_info_t *properties;
+  size_t property_count;
+  uint32_t flags; /* ferry_class_flags_t */
+} ferry_class_info_t;
+
+/** Builds a schema from class descriptions, validating it: unique class and property names
+ *  (1 to 63 bytes, no NUL, not starting with "__"), exactly one primary key per class named
+ *  "_id" of type ObjectId, string, int or UUID, link targets that exist, no optional lists.
+ *  The schema copies everything it needs. On success *out is owned by the caller
+ *  (ferry_schema_free). Any thread.
+ *  Errors: FERRY_ERR_INVALID_ARGUMENT (NULL pointers), FERRY_ERR_INVALID_SCHEMA (the message
+ *  names the class and property). */
+int ferry_schema_new(ferry_schema_t **out, const ferry_class_info_t *classes, size_t class_count);
+
+/** Frees a schema. NULL is a no-op. Databases opened with it keep their own copy. */
+void ferry_schema_free(ferry_schema_t *schema);
+
+/* ============================================================================================
+ * Databases
+ * ========================================================================================== */
+
+typedef struct ferry_db ferry_db_t;
+
+typedef enum ferry_delivery {
+  /* Notification callbacks run on Ferry's event-loop thread (a libuv loop started with the
+     first database that needs it and stopped with the last). */
+  FERRY_DELIVERY_LOOP = 0,
+  /* Notification callbacks run only inside ferry_db_deliver_notifications, on the thread that
+     calls it; ferry_db_notification_fd becomes readable when there is something to deliver. */
+  FERRY_DELIVERY_POLL = 1
+} ferry_delivery_t;
+
+#define FERRY_DB_OPTIONS_VERSION 1
+
+typedef struct ferry_db_options {
+  uint32_t version;                 /* FERRY_DB_OPTIONS_VERSION */
+  /* Exactly one of path and in_memory_identifier. A file database lives at path (created if
+     missing; its directory must exist). An in-memory database touches no disk; every handle
+     opened with the same identifier in this process shares it, and it is dropped when the
+     last handle closes. */
+  const char *path;
+  const char *in_memory_identifier;
+  /* The schema to open with, or NULL to use the schema stored in the file (an error for a new
+     database). A new class, a new property (required ones get their type's zero value in
+     existing objects), a new or dropped index and a dropped optional property migrate the file.
+     A changed type, optionality or primary key, or a dropped required property, is
+     FERRY_ERR_SCHEMA_MISMATCH and the file is left unchanged. */
+  const ferry_schema_t *schema;
+  int32_t delivery;                 /* ferry_delivery_t, default FERRY_DELIVERY_LOOP */
+  /* Marks the file as synced. A file marked synced has one sync agent: the first process that
+     opens it. Any other process that opens it while the agent has it open gets
+     FERRY_ERR_MULTIPLE_SYNC_AGENTS. Handles within one process share the agent role. Once set,
+     the mark stays in the file. Not allowed for in-memory databases. */
+  bool synced;
+} ferry_db_options_t;
+
+/** Fills *opts with defaults for the given options version (FERRY_DB_OPTIONS_VERSION).
+ *  Errors: FERRY_ERR_INVALID_ARGUMENT (NULL, or a version this library does not know). */
+int ferry_db_options_init(ferry_db_options_t *opts, uint32_t version);
+
+/** Opens a database. On success *out is owned by the caller: ferry_db_close ends its use,
+ *  ferry_db_free releases it (and closes it if needed). Handles opened on the same path in one
+ *  process share one store, so a commit through one is seen by all. Any thread.
+ *  Errors: FERRY_ERR_INVALID_ARGUMENT, FERRY_ERR_IO (cannot open or create the file),
+ *  FERRY_ERR_CORRUPT (not a Ferry database), FERRY_ERR_SCHEMA_MISMATCH,
+ *  FERRY_ERR_MULTIPLE_SYNC_AGENTS, FERRY_ERR_INVALID_SCHEMA (no schema for a new database). */
+int ferry_db_open(ferry_db_t **out, const ferry_db_options_t *opts);
+
+/** Closes a database handle: an open write transaction is cancelled, its notification
+ *  registrations stop firing (their tokens must still be freed), and every later call on the
+ *  handle but ferry_db_free fails with FERRY_ERR_CLOSED. Closing twice is allowed. Any thread,
+ *  including inside a notification callback.
+ *  Errors: FERRY_ERR_INVALID_HANDLE. */
+int ferry_db_close(ferry_db_t *db);
+
+/** Closes (if needed) and frees a database handle. NULL is a no-op. Any thread. */
+void ferry_db_free(ferry_db_t *db);
+
+/** Whether the handle is closed. Errors: FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT. */
+int ferry_db_is_closed(bool *out, const ferry_db_t *db);
+
+/* --- Schema of an open database ---------------------------------------------------------- */
+
+/** The number of classes in the database's schema. */
+int ferry_db_class_count(size_t *out, const ferry_db_t *db);
+
+/** The key of the class with this name. Errors: FERRY_ERR_NO_SUCH_CLASS, FERRY_ERR_CLOSED. */
+int ferry_db_find_class(ferry_class_key_t *out, const ferry_db_t *db, const char *name);
+
+/** The class's description; *out's strings are lent for as long as the handle lives. The
+ *  properties array is not filled in (properties is NULL): use ferry_db_get_property. */
+int ferry_db_get_class(ferry_class_info_t *out, const ferry_db_t *db, ferry_class_key_t cls);
+
+/** The key of the property with this name. Errors: FERRY_ERR_NO_SUCH_CLASS,
+ *  FERRY_ERR_NO_SUCH_PROPERTY, FERRY_ERR_CLOSED. */
+int ferry_db_find_property(ferry_property_key_t *out, const ferry_db_t *db, ferry_class_key_t cls,
+                           const char *name);
+
+/** The property's description; strings lent for as long as the handle lives. */
+int ferry_db_get_property(ferry_property_info_t *out, const ferry_db_t *db, ferry_class_key_t cls,
+                          ferry_property_key_t property);
+
+/* --- Write transactions ------------------------------------------------------------------ */
+
+/** Begins a write transaction on this handle. Only one write transaction runs at a time per
+ *  file: this call waits while another handle in this process, or another process, has one
+ *  (another process's lock is waited for up to 10 seconds, then FERRY_ERR_BUSY). A transaction
+ *  belongs to the handle, not the thread: any thread may commit or cancel it. Reads through
+ *  the same handle see its uncommitted writes; other handles see the last commit.
+ *  Errors: FERRY_ERR_ALREADY_IN_TRANSACTION (this handle, or another handle on the calling
+ *  thread, already has one: waiting would deadlock), FERRY_ERR_BUSY, FERRY_ERR_CLOSED. */
+int ferry_db_begin_write(ferry_db_t *db);
+
+/** Commits the write transaction: the data and one history changeset holding every change of
+ *  the transaction are made durable in one SQLite transaction. Then notifications are
+ *  scheduled. A transaction with no changes writes no changeset.
+ *  Errors: FERRY_ERR_NOT_IN_TRANSACTION, FERRY_ERR_IO (the transaction was rolled back and is
+ *  over), FERRY_ERR_CLOSED. */
+int ferry_db_commit(ferry_db_t *db);
+
+/** Cancels the write transaction, discarding its changes.
+ *  Errors: FERRY_ERR_NOT_IN_TRANSACTION, FERRY_ERR_CLOSED. */
+int ferry_db_cancel(ferry_db_t *db);
+
+/** Whether this handle has a write transaction open. */
+int ferry_db_is_in_transaction(bool *out, const ferry_db_t *db);
+
+/* --- Writing objects (inside a write transaction) ----------------------------------------- */
+
+/** A property and its value, for creating and upserting. */
+typedef struct ferry_property_value {
+  ferry_property_key_t property;
+  ferry_value_t value;
+} ferry_property_value_t;
+
+/** Creates an object. values must include the primary key "_id"; required properties left
+ *  out get their type's zero value (0, false, "", empty binary, the epoch, the all-zero
+ *  ObjectId or UUID), optional ones null, lists are empty. A list property cannot be given
+ *  here: fill it with ferry_list_insert.
+ *  Errors: FERRY_ERR_NOT_IN_TRANSACTION, FERRY_ERR_NO_SUCH_CLASS, FERRY_ERR_NO_SUCH_PROPERTY,
+ *  FERRY_ERR_WRONG_TYPE, FERRY_ERR_DUPLICATE_PRIMARY_KEY, FERRY_ERR_INVALID_ARGUMENT (no
+ *  primary key, a property given twice, a list property), FERRY_ERR_CLOSED, FERRY_ERR_IO. */
+int ferry_object_create(ferry_db_t *db, ferry_class_key_t cls, const ferry_property_value_t *values,
+                        size_t count);
+
+/** Creates the object, or, if one with the same primary key exists, sets the given properties
+ *  on it. Only values that differ from the stored ones are recorded as changes.
+ *  Errors: as ferry_object_create, without FERRY_ERR_DUPLICATE_PRIMARY_KEY. */
+int ferry_object_upsert(ferry_db_t *db, ferry_class_key_t cls, const ferry_property_value_t *values,
+                        size_t count);
+
+/** Sets one property of an existing object (not the primary key, not a list).
+ *  Errors: FERRY_ERR_NOT_FOUND, FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT, and the
+ *  transaction and schema errors above. */
+int ferry_object_set(ferry_db_t *db, ferry_class_key_t cls, const ferry_value_t *primary_key,
+                     ferry_property_key_t property, const ferry_value_t *value);
+
+/** Adds delta to an int property (a counter: concurrent adds from several devices sum up under
+ *  sync). A null optional counter counts as 0. Overflow is FERRY_ERR_OUT_OF_RANGE.
+ *  Errors: FERRY_ERR_WRONG_TYPE if the property is not an int, and those of ferry_object_set. */
+int ferry_object_add_int(ferry_db_t *db, ferry_class_key_t cls, const ferry_value_t *primary_key,
+                         ferry_property_key_t property, int64_t delta);
+
+/** Deletes an object. Errors: FERRY_ERR_NOT_FOUND and the transaction and schema errors. */
+int ferry_object_delete(ferry_db_t *db, ferry_class_key_t cls, const ferry_value_t *primary_key);
+
+/** List operations on a list property of an existing object. index counts from 0; insert
+ *  accepts index == size (append). Errors: FERRY_ERR_OUT_OF_RANGE, FERRY_ERR_WRONG_TYPE (also
+ *  for a property that is not a list), FERRY_ERR_NOT_FOUND and the transaction and schema
+ *  errors. */
+int ferry_list_insert(ferry_db_t *db, ferry_class_key_t cls, const ferry_value_t *primary_key,
+                      ferry_property_key_t property, size_t index, const ferry_value_t *value);
+int ferry_list_set(ferry_db_t *db, ferry_class_key_t cls, const ferry_value_t *primary_key,
+                   ferry_property_key_t property, size_t index, const ferry_value_t *value);
+int ferry_list_erase(ferry_db_t *db, ferry_class_key_t cls, const ferry_value_t *primary_key,
+                     ferry_property_key_t property, size_t index);
+int ferry_list_clear(ferry_db_t *db, ferry_class_key_t cls, const ferry_value_t *primary_key,
+                     ferry_property_key_t property);
+
+/* --- Reading objects ---------------------------------------------------------------------- */
+
+/** A snapshot of one object's values, taken when it was read. */
+typedef struct ferry_object ferry_object_t;
+
+/** Reads the object with this primary key. On success *out is owned by the caller
+ *  (ferry_object_free). Errors: FERRY_ERR_NOT_FOUND (*out is set to NULL), the schema errors,
+ *  FERRY_ERR_WRONG_TYPE (a key of the wrong type), FERRY_ERR_CLOSED. */
+int ferry_object_get(ferry_object_t **out, ferry_db_t *db, ferry_class_key_t cls,
+                     const ferry_value_t *primary_key);
+
+/** The class of an object snapshot. */
+int ferry_object_get_class(ferry_class_key_t *out, const ferry_object_t *object);
+
+/** One property's value (FERRY_TYPE_NULL for a null optional). Strings and binaries in *out
+ *  are lent for the object's lifetime. Errors: FERRY_ERR_NO_SUCH_PROPERTY, FERRY_ERR_WRONG_TYPE
+ *  for a list property (use ferry_object_get_list). */
+int ferry_object_get_value(ferry_value_t *out, const ferry_object_t *object,
+                           ferry_property_key_t property);
+
+/** A list property's elements: *out_values points to *out_count values, lent for the object's
+ *  lifetime (NULL when empty). Errors: FERRY_ERR_NO_SUCH_PROPERTY, FERRY_ERR_WRONG_TYPE for a
+ *  property that is not a list. */
+int ferry_object_get_list(const ferry_value_t **out_values, size_t *out_count,
+                          const ferry_object_t *object, ferry_property_key_t property);
+
+/** Frees an object snapshot. NULL is a no-op. */
+void ferry_object_free(ferry_object_t *object);
+
+/* --- Queries ------------------------------------------------------------------------------ */
+
+/** The objects that matched a query, with their values, as of the moment it ran. */
+typedef struct ferry_results ferry_results_t;
+
+/** Runs a query on one class. The language is in the style of Realm Query Language:
+ *    complexity <= 4 AND ownerId == $0
+ *    name BEGINSWITH[c] "a" OR status IN {"open", "done"}
+ *    NOT (tags.@count > 2) AND ANY tags == "x"
+ *    TRUEPREDICATE SORT(complexity DESC, name ASC) LIMIT(10)
+ *  Operators: == != < <= > >= BEGINSWITH ENDSWITH CONTAINS LIKE (with [c] for case-insensitive),
+ *  IN {...}, AND OR NOT, parentheses, TRUEPREDICATE FALSEPREDICATE, nil/null, $0 $1 ...
+ *  arguments taken from args. docs/query-language.md has the full grammar. Equality and range
+ *  conditions on indexed properties use the index. On success *out is owned by the caller
+ *  (ferry_results_free).
+ *  Errors: FERRY_ERR_QUERY (the message gives the byte offset and what was expected),
+ *  FERRY_ERR_NO_SUCH_CLASS, FERRY_ERR_CLOSED, FERRY_ERR_IO. */
+int ferry_db_query(ferry_results_t **out, ferry_db_t *db, ferry_class_key_t cls, const char *query,
+                   const ferry_value_t *args, size_t arg_count);
+
+/** The number of objects in the results. */
+int ferry_results_count(size_t *out, const ferry_results_t *results);
+
+/** The object at index as a new snapshot owned by the caller (ferry_object_free).
+ *  Errors: FERRY_ERR_OUT_OF_RANGE. */
+int ferry_results_get(ferry_object_t **out, const ferry_results_t *results, size_t index);
+
+/** Frees results. NULL is a no-op. */
+void ferry_results_free(ferry_results_t *results);
+
+/* --- Notifications ------------------------------------------------------------------------ */
+
+/** One token type per registry: this one is for change notifications on objects and queries. */
+typedef struct ferry_notification_token ferry_notification_token_t;
+
+/** What changed, handed to a change callback; valid for the duration of the callback.
+ *  Objects are named by their primary keys. modified_properties is the union of the
+ *  properties changed on the modified objects. For an object notification, a deleted object
+ *  gives deleted_count 1; a changed one gives modified_count 1 with its changed properties. */
+typedef struct ferry_change_set {
+  const ferry_value_t *inserted; size_t inserted_count;
+  const ferry_value_t *deleted; size_t deleted_count;
+  const ferry_value_t *modified; size_t modified_count;
+  const ferry_property_key_t *modified_properties; size_t modified_properties_count;
+} ferry_change_set_t;
+
+/** Called after commits that change what is observed: for a query, when objects enter or leave
+ *  its results or objects in them change; for an object, when it changes or is deleted (after
+ *  which the registration stops). Several commits may be reported in one call. Runs on Ferry's
+ *  loop thread (FERRY_DELIVERY_LOOP) or inside ferry_db_deliver_notifications
+ *  (FERRY_DELIVERY_POLL). It may call any Ferry function, including freeing its own token; it
+ *  should not block. */
+typedef void (*ferry_change_cb)(void *userdata, const ferry_change_set_t *changes);
+
+/** Observes a query's results (same language and arguments as ferry_db_query; SORT and LIMIT
+ *  are allowed). On success *out is owned by the caller; freeing it unregisters.
+ *  Errors: those of ferry_db_query, FERRY_ERR_INVALID_ARGUMENT (no callback). userdata_free runs
+ *  before a failing call returns. */
+int ferry_db_observe_query(ferry_notification_token_t **out, ferry_db_t *db, ferry_class_key_t cls,
+                           const char *query, const ferry_value_t *args, size_t arg_count,
+                           ferry_change_cb callback, void *userdata, ferry_free_fn userdata_free);
+
+/** Observes one object. The object need not exist yet: its creation is reported as an insert.
+ *  Errors: as ferry_db_observe_query, FERRY_ERR_WRONG_TYPE for a key of the wrong type. */
+int ferry_db_observe_object(ferry_notification_token_t **out, ferry_db_t *db, ferry_class_key_t cls,
+                            const ferry_value_t *primary_key, ferry_change_cb callback,
+                            void *userdata, ferry_free_fn userdata_free);
+
+/** Unregisters and frees a token; runs userdata_free. When it returns, the callback is not
+ *  running on another thread and will not run again (freeing the token from inside its own
+ *  callback is allowed). NULL is a no-op. Any thread. */
+void ferry_notification_token_free(ferry_notification_token_t *token);
+
+/** For FERRY_DELIVERY_POLL databases: a file descriptor (owned by Ferry, valid until the handle
+ *  is freed) that is readable when notifications wait to be delivered. Poll it; do not read
+ *  or close it. Errors: FERRY_ERR_INVALID_ARGUMENT for a FERRY_DELIVERY_LOOP database. */
+int ferry_db_notification_fd(int *out, const ferry_db_t *db);
+
+/** For FERRY_DELIVERY_POLL databases: runs the pending notification callbacks of this handle
+ *  on the calling thread and clears the descriptor's readiness. *out_delivered (may be NULL)
+ *  receives the number of callbacks run. Errors: FERRY_ERR_INVALID_ARGUMENT for a
+ *  FERRY_DELIVERY_LOOP database, FERRY_ERR_CLOSED. */
+int ferry_db_deliver_notifications(size_t *out_delivered, ferry_db_t *db);
+
+/* --- History ------------------------------------------------------------------------------ */
+
+/** The number of changesets in the database's local history (one per committed write
+ *  transaction that changed something, until sync uploads and trims them). */
+int ferry_db_history_count(uint64_t *out, ferry_db_t *db);
+
+/** Checks that the data and the history agree: replays every changeset of a local database
+ *  into an empty in-memory copy of its schema and compares every object. FERRY_OK when they
+ *  agree; FERRY_ERR_CORRUPT naming the first difference otherwise. Meant for tests and repair
+ *  tools: it reads the whole database. */
+int ferry_db_verify_history(ferry_db_t *db);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FERRY_H */
