@@ -20,7 +20,19 @@ private func propertyValues(_ values: UnsafePointer<ferry_property_value_t>?, _ 
 public func ferry_object_create(_ db: OpaquePointer!, _ cls: UInt32, _ values: UnsafePointer<ferry_property_value_t>!, _ count: Int) -> Int32 {
     ferryCall {
         let h = try databaseHandle(db)
-        try h.database.create(classIndex: Int(cls), values: try propertyValues(values, count))
+        guard count >= 0 && count <= 100_000 else { throw FerryError(.invalidArgument, "count \(count) is out of range") }
+        guard count == 0 || values != nil else { throw FerryError(.invalidArgument, "values is NULL but count is \(count)") }
+        // The values stay in the host's buffers: a bulk insert copies nothing into Swift.
+        try withUnsafeTemporaryAllocation(of: (Int, BorrowedValue).self, capacity: count) { buf in
+            var initialized = 0
+            defer { _ = buf.prefix(initialized).deinitialize() }
+            for i in 0..<count {
+                let pv = values[i]
+                buf.initializeElement(at: i, to: (Int(pv.property), try borrowedValue(from: pv.value, "values[\(i)]")))
+                initialized += 1
+            }
+            try h.database.create(classIndex: Int(cls), borrowing: UnsafeBufferPointer(rebasing: buf.prefix(count)))
+        }
     }
 }
 

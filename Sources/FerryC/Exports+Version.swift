@@ -31,6 +31,9 @@ public func ferry_object_id_generate(_ out: UnsafeMutablePointer<ferry_value_t>!
     ferryCall {
         let out = try required(out, "out")
         let oid = ObjectId.generate(secondsSinceEpoch: FerryClock.seconds())
-        out.pointee = CValueStorage().cValue(.objectId(oid))
+        var v = ferry_value_t()
+        v.type = 7
+        v.u.object_id = oid.bytes
+        out.pointee = v
     }
 }

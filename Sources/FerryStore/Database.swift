@@ -27,7 +27,7 @@ public final class Database: @unchecked Sendable {
     private let lock = Lock()
     private var closed = false
     /// The write transaction's instructions so far; nil when there is none.
-    private var transaction: [Instruction]?
+    private var transaction: TransactionLog?
     private var observers: [ChangeObserver] = []
 
     public static func open(_ configuration: DatabaseConfiguration, scheduler: NotificationScheduler) throws -> Database {
@@ -91,20 +91,20 @@ public final class Database: @unchecked Sendable {
         try locked {
             guard transaction == nil else { throw FerryError(.alreadyInTransaction, "this handle already has a write transaction") }
             try store.acquireWriteLock(for: id)
-            transaction = []
+            transaction = TransactionLog(classCount: schema.classes.count)
         }
     }
 
     public func commit() throws {
         let changes: CommittedChanges? = try locked {
-            guard let instructions = transaction else { throw FerryError(.notInTransaction, "there is no write transaction to commit") }
+            guard let log = transaction else { throw FerryError(.notInTransaction, "there is no write transaction to commit") }
             transaction = nil
             defer { store.releaseWriteLock(for: id) }
             do {
-                if !instructions.isEmpty {
-                    let changeset = Changeset(timestamp: try store.nextTimestamp(), instructions: instructions)
+                if !log.isEmpty {
                     let s = try store.writer.statement("INSERT INTO __ferry_history (changeset) VALUES (?)")
-                    s.bind(1, blob: ChangesetCodec.encode(changeset))
+                    defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
+                    s.bind(1, blob: log.encode(timestamp: try store.nextTimestamp()))
                     try s.run()
                 }
                 try store.writer.exec("COMMIT")
@@ -112,7 +112,8 @@ public final class Database: @unchecked Sendable {
                 try? store.writer.exec("ROLLBACK")
                 throw FerryError(e.code == .duplicatePrimaryKey ? .io : e.code, "the commit failed and was rolled back: \(e.message)")
             }
-            return instructions.isEmpty ? nil : CommittedChanges(instructions)
+            guard !log.isEmpty, store.hasObservers else { return nil }
+            return CommittedChanges(try ChangesetCodec.decode(log.encode(timestamp: 0)).instructions)
         }
         if let changes { store.publish(changes) }
     }
@@ -152,45 +153,96 @@ public final class Database: @unchecked Sendable {
     private func write(_ instruction: Instruction) throws {
         guard transaction != nil else { throw FerryError(.notInTransaction, "writes need a write transaction (begin one first)") }
         try store.apply(instruction, on: store.writer)
-        transaction!.append(instruction)
+        transaction?.append(instruction)
     }
 
-    private func validatedFields(_ os: ObjectSchema, _ values: [(Int, FerryValue)]) throws -> (FerryValue, [FieldValue]) {
-        var key: FerryValue?
-        var seen = Set<Int>()
+    /// Checks the values given for a new object and lays them out as a row (defaults where
+    /// nothing was given) plus the fields the create instruction records.
+    private func validatedFields(_ layout: TableLayout, _ values: [(Int, FerryValue)]) throws -> (FerryValue, [FieldValue], [FerryValue]) {
+        let os = layout.objectSchema
+        var row = layout.defaults
+        var given = [Bool](repeating: false, count: row.count)
         var fields: [FieldValue] = []
         fields.reserveCapacity(values.count)
         for (index, value) in values {
             let p = try property(os, index)
-            guard seen.insert(index).inserted else { throw FerryError(.invalidArgument, "property '\(os.name).\(p.name)' is given twice") }
+            guard !given[index] else { throw FerryError(.invalidArgument, "property '\(os.name).\(p.name)' is given twice") }
+            given[index] = true
             guard !p.isList else { throw FerryError(.invalidArgument, "list property '\(os.name).\(p.name)' cannot be given when creating; fill it with list inserts") }
             try p.validateElement(value, className: os.name)
-            if p.isPrimaryKey { key = value } else { fields.append(FieldValue(name: p.name, value: value)) }
+            row[index] = value
+            if !p.isPrimaryKey { fields.append(FieldValue(name: p.name, value: value)) }
         }
-        guard let key else { throw FerryError(.invalidArgument, "creating an object of class '\(os.name)' needs its primary key '_id'") }
-        return (key, fields)
+        guard given[os.primaryKeyIndex] else { throw FerryError(.invalidArgument, "creating an object of class '\(os.name)' needs its primary key '_id'") }
+        return (row[os.primaryKeyIndex], fields, row)
+    }
+
+    private func layout(_ classIndex: Int) throws -> TableLayout {
+        guard classIndex >= 0 && classIndex < schema.classes.count else {
+            throw FerryError(.noSuchClass, "no class with key \(classIndex) (the schema has \(schema.classes.count))")
+        }
+        return store.layout(classIndex)
     }
 
     public func create(classIndex: Int, values: [(Int, FerryValue)]) throws {
         try locked {
-            let os = try objectSchema(classIndex)
-            let (key, fields) = try validatedFields(os, values)
-            try write(.create(table: os.name, key: key, fields: fields))
+            let l = try layout(classIndex)
+            let (key, fields, row) = try validatedFields(l, values)
+            guard transaction != nil else { throw FerryError(.notInTransaction, "writes need a write transaction (begin one first)") }
+            try store.insertRow(store.writer, classIndex, row)
+            transaction?.append(.create(table: l.objectSchema.name, key: key, fields: fields))
         }
+    }
+
+    /// `create` for values borrowed from the caller's buffers (the C API's path): checked,
+    /// bound and logged without copying them into Swift values.
+    public func create(classIndex: Int, borrowing values: UnsafeBufferPointer<(Int, BorrowedValue)>) throws {
+        try locked {
+            let l = try layout(classIndex)
+            guard transaction != nil else { throw FerryError(.notInTransaction, "writes need a write transaction (begin one first)") }
+            let kinds = l.kinds
+            guard kinds.count <= 64 else {
+                return try createCopying(l, values)
+            }
+            var given: UInt64 = 0
+            var key = BorrowedValue.null
+            let pk = l.objectSchema.primaryKeyIndex
+            for (index, value) in values {
+                guard index >= 0 && index < kinds.count, given & (UInt64(1) << UInt64(index)) == 0,
+                      !kinds[index].isList, kinds[index].accepts(value) else {
+                    return try createCopying(l, values) // throws the precise error
+                }
+                given |= UInt64(1) << UInt64(index)
+                if index == pk { key = value }
+            }
+            guard given & (UInt64(1) << UInt64(pk)) != 0 else { return try createCopying(l, values) }
+            try store.insertRow(store.writer, l, given: given, values)
+            // Taken out and put back so the log's buffer is appended to in place.
+            guard var log = transaction.take() else { return }
+            defer { transaction = log }
+            log.beginCreate(l, key: key, fieldCount: (given & ~(UInt64(1) << UInt64(pk))).nonzeroBitCount)
+            for (index, value) in values where index != pk { log.field(l, index, value) }
+        }
+    }
+
+    private func createCopying(_ l: TableLayout, _ values: UnsafeBufferPointer<(Int, BorrowedValue)>) throws {
+        let (key, fields, row) = try validatedFields(l, values.map { ($0.0, $0.1.value) })
+        try store.insertRow(store.writer, l.classIndex, row)
+        transaction?.append(.create(table: l.objectSchema.name, key: key, fields: fields))
     }
 
     public func upsert(classIndex: Int, values: [(Int, FerryValue)]) throws {
         try locked {
-            let os = try objectSchema(classIndex)
-            let (key, fields) = try validatedFields(os, values)
+            let l = try layout(classIndex)
+            let os = l.objectSchema
+            let (key, fields, _) = try validatedFields(l, values)
             guard transaction != nil else { throw FerryError(.notInTransaction, "writes need a write transaction (begin one first)") }
             guard let existing = try store.readRow(store.writer, classIndex, key: key) else {
                 try write(.create(table: os.name, key: key, fields: fields))
                 return
             }
             for f in fields {
-                let i = os.propertyIndex(named: f.name)!
-                if existing[i] != f.value { try write(.set(table: os.name, key: key, field: f.name, value: f.value)) }
+                if let i = os.propertyIndex(named: f.name), existing[i] != f.value { try write(.set(table: os.name, key: key, field: f.name, value: f.value)) }
             }
         }
     }
@@ -308,6 +360,7 @@ public final class Database: @unchecked Sendable {
     public func historyCount() throws -> UInt64 {
         try reading { c in
             let s = try c.statement("SELECT COUNT(*) FROM __ferry_history")
+            defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
             _ = try s.step()
             return UInt64(max(0, s.int64(0)))
         }
@@ -317,6 +370,7 @@ public final class Database: @unchecked Sendable {
     public func history() throws -> [Changeset] {
         try reading { c in
             let s = try c.statement("SELECT changeset FROM __ferry_history ORDER BY version")
+            defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
             var out: [Changeset] = []
             while try s.step() { out.append(try ChangesetCodec.decode(s.blob(0))) }
             return out

@@ -6,58 +6,14 @@
 /// Class and property names are interned in the name table, so a transaction of 10,000
 /// creates spells "Item" once.
 public enum ChangesetCodec {
-    static let version: UInt8 = 1
+    public static let version: UInt8 = 1
 
-    enum Tag: UInt8 { case create = 1, erase, set, addInteger, listInsert, listSet, listErase, listClear }
+    public enum Tag: UInt8 { case create = 1, erase, set, addInteger, listInsert, listSet, listErase, listClear }
 
     public static func encode(_ changeset: Changeset) -> [UInt8] {
-        var names: [String: Int] = [:]
-        var nameList: [String] = []
-        func intern(_ s: String) -> Int {
-            if let i = names[s] { return i }
-            names[s] = nameList.count
-            nameList.append(s)
-            return nameList.count - 1
-        }
-        var body = ByteWriter(capacity: changeset.instructions.count * 48)
-        for instruction in changeset.instructions {
-            func head(_ tag: Tag, _ table: String, _ key: FerryValue) {
-                body.byte(tag.rawValue)
-                body.varint(UInt64(intern(table)))
-                ValueCodec.encode(key, into: &body)
-            }
-            switch instruction {
-            case let .create(table, key, fields):
-                head(.create, table, key)
-                body.varint(UInt64(fields.count))
-                for f in fields {
-                    body.varint(UInt64(intern(f.name)))
-                    ValueCodec.encode(f.value, into: &body)
-                }
-            case let .erase(table, key):
-                head(.erase, table, key)
-            case let .set(table, key, field, value):
-                head(.set, table, key); body.varint(UInt64(intern(field))); ValueCodec.encode(value, into: &body)
-            case let .addInteger(table, key, field, delta):
-                head(.addInteger, table, key); body.varint(UInt64(intern(field))); body.signed(delta)
-            case let .listInsert(table, key, field, index, value):
-                head(.listInsert, table, key); body.varint(UInt64(intern(field))); body.varint(UInt64(index)); ValueCodec.encode(value, into: &body)
-            case let .listSet(table, key, field, index, value):
-                head(.listSet, table, key); body.varint(UInt64(intern(field))); body.varint(UInt64(index)); ValueCodec.encode(value, into: &body)
-            case let .listErase(table, key, field, index):
-                head(.listErase, table, key); body.varint(UInt64(intern(field))); body.varint(UInt64(index))
-            case let .listClear(table, key, field):
-                head(.listClear, table, key); body.varint(UInt64(intern(field)))
-            }
-        }
-        var out = ByteWriter(capacity: body.bytes.count + 64)
-        out.byte(version)
-        out.signed(changeset.timestamp)
-        out.varint(UInt64(nameList.count))
-        for n in nameList { out.string(n) }
-        out.varint(UInt64(changeset.instructions.count))
-        out.raw(body.bytes)
-        return out.bytes
+        var w = ChangesetWriter(capacity: changeset.instructions.count * 48)
+        for instruction in changeset.instructions { w.append(instruction) }
+        return w.finish(timestamp: changeset.timestamp)
     }
 
     public static func decode(_ bytes: [UInt8]) throws -> Changeset {

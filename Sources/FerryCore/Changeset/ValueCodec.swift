@@ -1,6 +1,6 @@
 /// The binary encoding of values, shared by the history, list columns and the sync protocol.
 public enum ValueCodec {
-    enum Tag: UInt8 {
+    public enum Tag: UInt8 {
         case null = 0, falseValue, trueValue, int, double, string, binary, timestamp, objectId, uuid, list
     }
 
@@ -13,7 +13,7 @@ public enum ValueCodec {
         case .string(let s): w.byte(Tag.string.rawValue); w.string(s)
         case .binary(let b): w.byte(Tag.binary.rawValue); w.lengthPrefixed(b)
         case .timestamp(let t): w.byte(Tag.timestamp.rawValue); w.signed(t.seconds); w.varint(UInt64(t.nanoseconds))
-        case .objectId(let o): w.byte(Tag.objectId.rawValue); w.raw(o.array)
+        case .objectId(let o): w.byte(Tag.objectId.rawValue); withUnsafeBytes(of: o.bytes) { w.raw($0) }
         case .uuid(let u): w.byte(Tag.uuid.rawValue); w.raw(u.array)
         case .list(let items):
             w.byte(Tag.list.rawValue)

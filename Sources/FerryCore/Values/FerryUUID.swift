@@ -21,6 +21,10 @@ public struct FerryUUID: Hashable, Comparable, Sendable, CustomStringConvertible
         array = out
     }
 
+    /// The all-zero UUID.
+    public static let nilUUID = FerryUUID(zeroes: ())
+    private init(zeroes: ()) { array = [UInt8](repeating: 0, count: 16) }
+
     public var description: String {
         let h = hexString(array)
         let c = Array(h)

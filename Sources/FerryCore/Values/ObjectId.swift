@@ -9,6 +9,10 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
                       bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11])
     }
 
+    public init(tuple: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) {
+        bytes = tuple
+    }
+
     /// Parses 24 hexadecimal digits.
     public init(hex: String) throws {
         let digits = Array(hex.utf8)
@@ -25,11 +29,11 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// A new ObjectId for the given time, from the per-process random part and counter.
     public static func generate(secondsSinceEpoch: UInt32) -> ObjectId {
-        let (random, counter) = ObjectIdSource.shared.next()
+        let (r, counter) = ObjectIdSource.shared.next()
         let t = secondsSinceEpoch
-        return try! ObjectId(bytes: [UInt8(t >> 24), UInt8(t >> 16 & 0xff), UInt8(t >> 8 & 0xff), UInt8(t & 0xff),
-                                     random[0], random[1], random[2], random[3], random[4],
-                                     UInt8(counter >> 16 & 0xff), UInt8(counter >> 8 & 0xff), UInt8(counter & 0xff)])
+        return ObjectId(tuple: (UInt8(t >> 24), UInt8(t >> 16 & 0xff), UInt8(t >> 8 & 0xff), UInt8(t & 0xff),
+                                r.0, r.1, r.2, r.3, r.4,
+                                UInt8(counter >> 16 & 0xff), UInt8(counter >> 8 & 0xff), UInt8(counter & 0xff)))
     }
 
     public var array: [UInt8] {
@@ -48,17 +52,18 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
 /// The random part (fixed per process) and the counter of generated ObjectIds.
 final class ObjectIdSource: @unchecked Sendable {
     static let shared = ObjectIdSource()
-    private let random: [UInt8]
+    private let random: (UInt8, UInt8, UInt8, UInt8, UInt8)
     private var counter: UInt32
     private let lock = SpinLock()
 
     private init() {
         var g = SystemRandomNumberGenerator()
-        random = (0..<5).map { _ in UInt8.random(in: 0...255, using: &g) }
+        random = (UInt8.random(in: 0...255, using: &g), UInt8.random(in: 0...255, using: &g), UInt8.random(in: 0...255, using: &g),
+                  UInt8.random(in: 0...255, using: &g), UInt8.random(in: 0...255, using: &g))
         counter = UInt32.random(in: 0...0xffffff, using: &g)
     }
 
-    func next() -> ([UInt8], UInt32) {
+    func next() -> ((UInt8, UInt8, UInt8, UInt8, UInt8), UInt32) {
         lock.withLock {
             counter = (counter &+ 1) & 0xffffff
             return (random, counter)

@@ -7,9 +7,18 @@ import FerryCore
 final class SQLiteConnection {
     private(set) var db: OpaquePointer?
     private var cache: [String: Statement] = [:]
+    /// Statements the store uses on hot paths, by a small integer key (hashing an Int is much
+    /// cheaper than hashing the SQL text on every insert).
+    private var keyed: [Int: Statement] = [:]
     let description: String
 
+    private static let configured: Bool = {
+        _ = ferry_sqlite_disable_memstatus()
+        return true
+    }()
+
     init(path: String, flags: Int32, description: String) throws {
+        _ = Self.configured
         self.description = description
         var handle: OpaquePointer?
         let rc = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nil)
@@ -27,7 +36,9 @@ final class SQLiteConnection {
 
     func close() {
         for s in cache.values { s.finalize() }
+        for s in keyed.values { s.finalize() }
         cache.removeAll()
+        keyed.removeAll()
         if let db { sqlite3_close_v2(db) }
         db = nil
     }
@@ -63,19 +74,37 @@ final class SQLiteConnection {
             s.reset()
             return s
         }
+        let s = try prepare(sql)
+        cache[sql] = s
+        return s
+    }
+
+    /// A prepared statement cached under `key`; `sql` is only evaluated the first time.
+    func statement(key: Int, _ sql: @autoclosure () -> String) throws -> Statement {
+        if let s = keyed[key] {
+            // Callers bind every parameter of these statements, so old bindings need no clearing.
+            s.resetKeepingBindings()
+            return s
+        }
+        let s = try prepare(sql())
+        keyed[key] = s
+        return s
+    }
+
+    private func prepare(_ sql: String) throws -> Statement {
         guard let db else { throw FerryError(.closed, "the connection is closed") }
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
         guard rc == SQLITE_OK, let stmt else { throw error(rc, "cannot prepare statement") }
-        let s = Statement(stmt, connection: self)
-        cache[sql] = s
-        return s
+        return Statement(stmt, connection: self)
     }
 
     /// Drops cached statements (after the schema changed).
     func clearCache() {
         for s in cache.values { s.finalize() }
+        for s in keyed.values { s.finalize() }
         cache.removeAll()
+        keyed.removeAll()
     }
 
     var isInTransaction: Bool { db.map { sqlite3_get_autocommit($0) == 0 } ?? false }

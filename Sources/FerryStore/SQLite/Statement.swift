@@ -22,6 +22,8 @@ final class Statement {
         sqlite3_clear_bindings(stmt)
     }
 
+    func resetKeepingBindings() { sqlite3_reset(stmt) }
+
     func bindNull(_ i: Int32) { sqlite3_bind_null(stmt, i) }
     func bind(_ i: Int32, _ v: Int64) { sqlite3_bind_int64(stmt, i, v) }
     func bind(_ i: Int32, _ v: Double) { sqlite3_bind_double(stmt, i, v) }
@@ -38,10 +40,23 @@ final class Statement {
     }
 
     func bind<C: ContiguousCollection>(_ i: Int32, blob: C) where C.Element == UInt8 {
-        blob.withContiguousStorage { buf in
+        _ = blob.withContiguousStorage { buf in
             if buf.isEmpty { sqlite3_bind_zeroblob(stmt, i, 0) }
             else { sqlite3_bind_blob(stmt, i, buf.baseAddress, Int32(buf.count), Self.transient) }
         }
+    }
+
+    func bindText(_ i: Int32, _ utf8: UnsafeBufferPointer<UInt8>) {
+        if let base = utf8.baseAddress, !utf8.isEmpty {
+            _ = sqlite3_bind_text(stmt, i, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count), Self.transient)
+        } else {
+            _ = sqlite3_bind_text(stmt, i, "", 0, Self.transient)
+        }
+    }
+
+    func bind(_ i: Int32, raw: UnsafeRawBufferPointer) {
+        if raw.isEmpty { sqlite3_bind_zeroblob(stmt, i, 0) }
+        else { sqlite3_bind_blob(stmt, i, raw.baseAddress, Int32(raw.count), Self.transient) }
     }
 
     /// Steps once: true when a row is available, false when done.

@@ -17,9 +17,20 @@ enum ColumnCodec {
         case .string(let str): s.bind(i, str)
         case .binary(let b): s.bind(i, blob: b)
         case .timestamp(let t): s.bind(i, blob: timestampBytes(t))
-        case .objectId(let o): s.bind(i, blob: o.array)
+        case .objectId(let o): withUnsafeBytes(of: o.bytes) { s.bind(i, raw: $0) }
         case .uuid(let u): s.bind(i, blob: u.array)
         case .list: s.bind(i, blob: ValueCodec.encode(v))
+        }
+    }
+
+    static func bind(_ v: BorrowedValue, to s: Statement, at i: Int32) {
+        switch v {
+        case .string(let b): s.bindText(i, b)
+        case .binary(let b): s.bind(i, raw: UnsafeRawBufferPointer(b))
+        case .objectId(let o): withUnsafeBytes(of: o.bytes) { s.bind(i, raw: $0) }
+        case .bool(let b): s.bind(i, Int64(b ? 1 : 0))
+        case .int(let x): s.bind(i, x)
+        default: bind(v.value, to: s, at: i)
         }
     }
 

@@ -12,17 +12,17 @@ extension Store {
 
     func readRow(_ c: SQLiteConnection, _ classIndex: Int, key: FerryValue) throws -> [FerryValue]? {
         let l = layouts[classIndex]
-        let s = try c.statement(l.selectByKeySQL)
+        let s = try c.statement(key: l.selectKey, l.selectByKeySQL)
+        defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
         ColumnCodec.bind(key, to: s, at: 1)
         guard try s.step() else { return nil }
-        let row = try l.readRow(s)
-        s.reset()
-        return row
+        return try l.readRow(s)
     }
 
     func insertRow(_ c: SQLiteConnection, _ classIndex: Int, _ values: [FerryValue]) throws {
         let l = layouts[classIndex]
-        let s = try c.statement(l.insertSQL)
+        let s = try c.statement(key: l.insertKey, l.insertSQL)
+        defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
         for (i, v) in values.enumerated() { ColumnCodec.bind(v, to: s, at: Int32(i + 1)) }
         do {
             try s.run()
@@ -31,9 +31,26 @@ extension Store {
         }
     }
 
+    /// Inserts a row from borrowed values; properties not in `given` get their defaults.
+    func insertRow(_ c: SQLiteConnection, _ l: TableLayout, given: UInt64, _ values: UnsafeBufferPointer<(Int, BorrowedValue)>) throws {
+        let s = try c.statement(key: l.insertKey, l.insertSQL)
+        defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
+        for (i, v) in values { ColumnCodec.bind(v, to: s, at: Int32(i + 1)) }
+        for (i, d) in l.defaults.enumerated() where given & (UInt64(1) << UInt64(i)) == 0 {
+            ColumnCodec.bind(d, to: s, at: Int32(i + 1))
+        }
+        do {
+            try s.run()
+        } catch let e as FerryError where e.code == .duplicatePrimaryKey {
+            let key = values.first { $0.0 == l.objectSchema.primaryKeyIndex }?.1.value ?? .null
+            throw FerryError(.duplicatePrimaryKey, "an object of class '\(l.objectSchema.name)' with primary key \(key.debugText) already exists")
+        }
+    }
+
     func updateColumn(_ c: SQLiteConnection, _ classIndex: Int, key: FerryValue, property: Int, value: FerryValue) throws {
         let l = layouts[classIndex]
-        let s = try c.statement(l.updateSQL(property))
+        let s = try c.statement(key: l.updateKey(property), l.updateSQL(property))
+        defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
         ColumnCodec.bind(value, to: s, at: 1)
         ColumnCodec.bind(key, to: s, at: 2)
         try s.run()
@@ -41,7 +58,9 @@ extension Store {
     }
 
     func deleteRow(_ c: SQLiteConnection, _ classIndex: Int, key: FerryValue) throws {
-        let s = try c.statement(layouts[classIndex].deleteSQL)
+        let l = layouts[classIndex]
+        let s = try c.statement(key: l.deleteKey, l.deleteSQL)
+        defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
         ColumnCodec.bind(key, to: s, at: 1)
         try s.run()
         guard s.changes > 0 else { throw notFound(classIndex, key) }
@@ -56,6 +75,7 @@ extension Store {
         let l = layouts[classIndex]
         let pushdown = SQLPushdown(query.predicate, schema: l.objectSchema)
         let s = try c.statement("SELECT \(l.selectColumns) FROM \(l.table)" + pushdown.whereClause)
+        defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
         for (i, v) in pushdown.bindings.enumerated() { ColumnCodec.bind(v, to: s, at: Int32(i + 1)) }
         var rows: [[FerryValue]] = []
         while try s.step() {
@@ -85,7 +105,7 @@ extension Store {
         }
         switch instruction {
         case let .create(_, key, fields):
-            var values = os.properties.map(\.defaultValue)
+            var values = layouts[ci].defaults
             values[os.primaryKeyIndex] = key
             for f in fields { values[try prop(f.name)] = f.value }
             try insertRow(c, ci, values)

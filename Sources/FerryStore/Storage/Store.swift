@@ -71,7 +71,7 @@ final class Store: @unchecked Sendable {
             agentLock?.release()
             throw error
         }
-        layouts = schema.classes.map(TableLayout.init)
+        layouts = schema.classes.enumerated().map { TableLayout($0.element, classIndex: $0.offset) }
         do {
             reader = try SQLiteConnection(path: name, flags: flags, description: location.displayName)
         } catch {
@@ -102,8 +102,10 @@ final class Store: @unchecked Sendable {
 
     private static func readMeta(_ c: SQLiteConnection, _ key: String) throws -> [UInt8]? {
         let exists = try c.statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__ferry_meta'")
+        defer { exists.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
         guard try exists.step() else { return nil }
         let s = try c.statement("SELECT value FROM __ferry_meta WHERE key = ?")
+        defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
         s.bind(1, key)
         guard try s.step() else { return nil }
         return s.blob(0)
@@ -111,6 +113,7 @@ final class Store: @unchecked Sendable {
 
     private static func writeMeta(_ c: SQLiteConnection, _ key: String, _ value: [UInt8]) throws {
         let s = try c.statement("INSERT OR REPLACE INTO __ferry_meta (key, value) VALUES (?, ?)")
+        defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
         s.bind(1, key)
         s.bind(2, blob: value)
         try s.run()
@@ -124,6 +127,7 @@ final class Store: @unchecked Sendable {
         guard let bytes = try readMeta(c, "schema") else {
             // A file with tables but no Ferry schema is not ours.
             let s = try c.statement("SELECT COUNT(*) FROM sqlite_master WHERE name NOT LIKE '\\_\\_ferry\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+            defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
             _ = try s.step()
             if s.int64(0) > 0 { throw FerryError(.corrupt, "the file is an SQLite database but not a Ferry database") }
             return nil
@@ -168,6 +172,7 @@ final class Store: @unchecked Sendable {
     func nextTimestamp() throws -> Int64 {
         if lastTimestamp == 0 {
             let s = try writer.statement("SELECT changeset FROM __ferry_history ORDER BY version DESC LIMIT 1")
+            defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
             if try s.step() { lastTimestamp = (try? ChangesetCodec.decode(s.blob(0)).timestamp) ?? 0 }
         }
         lastTimestamp = max(Clock.nanosecondsSinceEpoch(), lastTimestamp + 1)
@@ -175,6 +180,9 @@ final class Store: @unchecked Sendable {
     }
 
     // MARK: observers
+
+    /// Whether any observer is registered: without one, a commit skips summarising its changes.
+    var hasObservers: Bool { state.withLock { !observers.isEmpty } }
 
     func addObserver(_ o: ChangeObserver) { state.withLock { observers[ObjectIdentifier(o)] = o } }
     func removeObserver(_ o: ChangeObserver) { _ = state.withLock { observers.removeValue(forKey: ObjectIdentifier(o)) } }

@@ -2,9 +2,19 @@ import FerryCore
 
 /// The SQL of one class: its table, its statements, the order of its columns (the order of
 /// the class's properties). Tables are named `class_<Name>` so a class can never clash with
-/// SQLite's or Ferry's own tables.
-struct TableLayout {
+/// SQLite's or Ferry's own tables. A class, so the hot paths borrow it instead of copying.
+final class TableLayout {
     let objectSchema: ObjectSchema
+    let classIndex: Int
+    /// What each property holds in a new object that does not give it a value.
+    let defaults: [FerryValue]
+    /// Per property, what a value must be: checked on every write without copying `Property`.
+    let kinds: [PropertyKind]
+    /// Keys of this class's statements in `SQLiteConnection.statement(key:)`.
+    var insertKey: Int { classIndex << 16 | 1 }
+    var selectKey: Int { classIndex << 16 | 2 }
+    var deleteKey: Int { classIndex << 16 | 3 }
+    func updateKey(_ property: Int) -> Int { classIndex << 16 | 0x8000 | property }
     let table: String
     let selectColumns: String
     let insertSQL: String
@@ -12,8 +22,11 @@ struct TableLayout {
     let deleteSQL: String
     let primaryKeyColumn: String
 
-    init(_ objectSchema: ObjectSchema) {
+    init(_ objectSchema: ObjectSchema, classIndex: Int) {
         self.objectSchema = objectSchema
+        self.classIndex = classIndex
+        defaults = objectSchema.properties.map(\.defaultValue)
+        kinds = objectSchema.properties.map(PropertyKind.init)
         table = Self.tableName(objectSchema.name).sqlIdentifier
         let cols = objectSchema.properties.map(\.name.sqlIdentifier)
         selectColumns = cols.joined(separator: ", ")
@@ -49,5 +62,36 @@ struct TableLayout {
         values.reserveCapacity(objectSchema.properties.count)
         for (i, p) in objectSchema.properties.enumerated() { values.append(try ColumnCodec.read(s, offset + Int32(i), p)) }
         return values
+    }
+}
+
+/// The facts about a property that value checks need, as a plain value (no references), so
+/// hot paths copy it for free.
+struct PropertyKind {
+    let valueType: PropertyType
+    let isList: Bool
+    let acceptsNull: Bool
+    let isPrimaryKey: Bool
+
+    init(_ p: Property) {
+        valueType = p.valueType
+        isList = p.isList
+        acceptsNull = !p.isList && (p.isOptional || p.type == .link)
+        isPrimaryKey = p.isPrimaryKey
+    }
+
+    /// Whether a borrowed single value fits.
+    func accepts(_ v: BorrowedValue) -> Bool {
+        if case .null = v { return acceptsNull }
+        return v.type == valueType
+    }
+
+    /// Whether a single value fits (a list element, for lists).
+    func accepts(_ v: FerryValue) -> Bool {
+        switch v {
+        case .null: return acceptsNull
+        case .list: return false
+        default: return v.type == valueType
+        }
     }
 }
