@@ -96,7 +96,7 @@ public final class Database: @unchecked Sendable {
     }
 
     public func commit() throws {
-        let changes: CommittedChanges? = try locked {
+        try locked {
             guard let log = transaction else { throw FerryError(.notInTransaction, "there is no write transaction to commit") }
             transaction = nil
             defer { store.releaseWriteLock(for: id) }
@@ -107,15 +107,16 @@ public final class Database: @unchecked Sendable {
                     s.bind(1, blob: log.encode(timestamp: try store.nextTimestamp()))
                     try s.run()
                 }
-                try store.writer.exec("COMMIT")
+                let changes = log.isEmpty || !store.hasObservers
+                    ? nil : CommittedChanges(try ChangesetCodec.decode(log.encode(timestamp: 0)).instructions)
+                // Observers must never see a commit's data without its changes (nor the
+                // reverse): they read under the reader lock, so commit and publish under it.
+                try store.commitAndPublish(changes)
             } catch let e as FerryError {
                 try? store.writer.exec("ROLLBACK")
                 throw FerryError(e.code == .duplicatePrimaryKey ? .io : e.code, "the commit failed and was rolled back: \(e.message)")
             }
-            guard !log.isEmpty, store.hasObservers else { return nil }
-            return CommittedChanges(try ChangesetCodec.decode(log.encode(timestamp: 0)).instructions)
         }
-        if let changes { store.publish(changes) }
     }
 
     public func cancel() throws {
@@ -327,6 +328,12 @@ public final class Database: @unchecked Sendable {
         return try reading { c in q.orderAndLimit(try store.matchingRows(c, q, classIndex: classIndex), values: { $0 }) }
     }
 
+    /// SQLite's plan for the part of a query that runs in SQL (for tests and diagnostics).
+    func queryPlan(classIndex: Int, query: String, arguments: [FerryValue]) throws -> String {
+        let q = try compile(classIndex: classIndex, query: query, arguments: arguments)
+        return try reading { c in try store.queryPlan(c, q, classIndex: classIndex) }
+    }
+
     // MARK: notifications
 
     public func observeQuery(classIndex: Int, query: String, arguments: [FerryValue],
@@ -343,8 +350,11 @@ public final class Database: @unchecked Sendable {
 
     private func register(classIndex: Int, target: ChangeObserver.Target, callback: @escaping (ChangeSummary) -> Void) throws -> ChangeObserver {
         try locked {
-            let o = try ChangeObserver(store: store, classIndex: classIndex, target: target, scheduler: scheduler, callback: callback)
-            store.addObserver(o)
+            let o = try store.read { c in
+                let o = try ChangeObserver(store: store, reader: c, classIndex: classIndex, target: target, scheduler: scheduler, callback: callback)
+                store.addObserver(o)
+                return o
+            }
             observers.append(o)
             return o
         }

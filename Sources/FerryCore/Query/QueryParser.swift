@@ -115,7 +115,7 @@ public struct QueryParser {
         var quantifier: ListQuantifier?
         if current.isKeyword("ANY") || current.isKeyword("SOME") { quantifier = .any; advance() }
         else if current.isKeyword("ALL") { quantifier = .all; advance() }
-        else if current.isKeyword("NONE") { quantifier = .none; advance() }
+        else if current.isKeyword("NONE") { quantifier = ListQuantifier.none; advance() }
         let lhs = try parseOperand()
         var op: QueryOperator
         switch current.kind {

@@ -38,18 +38,18 @@ public final class ChangeObserver: @unchecked Sendable {
     private var objectExisted = false
     private let className: String
 
-    init(store: Store, classIndex: Int, target: Target, scheduler: NotificationScheduler, callback: @escaping (ChangeSummary) -> Void) throws {
+    /// Reads the initial state through `c`, the reader connection, which the caller holds
+    /// locked while it also registers the observer, so no commit falls between the two.
+    init(store: Store, reader c: SQLiteConnection, classIndex: Int, target: Target, scheduler: NotificationScheduler, callback: @escaping (ChangeSummary) -> Void) throws {
         self.store = store
         self.classIndex = classIndex
         self.target = target
         self.scheduler = scheduler
         self.callback = callback
         className = store.schema.classes[classIndex].name
-        try store.read { c in
-            switch target {
-            case .query(let q): lastKeys = try Self.keys(store, c, q, classIndex)
-            case .object(let key): objectExisted = try store.readRow(c, classIndex, key: key) != nil
-            }
+        switch target {
+        case .query(let q): lastKeys = try Self.keys(store, c, q, classIndex)
+        case .object(let key): objectExisted = try store.readRow(c, classIndex, key: key) != nil
         }
     }
 
@@ -71,47 +71,51 @@ public final class ChangeObserver: @unchecked Sendable {
         if first { scheduler.schedule { [weak self] in self?.deliver() } }
     }
 
-    /// Computes and reports what changed since the last delivery.
+    /// Computes and reports what changed since the last delivery. The pending changes are taken
+    /// and the state read under the store's reader lock, so the two always describe the same
+    /// commits.
     func deliver() {
         deliveryLock.lock()
-        deliveringThread = currentThreadID()
+        stateLock.withLock { deliveringThread = currentThreadID() }
         defer {
-            deliveringThread = 0
+            stateLock.withLock { deliveringThread = 0 }
             deliveryLock.unlock()
         }
-        let (changes, isCancelled) = stateLock.withLock { () -> (CommittedChanges, Bool) in
-            let p = pending
-            pending = CommittedChanges([])
-            return (p, cancelled)
-        }
-        guard !isCancelled, let store, let callback, !changes.isEmpty else { return }
-        let touched = changes.byClass[className] ?? [:]
+        guard let store, let callback = stateLock.withLock({ cancelled ? nil : callback }) else { return }
         let os = store.schema.classes[classIndex]
         var summary = ChangeSummary()
         var properties = Set<String>()
         do {
-            switch target {
-            case .query(let q):
-                let now = try store.read { try Self.keys(store, $0, q, classIndex) }
-                let before = Set(lastKeys), after = Set(now)
-                summary.inserted = now.filter { !before.contains($0) }
-                summary.deleted = lastKeys.filter { !after.contains($0) }
-                for key in now where before.contains(key) {
-                    if let t = touched[key], !t.properties.isEmpty || t.created || t.erased {
-                        summary.modified.append(key)
-                        properties.formUnion(t.properties)
+            try store.read { c in
+                let changes = stateLock.withLock { () -> CommittedChanges in
+                    defer { pending = CommittedChanges([]) }
+                    return pending
+                }
+                guard !changes.isEmpty else { return }
+                let touched = changes.byClass[className] ?? [:]
+                switch target {
+                case .query(let q):
+                    let now = try Self.keys(store, c, q, classIndex)
+                    let before = Set(lastKeys), after = Set(now)
+                    summary.inserted = now.filter { !before.contains($0) }
+                    summary.deleted = lastKeys.filter { !after.contains($0) }
+                    for key in now where before.contains(key) {
+                        if let t = touched[key] {
+                            summary.modified.append(key)
+                            properties.formUnion(t.properties)
+                        }
                     }
+                    lastKeys = now
+                case .object(let key):
+                    let exists = try store.readRow(c, classIndex, key: key) != nil
+                    if exists && !objectExisted { summary.inserted = [key] }
+                    else if !exists && objectExisted { summary.deleted = [key] }
+                    else if exists, let t = touched[key] {
+                        summary.modified = [key]
+                        properties = t.properties
+                    }
+                    objectExisted = exists
                 }
-                lastKeys = now
-            case .object(let key):
-                let exists = try store.read { try store.readRow($0, classIndex, key: key) != nil }
-                if exists && !objectExisted { summary.inserted = [key] }
-                else if !exists && objectExisted { summary.deleted = [key] }
-                else if exists, let t = touched[key] {
-                    summary.modified = [key]
-                    properties = t.properties
-                }
-                objectExisted = exists
             }
         } catch {
             return // the database was closed under us: nothing more to report
@@ -128,8 +132,12 @@ public final class ChangeObserver: @unchecked Sendable {
             pending = CommittedChanges([])
         }
         store?.removeObserver(self)
-        if deliveringThread != currentThreadID() {
-            deliveryLock.withLock { callback = nil }
+        let insideCallback = stateLock.withLock { deliveringThread == currentThreadID() }
+        if !insideCallback {
+            // Waits for a delivery running on another thread to finish.
+            deliveryLock.withLock { stateLock.withLock { callback = nil } }
+        } else {
+            stateLock.withLock { callback = nil }
         }
     }
 }

@@ -70,19 +70,39 @@ extension Store {
         FerryError(.notFound, "no object of class '\(schema.classes[classIndex].name)' with primary key \(key.debugText)")
     }
 
-    /// All rows of a class that match a compiled query, in table order, before SORT/LIMIT.
+    /// All rows of a class that match a compiled query, in insertion (rowid) order whichever
+    /// index answered, before SORT/LIMIT. The order is restored in Swift rather than with
+    /// ORDER BY, which would steer SQLite away from the index.
     func matchingRows(_ c: SQLiteConnection, _ query: CompiledQuery, classIndex: Int) throws -> [[FerryValue]] {
         let l = layouts[classIndex]
         let pushdown = SQLPushdown(query.predicate, schema: l.objectSchema)
-        let s = try c.statement("SELECT \(l.selectColumns) FROM \(l.table)" + pushdown.whereClause)
+        let s = try c.statement("SELECT rowid, \(l.selectColumns) FROM \(l.table)" + pushdown.whereClause)
         defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
         for (i, v) in pushdown.bindings.enumerated() { ColumnCodec.bind(v, to: s, at: Int32(i + 1)) }
-        var rows: [[FerryValue]] = []
+        var rows: [(Int64, [FerryValue])] = []
+        var ordered = true
+        var last = Int64.min
         while try s.step() {
-            let row = try l.readRow(s)
-            if query.matches(row) { rows.append(row) }
+            let row = try l.readRow(s, offset: 1)
+            guard query.matches(row) else { continue }
+            let rowid = s.int64(0)
+            if rowid < last { ordered = false }
+            last = rowid
+            rows.append((rowid, row))
         }
-        return rows
+        if !ordered { rows.sort { $0.0 < $1.0 } }
+        return rows.map(\.1)
+    }
+
+    func queryPlan(_ c: SQLiteConnection, _ query: CompiledQuery, classIndex: Int) throws -> String {
+        let l = layouts[classIndex]
+        let pushdown = SQLPushdown(query.predicate, schema: l.objectSchema)
+        let s = try c.statement("EXPLAIN QUERY PLAN SELECT rowid, \(l.selectColumns) FROM \(l.table)" + pushdown.whereClause)
+        defer { s.reset() }
+        for (i, v) in pushdown.bindings.enumerated() { ColumnCodec.bind(v, to: s, at: Int32(i + 1)) }
+        var lines: [String] = []
+        while try s.step() { lines.append(s.string(3)) }
+        return lines.joined(separator: "\n")
     }
 
     /// Applies one instruction to the tables (no history is written here). Used by writes

@@ -187,13 +187,19 @@ final class Store: @unchecked Sendable {
     func addObserver(_ o: ChangeObserver) { state.withLock { observers[ObjectIdentifier(o)] = o } }
     func removeObserver(_ o: ChangeObserver) { _ = state.withLock { observers.removeValue(forKey: ObjectIdentifier(o)) } }
 
-    /// After a commit: hands what changed to every observer that may care.
-    func publish(_ changes: CommittedChanges) {
-        let current = state.withLock { Array(observers.values) }
-        for o in current { o.enqueue(changes) }
+    /// Commits the writer's transaction and hands what changed to every observer, as one step
+    /// for readers: no read through the reader lock sees the data without the changes queued.
+    func commitAndPublish(_ changes: CommittedChanges?) throws {
+        try readerLock.withLock {
+            try writer.exec("COMMIT")
+            guard let changes else { return }
+            let current = state.withLock { Array(observers.values) }
+            for o in current { o.enqueue(changes) }
+        }
     }
 
-    /// Runs a read on the reader connection (the last committed state).
+    /// Runs a read on the reader connection (the last committed state). The lock is recursive
+    /// only in the sense that callers never nest it.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try readerLock.withLock {
             guard reader.db != nil else { throw FerryError(.closed, "the database is closed") }
