@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Configures and builds libferry.so (release) with CMake into build/, and prepares a Python
+# virtual environment with the binding installed (build/venv). Idempotent: a rebuild after a
+# small change takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j2
+if [ ! -x build/venv/bin/python ]; then
+  python3 -m venv build/venv
+fi
+build/venv/bin/python -m pip install -q --disable-pip-version-check ./bindings/python pytest

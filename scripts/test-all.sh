@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every test suite: Swift (FerryCore, FerryStore), the C ABI tests under CTest (also
+# under valgrind), the install and pkg-config check, Python (pytest), Rust (cargo test), and
+# a short run of every fuzz target. Exits non-zero on the first failing suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+scripts/install-deps.sh
+
+echo "==> building libferry.so"
+scripts/build.sh
+
+echo "==> Swift tests"
+swift test
+
+echo "==> C tests (CTest, with valgrind)"
+ctest --test-dir build --output-on-failure -j2
+
+echo "==> install and pkg-config consumer"
+prefix=$(mktemp -d)
+cmake --install build --prefix "$prefix" >/dev/null
+libdir=$(ls -d "$prefix"/lib*/ | head -n 1)
+PKG_CONFIG_PATH="$libdir/pkgconfig" cc -std=c11 demo/demo.c -o "$prefix/demo" \
+  $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs ferry) -lpthread -Wl,-rpath,"$libdir"
+"$prefix/demo" >/dev/null
+rm -rf "$prefix"
+echo "installed library, header and ferry.pc work"
+
+echo "==> Python tests"
+FERRY_LIBRARY="$root/build/libferry.so" build/venv/bin/python -m pytest -q bindings/python/tests
+
+echo "==> Rust tests"
+(cd bindings/rust && FERRY_LIB_DIR="$root/build" cargo test --offline -q)
+
+echo "==> fuzz targets (short runs)"
+fuzz/run.sh "${FERRY_FUZZ_SECONDS:-20}"
+
+echo "==> all test suites passed"
