@@ -1,5 +1,15 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
+
+/// libferry.so carries the Swift runtime inside, is named libferry.so (SONAME) and exports only
+/// the C API (the version script), whether built by `swift build -c release --product ferry`
+/// or by CMake (scripts/build-lib.sh passes the same flags).
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
+let libraryLinkerFlags: [LinkerSetting] = [
+    .unsafeFlags(["-static-stdlib", "-Xlinker", "-soname", "-Xlinker", "libferry.so",
+                  "-Xlinker", "--version-script=\(root)/scripts/ferry.map"]),
+]
 
 /// The client library, libferry.so, is the product "ferry": FerryC's exports over FerryClient,
 /// FerryStore and FerryCore. FerryCore is pure Swift and will be shared with the server.
@@ -25,7 +35,8 @@ let package = Package(
         .target(
             name: "FerryC",
             dependencies: ["CFerry", "FerryCore", "FerryStore", "FerryClient"],
-            swiftSettings: [.enableExperimentalFeature("CImplementation")] + fastExclusivity
+            swiftSettings: [.enableExperimentalFeature("CImplementation")] + fastExclusivity,
+            linkerSettings: libraryLinkerFlags
         ),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryClient"]),
