@@ -43,6 +43,7 @@ public enum ChangesetCodec {
             guard let tag = Tag(rawValue: rawTag) else { throw r.corrupt("unknown instruction tag \(rawTag)") }
             let table = try name()
             let key = try ValueCodec.decode(from: &r, allowList: false)
+            guard key.type?.canBePrimaryKey == true else { throw r.corrupt("an object key must be an objectId, string, int or uuid") }
             switch tag {
             case .create:
                 let n = try r.count(minSize: 2)

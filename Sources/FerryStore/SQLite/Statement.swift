@@ -46,12 +46,21 @@ final class Statement {
         }
     }
 
-    func bindText(_ i: Int32, _ utf8: UnsafeBufferPointer<UInt8>) {
+    /// Binds text that stays valid until the statement has been stepped (SQLITE_STATIC: no copy).
+    /// Only for statements whose every parameter is bound again before each step, so SQLite
+    /// never reads the pointer after the caller's buffer is gone.
+    func bindTextNoCopy(_ i: Int32, _ utf8: UnsafeBufferPointer<UInt8>) {
         if let base = utf8.baseAddress, !utf8.isEmpty {
-            _ = sqlite3_bind_text(stmt, i, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count), Self.transient)
+            _ = sqlite3_bind_text(stmt, i, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count), nil)
         } else {
-            _ = sqlite3_bind_text(stmt, i, "", 0, Self.transient)
+            _ = sqlite3_bind_text(stmt, i, "", 0, nil)
         }
+    }
+
+    /// The blob counterpart of `bindTextNoCopy`, with the same rule.
+    func bindBlobNoCopy(_ i: Int32, _ bytes: UnsafeRawBufferPointer) {
+        if let base = bytes.baseAddress, !bytes.isEmpty { sqlite3_bind_blob(stmt, i, base, Int32(bytes.count), nil) }
+        else { sqlite3_bind_zeroblob(stmt, i, 0) }
     }
 
     func bind(_ i: Int32, raw: UnsafeRawBufferPointer) {

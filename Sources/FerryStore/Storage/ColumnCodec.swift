@@ -23,10 +23,12 @@ enum ColumnCodec {
         }
     }
 
+    /// Binds a borrowed value without copying its bytes: for the insert statement, which is
+    /// stepped before the caller's buffers go away and has every parameter bound on each use.
     static func bind(_ v: BorrowedValue, to s: Statement, at i: Int32) {
         switch v {
-        case .string(let b): s.bindText(i, b)
-        case .binary(let b): s.bind(i, raw: UnsafeRawBufferPointer(b))
+        case .string(let b): s.bindTextNoCopy(i, b)
+        case .binary(let b): s.bindBlobNoCopy(i, UnsafeRawBufferPointer(b))
         case .objectId(let o): withUnsafeBytes(of: o.bytes) { s.bind(i, raw: $0) }
         case .bool(let b): s.bind(i, Int64(b ? 1 : 0))
         case .int(let x): s.bind(i, x)
