@@ -114,11 +114,14 @@ typedef enum ferry_type {
   FERRY_TYPE_OBJECT_ID = 7,
   FERRY_TYPE_UUID = 8,
   /* Only as a property type: a link holds the primary key of an object of the target class,
-     and is read and written as that primary key's value. */
+     and is read and written as that primary key's value. Links are always nullable (a link
+     may point to nothing), with or without FERRY_PROPERTY_OPTIONAL; the target need not
+     exist. */
   FERRY_TYPE_LINK = 9
 } ferry_type_t;
 
-/** One value of any property type. `type` says which union member is meaningful.
+/** One value of any property type. `type` says which union member is meaningful; an unknown
+ *  `type` is FERRY_ERR_WRONG_TYPE wherever a value is passed in.
  *  Strings need not be NUL-terminated (size counts bytes); strings handed out by Ferry are
  *  NUL-terminated as a convenience. Timestamps are seconds since the Unix epoch plus
  *  nanoseconds in [0, 999999999] (for instants before the epoch, seconds is negative and
@@ -181,7 +184,8 @@ typedef struct ferry_class_info {
   uint32_t flags; /* ferry_class_flags_t */
 } ferry_class_info_t;
 
-/** Builds a schema from class descriptions, validating it: unique class and property names
+/** Builds a schema from class descriptions (FERRY_ERR_INVALID_ARGUMENT for NULL pointers, a
+ *  NULL class or property name included), validating it: unique class and property names
  *  (1 to 63 bytes, no NUL, not starting with "__"), exactly one primary key per class named
  *  "_id" of type ObjectId, string, int or UUID, link targets that exist, no optional lists.
  *  The schema copies everything it needs. On success *out is owned by the caller
@@ -215,7 +219,10 @@ typedef struct ferry_db_options {
   /* Exactly one of path and in_memory_identifier. A file database lives at path (created if
      missing; its directory must exist). An in-memory database touches no disk; every handle
      opened with the same identifier in this process shares it, and it is dropped when the
-     last handle closes. */
+     last handle closes. (It lives in SQLite files on /dev/shm, which is memory; they are
+     removed on close, and files of processes that died are removed by the next process
+     that makes one. Without a writable /dev/shm, SQLite's memdb is used, and then a write
+     transaction makes other handles' reads wait for its end, up to 10 seconds.) */
   const char *path;
   const char *in_memory_identifier;
   /* The schema to open with, or NULL to use the schema stored in the file (an error for a new
@@ -245,9 +252,10 @@ int ferry_db_options_init(ferry_db_options_t *opts, uint32_t version);
 int ferry_db_open(ferry_db_t **out, const ferry_db_options_t *opts);
 
 /** Closes a database handle: an open write transaction is cancelled, its notification
- *  registrations stop firing (their tokens must still be freed), and every later call on the
- *  handle but ferry_db_free fails with FERRY_ERR_CLOSED. Closing twice is allowed. Any thread,
- *  including inside a notification callback.
+ *  registrations stop firing (their tokens must still be freed), and later calls on the handle
+ *  fail with FERRY_ERR_CLOSED, except ferry_db_free, ferry_db_is_closed, ferry_db_close
+ *  (closing twice is allowed) and ferry_db_notification_fd. Objects and results read before
+ *  the close stay readable until freed. Any thread, including inside a notification callback.
  *  Errors: FERRY_ERR_INVALID_HANDLE. */
 int ferry_db_close(ferry_db_t *db);
 
@@ -328,8 +336,9 @@ int ferry_object_upsert(ferry_db_t *db, ferry_class_key_t cls, const ferry_prope
                         size_t count);
 
 /** Sets one property of an existing object (not the primary key, not a list).
- *  Errors: FERRY_ERR_NOT_FOUND, FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT, and the
- *  transaction and schema errors above. */
+ *  Errors: FERRY_ERR_NOT_FOUND, FERRY_ERR_WRONG_TYPE (a value of the wrong type, null for a
+ *  required property, or a list property), FERRY_ERR_INVALID_ARGUMENT (the primary key
+ *  property, NULL pointers), and the transaction and schema errors above. */
 int ferry_object_set(ferry_db_t *db, ferry_class_key_t cls, const ferry_value_t *primary_key,
                      ferry_property_key_t property, const ferry_value_t *value);
 
@@ -399,8 +408,11 @@ typedef struct ferry_results ferry_results_t;
  *  arguments taken from args. docs/query-language.md has the full grammar. Equality and range
  *  conditions on indexed properties use the index. On success *out is owned by the caller
  *  (ferry_results_free).
- *  Errors: FERRY_ERR_QUERY (the message gives the byte offset and what was expected),
- *  FERRY_ERR_NO_SUCH_CLASS, FERRY_ERR_CLOSED, FERRY_ERR_IO. */
+ *  Errors: FERRY_ERR_QUERY (the message gives the byte offset and what was expected; also
+ *  for $n past arg_count and arguments that do not fit the property), FERRY_ERR_NO_SUCH_CLASS,
+ *  FERRY_ERR_INVALID_ARGUMENT (NULL query, args NULL with arg_count > 0, malformed argument
+ *  bytes), FERRY_ERR_WRONG_TYPE (an argument with an unknown type tag), FERRY_ERR_CLOSED,
+ *  FERRY_ERR_IO. */
 int ferry_db_query(ferry_results_t **out, ferry_db_t *db, ferry_class_key_t cls, const char *query,
                    const ferry_value_t *args, size_t arg_count);
 
@@ -431,8 +443,10 @@ typedef struct ferry_change_set {
 } ferry_change_set_t;
 
 /** Called after commits that change what is observed: for a query, when objects enter or leave
- *  its results or objects in them change; for an object, when it changes or is deleted (after
- *  which the registration stops). Several commits may be reported in one call. Runs on Ferry's
+ *  its results or objects in them change; for an object, when it is created (an insert),
+ *  changes, or is deleted; the registration goes on after a deletion and reports a re-creation
+ *  as an insert. Several commits may be reported in one call, by their net effect (an object
+ *  created and deleted between two deliveries is not reported). Runs on Ferry's
  *  loop thread (FERRY_DELIVERY_LOOP) or inside ferry_db_deliver_notifications
  *  (FERRY_DELIVERY_POLL). It may call any Ferry function, including freeing its own token; it
  *  should not block. */
@@ -464,7 +478,8 @@ int ferry_db_notification_fd(int *out, const ferry_db_t *db);
 
 /** For FERRY_DELIVERY_POLL databases: runs the pending notification callbacks of this handle
  *  on the calling thread and clears the descriptor's readiness. *out_delivered (may be NULL)
- *  receives the number of callbacks run. Errors: FERRY_ERR_INVALID_ARGUMENT for a
+ *  receives the number of callbacks that ran (pending work for a freed token, or with nothing
+ *  left to report, runs no callback). Errors: FERRY_ERR_INVALID_ARGUMENT for a
  *  FERRY_DELIVERY_LOOP database, FERRY_ERR_CLOSED. */
 int ferry_db_deliver_notifications(size_t *out_delivered, ferry_db_t *db);
 

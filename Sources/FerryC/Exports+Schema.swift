@@ -18,16 +18,17 @@ public func ferry_schema_new(_ out: UnsafeMutablePointer<OpaquePointer?>!, _ cla
         var objectSchemas: [ObjectSchema] = []
         for i in 0..<count {
             let c = classes[i]
-            guard let cname = c.name else { throw FerryError(.invalidSchema, "class \(i) has a NULL name") }
+            guard let cname = c.name else { throw FerryError(.invalidArgument, "classes[\(i)].name is NULL") }
             guard let name = String(validatingCString: cname) else { throw FerryError(.invalidSchema, "class \(i)'s name is not valid UTF-8") }
             guard c.flags & ~UInt32(1) == 0 else { throw FerryError(.invalidSchema, "class '\(name)' has unknown flags \(c.flags)") }
             guard c.property_count <= 1_000 else { throw FerryError(.invalidSchema, "class '\(name)' has too many properties (\(c.property_count))") }
-            guard c.property_count == 0 || c.properties != nil else { throw FerryError(.invalidSchema, "class '\(name)' has NULL properties but property_count \(c.property_count)") }
+            guard c.property_count == 0 || c.properties != nil else { throw FerryError(.invalidArgument, "class '\(name)' has NULL properties but property_count \(c.property_count)") }
             var props: [Property] = []
             for j in 0..<c.property_count {
                 let p = c.properties[j]
-                guard let pn = p.name, let pname = String(validatingCString: pn) else {
-                    throw FerryError(.invalidSchema, "property \(j) of class '\(name)' has a NULL or non-UTF-8 name")
+                guard let pn = p.name else { throw FerryError(.invalidArgument, "property \(j) of class '\(name)' has a NULL name") }
+                guard let pname = String(validatingCString: pn) else {
+                    throw FerryError(.invalidSchema, "property \(j) of class '\(name)' has a name that is not UTF-8")
                 }
                 guard let type = PropertyType(rawValue: p.type) else {
                     throw FerryError(.invalidSchema, "property '\(name).\(pname)' has unknown type \(p.type)")

@@ -9,9 +9,9 @@ public final class LoopScheduler: NotificationScheduler, @unchecked Sendable {
 
     public init() throws { loop = try EventLoop.acquireShared() }
 
-    public func schedule(_ work: @escaping @Sendable () -> Void) {
+    public func schedule(_ work: @escaping @Sendable () -> Bool) {
         guard lock.withLock({ active }) else { return }
-        loop.post(work)
+        loop.post { _ = work() }
     }
 
     public func shutdown() {

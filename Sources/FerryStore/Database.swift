@@ -387,12 +387,12 @@ public final class Database: @unchecked Sendable {
         }
     }
 
-    /// Replays the history into an empty in-memory database of the same schema and compares
-    /// every object with the data.
+    /// Replays the history into an empty in-memory database of the file's stored schema and
+    /// compares every object with the data (values by their encoding, so NaN equals NaN).
     public func verifyHistory() throws {
         let changesets = try history()
-        let replayID = "__verify-\(UInt64.random(in: 0...UInt64.max))"
-        let replay = try Store(location: .memory(identifier: replayID), schema: schema, synced: false)
+        let stored = store.storedSchema
+        let replay = try Store(location: .memory(identifier: "__verify-\(UInt64.random(in: 0...UInt64.max))"), schema: stored, synced: false)
         defer { replay.close() }
         try replay.writer.exec("BEGIN")
         for (n, cs) in changesets.enumerated() {
@@ -403,13 +403,15 @@ public final class Database: @unchecked Sendable {
             }
         }
         try replay.writer.exec("COMMIT")
-        for (ci, os) in schema.classes.enumerated() {
-            let all = try CompiledQuery("TRUEPREDICATE", on: os)
-            let actual = try reading { try store.matchingRows($0, all, classIndex: ci) }
-            let expected = try replay.matchingRows(replay.writer, all, classIndex: ci)
+        for (ci, os) in stored.classes.enumerated() {
+            let layout = TableLayout(os, classIndex: ci)
+            let actual = try reading { try store.allRows($0, layout) }
+            let expected = try replay.allRows(replay.writer, layout)
             let pk = os.primaryKeyIndex
-            let a = Dictionary(actual.map { ($0[pk], $0) }, uniquingKeysWith: { x, _ in x })
-            let e = Dictionary(expected.map { ($0[pk], $0) }, uniquingKeysWith: { x, _ in x })
+            func encoded(_ rows: [[FerryValue]]) -> [FerryValue: [[UInt8]]] {
+                Dictionary(rows.map { ($0[pk], $0.map { ValueCodec.encode($0) }) }, uniquingKeysWith: { x, _ in x })
+            }
+            let a = encoded(actual), e = encoded(expected)
             for (key, row) in a where e[key] != row {
                 throw FerryError(.corrupt, e[key] == nil
                     ? "object \(key.debugText) of class '\(os.name)' is in the data but not in the history"

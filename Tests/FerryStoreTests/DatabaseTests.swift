@@ -141,6 +141,39 @@ struct DatabaseTests {
         #expect(try c.object(classIndex: 0, key: Fixtures.oid(1)) == nil)
     }
 
+    @Test func inMemoryReadsDoNotWaitForAnotherHandlesWrite() throws {
+        let config = DatabaseConfiguration(location: .memory("readers-\(UInt64.random(in: 0...UInt64.max))"), schema: Fixtures.itemSchema())
+        let a = try Database.open(config, scheduler: try PollingScheduler())
+        let b = try Database.open(config, scheduler: try PollingScheduler())
+        defer { a.close(); b.close() }
+        try a.beginWrite()
+        try Fixtures.createItem(a, 1)
+        try a.commit()
+        try a.beginWrite()
+        try Fixtures.createItem(a, 2)
+        #expect(try b.object(classIndex: 0, key: Fixtures.oid(1)) != nil)
+        #expect(try b.object(classIndex: 0, key: Fixtures.oid(2)) == nil)
+        #expect(try b.query(classIndex: 0, query: "TRUEPREDICATE", arguments: []).count == 1)
+        try a.commit()
+        #expect(try b.query(classIndex: 0, query: "TRUEPREDICATE", arguments: []).count == 2)
+    }
+
+    @Test func historyReplaysNaNAndDroppedProperties() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let path = dir + "/n.ferry"
+        let extra = [Property(name: "d", type: .double), Property(name: "gone", type: .string, isOptional: true)]
+        let v1 = try Database.open(DatabaseConfiguration(location: .file(path), schema: Fixtures.itemSchema(extra: extra)), scheduler: try PollingScheduler())
+        try v1.beginWrite()
+        try v1.create(classIndex: 0, values: [(0, Fixtures.oid(1)), (6, .double(.nan)), (7, .string("kept"))])
+        try v1.commit()
+        try v1.verifyHistory()
+        v1.close()
+        let v2 = try Database.open(DatabaseConfiguration(location: .file(path), schema: Fixtures.itemSchema(extra: [extra[0]])), scheduler: try PollingScheduler())
+        defer { v2.close() }
+        try v2.verifyHistory()
+    }
+
     @Test func historyCheckCatchesTampering() throws {
         let path = Fixtures.temporaryDirectory()
         defer { Fixtures.removeTree(path) }

@@ -68,20 +68,21 @@ public final class ChangeObserver: @unchecked Sendable {
             pending.merge(changes)
             return wasEmpty
         }
-        if first { scheduler.schedule { [weak self] in self?.deliver() } }
+        if first { scheduler.schedule { [weak self] in self?.deliver() ?? false } }
     }
 
     /// Computes and reports what changed since the last delivery. The pending changes are taken
     /// and the state read under the store's reader lock, so the two always describe the same
-    /// commits.
-    func deliver() {
+    /// commits. Returns whether the callback ran.
+    @discardableResult
+    func deliver() -> Bool {
         deliveryLock.lock()
         stateLock.withLock { deliveringThread = currentThreadID() }
         defer {
             stateLock.withLock { deliveringThread = 0 }
             deliveryLock.unlock()
         }
-        guard let store, let callback = stateLock.withLock({ cancelled ? nil : callback }) else { return }
+        guard let store, let callback = stateLock.withLock({ cancelled ? nil : callback }) else { return false }
         let os = store.schema.classes[classIndex]
         var summary = ChangeSummary()
         var properties = Set<String>()
@@ -118,10 +119,12 @@ public final class ChangeObserver: @unchecked Sendable {
                 }
             }
         } catch {
-            return // the database was closed under us: nothing more to report
+            return false // the database was closed under us: nothing more to report
         }
         summary.modifiedProperties = properties.compactMap { os.propertyIndex(named: $0) }.sorted()
-        if !summary.isEmpty { callback(summary) }
+        guard !summary.isEmpty else { return false }
+        callback(summary)
+        return true
     }
 
     /// Stops delivery. When it returns the callback is not running on another thread and will

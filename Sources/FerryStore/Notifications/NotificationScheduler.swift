@@ -3,7 +3,8 @@
 /// `LoopScheduler`) or the host's own thread (`PollingScheduler`).
 public protocol NotificationScheduler: AnyObject, Sendable {
     /// Arranges for `work` to run soon, on the scheduler's thread. Called from any thread.
-    func schedule(_ work: @escaping @Sendable () -> Void)
+    /// `work` returns whether it ran a host callback.
+    func schedule(_ work: @escaping @Sendable () -> Bool)
     /// Called when the database handle using the scheduler is freed.
     func shutdown()
 }

@@ -7,7 +7,7 @@ import Glibc
 /// and `deliver()` runs the queue on whichever thread calls it.
 public final class PollingScheduler: NotificationScheduler, @unchecked Sendable {
     private let lock = Lock()
-    private var queue: [@Sendable () -> Void] = []
+    private var queue: [@Sendable () -> Bool] = []
     private var signalled = false
     /// The read end, which the host polls; the write end is written once per wake-up.
     public let fileDescriptor: Int32
@@ -31,7 +31,7 @@ public final class PollingScheduler: NotificationScheduler, @unchecked Sendable 
         close(writeEnd)
     }
 
-    public func schedule(_ work: @escaping @Sendable () -> Void) {
+    public func schedule(_ work: @escaping @Sendable () -> Bool) {
         let wake: Bool = lock.withLock {
             queue.append(work)
             defer { signalled = true }
@@ -43,9 +43,9 @@ public final class PollingScheduler: NotificationScheduler, @unchecked Sendable 
         }
     }
 
-    /// Runs what is queued; returns how many work items ran.
+    /// Runs what is queued; returns how many host callbacks ran.
     public func deliver() -> Int {
-        let work = lock.withLock { () -> [@Sendable () -> Void] in
+        let work = lock.withLock { () -> [@Sendable () -> Bool] in
             var buffer = [UInt8](repeating: 0, count: 64)
             while read(fileDescriptor, &buffer, 64) > 0 {}
             signalled = false
@@ -53,8 +53,9 @@ public final class PollingScheduler: NotificationScheduler, @unchecked Sendable 
             queue.removeAll()
             return w
         }
-        for w in work { w() }
-        return work.count
+        var callbacks = 0
+        for w in work where w() { callbacks += 1 }
+        return callbacks
     }
 
     public func shutdown() { lock.withLock { queue.removeAll() } }

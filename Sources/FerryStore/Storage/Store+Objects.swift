@@ -94,6 +94,15 @@ extension Store {
         return rows.map(\.1)
     }
 
+    /// Every row of a table, read with the given layout (which may be of the stored schema).
+    func allRows(_ c: SQLiteConnection, _ l: TableLayout) throws -> [[FerryValue]] {
+        let s = try c.statement("SELECT \(l.selectColumns) FROM \(l.table) ORDER BY rowid")
+        defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
+        var rows: [[FerryValue]] = []
+        while try s.step() { rows.append(try l.readRow(s)) }
+        return rows
+    }
+
     func queryPlan(_ c: SQLiteConnection, _ query: CompiledQuery, classIndex: Int) throws -> String {
         let l = layouts[classIndex]
         let pushdown = SQLPushdown(query.predicate, schema: l.objectSchema)

@@ -13,6 +13,9 @@ final class Store: @unchecked Sendable {
     var handleCount = 0
 
     private(set) var schema: Schema
+    /// What the file stores: the schema plus what it keeps without the schema naming it
+    /// (dropped optional properties and classes). The history is replayed against this.
+    private(set) var storedSchema: Schema
     private(set) var layouts: [TableLayout]
     let writer: SQLiteConnection
     let reader: SQLiteConnection
@@ -32,15 +35,34 @@ final class Store: @unchecked Sendable {
         if synced && location.isMemory {
             throw FerryError(.invalidArgument, "an in-memory database cannot be marked synced")
         }
-        let name = location.sqliteName
+        let name: String
+        switch location {
+        case .file(let path): name = StoreLocation.uri(path: path)
+        case .memory(let id):
+            if MemoryFiles.isAvailable {
+                let path = MemoryFiles.newPath()
+                memoryFile = path
+                name = StoreLocation.uri(path: path)
+            } else {
+                name = StoreLocation.memdbName(id)
+            }
+        }
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-        writer = try SQLiteConnection(path: name, flags: flags, description: location.displayName)
+        do {
+            writer = try SQLiteConnection(path: name, flags: flags, description: location.displayName)
+        } catch {
+            if let f = memoryFile { MemoryFiles.remove(f) }
+            throw error
+        }
         if case .file(let path) = location {
             // Whether the file is marked synced decides whether we must be its only agent; the
             // mark is read before anything else so a second process fails without writing.
             let marked = try Store.readSyncedMark(writer)
             if marked || synced { agentLock = try SyncAgentLock(databasePath: path) }
             try writer.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")
+        } else if memoryFile != nil {
+            // Memory does not survive a crash anyway: no fsync.
+            try writer.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;")
         }
         try writer.exec("BEGIN IMMEDIATE")
         do {
@@ -50,25 +72,30 @@ final class Store: @unchecked Sendable {
                 """)
             let stored = try Store.readStoredSchema(writer)
             let active: Schema
+            let kept: Schema
             if let requested {
                 let migration = try SchemaMigration(stored: stored, requested: requested)
                 for sql in migration.statements { try writer.exec(sql) }
                 if stored != migration.storedSchema { try Store.writeMeta(writer, "schema", SchemaCodec.encode(migration.storedSchema)) }
                 active = requested
+                kept = migration.storedSchema
             } else if let stored {
                 active = stored
+                kept = stored
             } else {
                 throw FerryError(.invalidSchema, "\(location.displayName) is a new database: a schema is needed to create it")
             }
             if synced { try Store.writeMeta(writer, "synced", [1]) }
             try writer.exec("COMMIT")
             schema = active
+            storedSchema = kept
             let markedNow = try Store.readSyncedMark(writer)
             isSynced = synced || markedNow
         } catch {
             try? writer.exec("ROLLBACK")
             writer.close()
             agentLock?.release()
+            if let f = memoryFile { MemoryFiles.remove(f) }
             throw error
         }
         layouts = schema.classes.enumerated().map { TableLayout($0.element, classIndex: $0.offset) }
@@ -77,15 +104,23 @@ final class Store: @unchecked Sendable {
         } catch {
             writer.close()
             agentLock?.release()
+            if let f = memoryFile { MemoryFiles.remove(f) }
             throw error
         }
     }
+
+    /// The /dev/shm file behind an in-memory store, removed when the store closes.
+    private var memoryFile: String?
 
     func close() {
         writer.close()
         readerLock.withLock { reader.close() }
         agentLock?.release()
         agentLock = nil
+        if let f = memoryFile {
+            MemoryFiles.remove(f)
+            memoryFile = nil
+        }
     }
 
     /// A second handle in this process must agree with the store's schema.

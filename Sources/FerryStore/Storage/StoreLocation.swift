@@ -18,21 +18,20 @@ enum StoreLocation {
 
     var isMemory: Bool { if case .memory = self { return true } else { return false } }
 
-    /// The SQLite name to open: the canonical path, or a shared `memdb` name.
-    var sqliteName: String {
-        switch self {
-        case .file(let p):
-            // A URI, since connections are opened with SQLITE_OPEN_URI; escape what URIs reserve.
-            var out = "file:"
-            for b in p.utf8 {
-                if b == UInt8(ascii: "%") || b == UInt8(ascii: "?") || b == UInt8(ascii: "#") {
-                    out += "%" + String(b, radix: 16, uppercase: true)
-                } else { out += String(decoding: [b], as: UTF8.self) }
-            }
-            return out
-        case .memory(let id):
-            return "file:/ferry-" + id.utf8.map { String($0, radix: 16) }.joined(separator: "-") + "?vfs=memdb"
+    /// The SQLite URI of a file (connections are opened with SQLITE_OPEN_URI).
+    static func uri(path p: String) -> String {
+        var out = "file:"
+        for b in p.utf8 {
+            if b == UInt8(ascii: "%") || b == UInt8(ascii: "?") || b == UInt8(ascii: "#") {
+                out += "%" + String(b, radix: 16, uppercase: true)
+            } else { out += String(decoding: [b], as: UTF8.self) }
         }
+        return out
+    }
+
+    /// SQLite's shared `memdb` name for an in-memory database, when /dev/shm is not available.
+    static func memdbName(_ id: String) -> String {
+        "file:/ferry-" + id.utf8.map { String($0, radix: 16) }.joined(separator: "-") + "?vfs=memdb"
     }
 
     var displayName: String {
