@@ -1,4 +1,7 @@
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 import FerryCore
 @testable import FerryStore
 
@@ -92,5 +95,18 @@ struct MigrationTests {
         try raw.exec("CREATE TABLE t (x)")
         raw.close()
         do { _ = try open(dir + "/foreign.db", Fixtures.itemSchema()); Issue.record("accepted") } catch let e as FerryError { #expect(e.code == .corrupt) }
+    }
+}
+
+@Suite("File names")
+struct FileNameTests {
+    @Test(arguments: ["données.ferry", "with space.ferry", "percent%41.ferry", "q?.ferry", "h#ash.ferry", "日本.ferry"])
+    func unusualNamesAreUsedAsGiven(name: String) throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let db = try Database.open(DatabaseConfiguration(location: .file(dir + "/" + name), schema: Fixtures.itemSchema()),
+                                   scheduler: try PollingScheduler())
+        db.close()
+        #expect(access(dir + "/" + name, F_OK) == 0)
     }
 }

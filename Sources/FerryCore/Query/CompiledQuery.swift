@@ -15,10 +15,10 @@ public struct CompiledQuery: Sendable {
         self.predicate = try compiler.compile(parsed.predicate)
         self.sort = try parsed.sort.map { key in
             guard let i = objectSchema.propertyIndex(named: key.property) else {
-                throw FerryError(.query, "cannot sort by '\(key.property)': class '\(objectSchema.name)' has no such property")
+                throw FerryError(.query, "bad query at offset \(key.offset): cannot sort by '\(key.property)': class '\(objectSchema.name)' has no such property")
             }
             let p = objectSchema.properties[i]
-            guard !p.isList else { throw FerryError(.query, "cannot sort by list property '\(p.name)'") }
+            guard !p.isList else { throw FerryError(.query, "bad query at offset \(key.offset): cannot sort by list property '\(p.name)'") }
             return (i, key.ascending)
         }
         self.limit = parsed.limit

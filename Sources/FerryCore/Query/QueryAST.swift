@@ -8,6 +8,8 @@ public struct ParsedQuery: Sendable {
 public struct SortKey: Sendable, Hashable {
     public var property: String
     public var ascending: Bool
+    /// Where the property name starts in the query text, for error messages.
+    public var offset: Int
 }
 
 public indirect enum QueryNode: Sendable {

@@ -48,11 +48,12 @@ public struct QueryParser {
                 repeat {
                     if isSymbol(",") { advance() }
                     guard case .identifier(let name) = current.kind, !isReserved(current) else { throw fail("a property name to sort by") }
+                    let offset = current.offset
                     advance()
                     var ascending = true
                     if current.isKeyword("ASC") || current.isKeyword("ASCENDING") { advance() }
                     else if current.isKeyword("DESC") || current.isKeyword("DESCENDING") { ascending = false; advance() }
-                    sort.append(SortKey(property: name, ascending: ascending))
+                    sort.append(SortKey(property: name, ascending: ascending, offset: offset))
                 } while isSymbol(",")
                 try expectSymbol(")")
             } else if current.isKeyword("LIMIT") {

@@ -36,66 +36,44 @@ final class Store: @unchecked Sendable {
             throw FerryError(.invalidArgument, "an in-memory database cannot be marked synced")
         }
         let name: String
+        var memFile: String?
         switch location {
         case .file(let path): name = StoreLocation.uri(path: path)
         case .memory(let id):
             if MemoryFiles.isAvailable {
                 let path = MemoryFiles.newPath()
-                memoryFile = path
+                memFile = path
                 name = StoreLocation.uri(path: path)
             } else {
                 name = StoreLocation.memdbName(id)
             }
         }
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        var filePath: String?
+        if case .file(let path) = location { filePath = path }
+        let createdFile = filePath.map { access($0, F_OK) != 0 } ?? false
+        var lock: SyncAgentLock?
+        /// Undoes what opening did: the lock, and files this open created.
+        func undo() {
+            lock?.release()
+            if let f = memFile { MemoryFiles.remove(f) }
+            if createdFile, let p = filePath { for suffix in ["", "-wal", "-shm"] { unlink(p + suffix) } }
+        }
         do {
             writer = try SQLiteConnection(path: name, flags: flags, description: location.displayName)
         } catch {
-            if let f = memoryFile { MemoryFiles.remove(f) }
+            undo()
             throw error
         }
-        if case .file(let path) = location {
-            // Whether the file is marked synced decides whether we must be its only agent; the
-            // mark is read before anything else so a second process fails without writing.
-            let marked = try Store.readSyncedMark(writer)
-            if marked || synced { agentLock = try SyncAgentLock(databasePath: path) }
-            try writer.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")
-        } else if memoryFile != nil {
+        let journal: String? = filePath != nil ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
             // Memory does not survive a crash anyway: no fsync.
-            try writer.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;")
-        }
-        try writer.exec("BEGIN IMMEDIATE")
+            : memFile != nil ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;" : nil
         do {
-            try writer.exec("""
-                CREATE TABLE IF NOT EXISTS __ferry_meta (key TEXT PRIMARY KEY NOT NULL, value BLOB);
-                CREATE TABLE IF NOT EXISTS __ferry_history (version INTEGER PRIMARY KEY, changeset BLOB NOT NULL);
-                """)
-            let stored = try Store.readStoredSchema(writer)
-            let active: Schema
-            let kept: Schema
-            if let requested {
-                let migration = try SchemaMigration(stored: stored, requested: requested)
-                for sql in migration.statements { try writer.exec(sql) }
-                if stored != migration.storedSchema { try Store.writeMeta(writer, "schema", SchemaCodec.encode(migration.storedSchema)) }
-                active = requested
-                kept = migration.storedSchema
-            } else if let stored {
-                active = stored
-                kept = stored
-            } else {
-                throw FerryError(.invalidSchema, "\(location.displayName) is a new database: a schema is needed to create it")
-            }
-            if synced { try Store.writeMeta(writer, "synced", [1]) }
-            try writer.exec("COMMIT")
-            schema = active
-            storedSchema = kept
-            let markedNow = try Store.readSyncedMark(writer)
-            isSynced = synced || markedNow
+            (schema, storedSchema, isSynced) = try Store.prepare(writer, location: location, requested: requested,
+                                                                 synced: synced, journal: journal, lock: &lock)
         } catch {
-            try? writer.exec("ROLLBACK")
             writer.close()
-            agentLock?.release()
-            if let f = memoryFile { MemoryFiles.remove(f) }
+            undo()
             throw error
         }
         layouts = schema.classes.enumerated().map { TableLayout($0.element, classIndex: $0.offset) }
@@ -103,8 +81,62 @@ final class Store: @unchecked Sendable {
             reader = try SQLiteConnection(path: name, flags: flags, description: location.displayName)
         } catch {
             writer.close()
-            agentLock?.release()
-            if let f = memoryFile { MemoryFiles.remove(f) }
+            undo()
+            throw error
+        }
+        agentLock = lock
+        memoryFile = memFile
+    }
+
+    /// Brings a freshly opened file to the requested schema. Everything that can fail without
+    /// writing is checked first (a foreign file, a missing schema for a new database, another
+    /// sync agent), and the write lock is only taken when something must be written, so
+    /// opening a file that another process is writing does not wait for it.
+    private static func prepare(_ w: SQLiteConnection, location: StoreLocation, requested: Schema?, synced: Bool,
+                                journal: String?, lock: inout SyncAgentLock?) throws -> (Schema, Schema, Bool) {
+        let existing = try readStoredSchema(w)
+        if requested == nil && existing == nil {
+            throw FerryError(.invalidSchema, "\(location.displayName) is a new database: a schema is needed to create it")
+        }
+        if case .file(let path) = location {
+            // The synced mark decides whether we must be the file's only agent.
+            if try readSyncedMark(w) || synced { lock = try SyncAgentLock(databasePath: path) }
+        }
+        if let journal { try w.exec(journal) }
+
+        func plan() throws -> (stored: Schema?, marked: Bool, migration: SchemaMigration?) {
+            let stored = try readStoredSchema(w)
+            return (stored, try readSyncedMark(w), try requested.map { try SchemaMigration(stored: stored, requested: $0) })
+        }
+        func needsWrite(_ p: (stored: Schema?, marked: Bool, migration: SchemaMigration?)) -> Bool {
+            if p.stored == nil || (synced && !p.marked) { return true }
+            guard let m = p.migration else { return false }
+            return !m.statements.isEmpty || m.storedSchema != p.stored
+        }
+        try w.exec("BEGIN")
+        do {
+            var p = try plan()
+            if needsWrite(p) {
+                try w.exec("COMMIT")
+                try w.exec("BEGIN IMMEDIATE")
+                try w.exec("""
+                    CREATE TABLE IF NOT EXISTS __ferry_meta (key TEXT PRIMARY KEY NOT NULL, value BLOB);
+                    CREATE TABLE IF NOT EXISTS __ferry_history (version INTEGER PRIMARY KEY, changeset BLOB NOT NULL);
+                    """)
+                p = try plan()
+                if let m = p.migration {
+                    for sql in m.statements { try w.exec(sql) }
+                    if p.stored != m.storedSchema { try writeMeta(w, "schema", SchemaCodec.encode(m.storedSchema)) }
+                }
+                if synced && !p.marked { try writeMeta(w, "synced", [1]) }
+            }
+            try w.exec("COMMIT")
+            guard let active = requested ?? p.stored, let kept = p.migration?.storedSchema ?? p.stored else {
+                throw FerryError(.invalidSchema, "\(location.displayName) is a new database: a schema is needed to create it")
+            }
+            return (active, kept, synced || p.marked)
+        } catch {
+            try? w.exec("ROLLBACK")
             throw error
         }
     }

@@ -20,13 +20,17 @@ enum StoreLocation {
 
     /// The SQLite URI of a file (connections are opened with SQLITE_OPEN_URI).
     static func uri(path p: String) -> String {
-        var out = "file:"
+        // Percent-encode what URIs reserve and every non-ASCII byte (SQLite decodes %XX).
+        var out: [UInt8] = Array("file:".utf8)
+        let hex = Array("0123456789ABCDEF".utf8)
         for b in p.utf8 {
-            if b == UInt8(ascii: "%") || b == UInt8(ascii: "?") || b == UInt8(ascii: "#") {
-                out += "%" + String(b, radix: 16, uppercase: true)
-            } else { out += String(decoding: [b], as: UTF8.self) }
+            if b >= 0x80 || b == UInt8(ascii: "%") || b == UInt8(ascii: "?") || b == UInt8(ascii: "#") {
+                out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 15)]]
+            } else {
+                out.append(b)
+            }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// SQLite's shared `memdb` name for an in-memory database, when /dev/shm is not available.
