@@ -206,7 +206,6 @@ public final class Database: @unchecked Sendable {
                 return try createCopying(l, values)
             }
             var given: UInt64 = 0
-            var key = BorrowedValue.null
             let pk = l.objectSchema.primaryKeyIndex
             for (index, value) in values {
                 guard index >= 0 && index < kinds.count, given & (UInt64(1) << UInt64(index)) == 0,
@@ -214,15 +213,13 @@ public final class Database: @unchecked Sendable {
                     return try createCopying(l, values) // throws the precise error
                 }
                 given |= UInt64(1) << UInt64(index)
-                if index == pk { key = value }
             }
             guard given & (UInt64(1) << UInt64(pk)) != 0 else { return try createCopying(l, values) }
             try store.insertRow(store.writer, l, given: given, values)
             // Taken out and put back so the log's buffer is appended to in place.
             guard var log = transaction.take() else { return }
             defer { transaction = log }
-            log.beginCreate(l, key: key, fieldCount: (given & ~(UInt64(1) << UInt64(pk))).nonzeroBitCount)
-            for (index, value) in values where index != pk { log.field(l, index, value) }
+            log.appendCreate(l, given: given, values)
         }
     }
 

@@ -33,6 +33,42 @@ struct CodecTests {
         #expect(try ChangesetCodec.decode(ChangesetCodec.encode(cs)) == cs)
     }
 
+    @Test func createRunsFrontCodeSimilarObjects() throws {
+        var instructions: [Instruction] = []
+        for n in 0..<1000 {
+            var id = [UInt8](repeating: 7, count: 12)
+            id[10] = UInt8(n >> 8); id[11] = UInt8(n & 255)
+            instructions.append(.create(table: "Item", key: .objectId(try ObjectId(bytes: id)), fields: [
+                FieldValue(name: "ownerId", value: .string("user-\(n % 100)")),
+                FieldValue(name: "itemName", value: .string("item-\(n)")),
+                FieldValue(name: "complexity", value: .int(Int64(n % 10))),
+            ]))
+        }
+        // A different field set and other instructions break the run and start another.
+        instructions.append(.create(table: "Item", key: .int(1), fields: []))
+        instructions.append(.set(table: "Item", key: .int(1), field: "x", value: .int(2)))
+        instructions.append(.create(table: "Item", key: .int(2), fields: []))
+        let cs = Changeset(timestamp: 1, instructions: instructions)
+        let bytes = ChangesetCodec.encode(cs)
+        #expect(try ChangesetCodec.decode(bytes) == cs)
+        #expect(bytes.count < 1000 * 16, "a run of similar creates takes \(bytes.count) bytes")
+    }
+
+    @Test func createRunsCannotExpandWithoutLimit() {
+        // A run whose rows each repeat a 60 KB value with a two-byte row: refused, not expanded.
+        var w = ByteWriter()
+        w.byte(1); w.signed(0); w.varint(2); w.string("T"); w.string("f")
+        let rows = 200_000
+        w.varint(UInt64(rows))
+        w.byte(ChangesetCodec.Tag.createRun.rawValue); w.varint(0); w.varint(1); w.varint(1)
+        w.raw([UInt8(rows & 255), UInt8(rows >> 8 & 255), UInt8(rows >> 16 & 255), 0])
+        var big = ByteWriter(); ValueCodec.encode(.string(String(repeating: "x", count: 60_000)), into: &big)
+        w.varint(0); w.lengthPrefixed(ValueCodec.encode(.int(0)))
+        w.varint(0); w.lengthPrefixed(big.bytes)
+        for r in 1..<rows { w.varint(0); w.lengthPrefixed(ValueCodec.encode(.int(Int64(r)))); w.varint(UInt64(big.bytes.count)); w.varint(0) }
+        #expect(throws: FerryError.self) { try ChangesetCodec.decode(w.bytes) }
+    }
+
     @Test func borrowedValuesEncodeLikeOwnedOnes() {
         var a = ByteWriter(), b = ByteWriter()
         let text = Array("abc".utf8)

@@ -56,6 +56,13 @@ public struct ByteReader {
         return s
     }
 
+    public mutating func uint32() throws -> UInt32 {
+        let data = try raw(4)
+        var v: UInt32 = 0
+        for (i, b) in data.enumerated() { v |= UInt32(b) << (8 * UInt32(i)) }
+        return v
+    }
+
     public mutating func double() throws -> Double {
         let data = try raw(8)
         var bits: UInt64 = 0

@@ -6,6 +6,35 @@ public struct ByteWriter: Sendable {
 
     public mutating func byte(_ b: UInt8) { bytes.append(b) }
 
+    public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
+    /// How many leading bytes two writers' contents share.
+    public func commonPrefixLength(with other: ByteWriter) -> Int {
+        bytes.withUnsafeBufferPointer { a in
+            other.bytes.withUnsafeBufferPointer { b in
+                let n = min(a.count, b.count)
+                var i = 0
+                while i < n && a[i] == b[i] { i += 1 }
+                return i
+            }
+        }
+    }
+
+    /// Appends the length and the bytes of `other` from `start` on.
+    public mutating func appendSuffix(of other: ByteWriter, from start: Int) {
+        other.bytes.withUnsafeBufferPointer { b in
+            let rest = UnsafeBufferPointer(rebasing: b[min(start, b.count)...])
+            varint(UInt64(rest.count))
+            bytes.append(contentsOf: rest)
+        }
+    }
+
+    /// Overwrites four bytes written earlier (little-endian), for counts known only later.
+    public mutating func patchUInt32(at offset: Int, _ v: UInt32) {
+        guard offset >= 0, offset + 4 <= bytes.count else { return }
+        for i in 0..<4 { bytes[offset + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt32(i))) }
+    }
+
     public mutating func varint(_ v: UInt64) {
         var v = v
         while v >= 0x80 {
@@ -18,6 +47,9 @@ public struct ByteWriter: Sendable {
     public mutating func signed(_ v: Int64) { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
 
     public mutating func raw<C: Collection>(_ data: C) where C.Element == UInt8 { bytes.append(contentsOf: data) }
+
+    /// Appends raw bytes with one copy (the generic path goes byte by byte for raw buffers).
+    public mutating func raw(_ data: UnsafeRawBufferPointer) { bytes.append(contentsOf: data.typed) }
 
     public mutating func lengthPrefixed<C: Collection>(_ data: C) where C.Element == UInt8 {
         varint(UInt64(data.count))
@@ -32,5 +64,12 @@ public struct ByteWriter: Sendable {
     public mutating func double(_ d: Double) {
         let bits = d.bitPattern
         for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: bits >> (8 * UInt64(i)))) }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// The same bytes as a typed buffer, which `Array.append(contentsOf:)` copies in one go.
+    var typed: UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: baseAddress?.assumingMemoryBound(to: UInt8.self), count: count)
     }
 }

@@ -2,13 +2,16 @@
 ///
 ///     version:u8(=1) timestamp:zigzag  names:count (string)*  instructions:count (instruction)*
 ///     instruction := tag:u8 table:nameIndex key:value payload
+///                  | createRun:u8 table:nameIndex fields:count (nameIndex)* rows:u32le
+///                    (row := (shared:varint rest:bytes) for the key and each field)
 ///
 /// Class and property names are interned in the name table, so a transaction of 10,000
-/// creates spells "Item" once.
+/// creates spells "Item" once; a create run front-codes each value against the previous
+/// object's (see `ChangesetWriter`). `instructions` counts objects, a run's too.
 public enum ChangesetCodec {
     public static let version: UInt8 = 1
 
-    public enum Tag: UInt8 { case create = 1, erase, set, addInteger, listInsert, listSet, listErase, listClear }
+    public enum Tag: UInt8 { case create = 1, erase, set, addInteger, listInsert, listSet, listErase, listClear, createRun }
 
     public static func encode(_ changeset: Changeset) -> [UInt8] {
         var w = ChangesetWriter(capacity: changeset.instructions.count * 48)
@@ -35,16 +38,53 @@ public enum ChangesetCodec {
             guard i <= UInt64(Int32.max) else { throw r.corrupt("list index \(i) out of range") }
             return Int(i)
         }
-        let count = try r.count(minSize: 3)
+        let count = try r.count(minSize: 2)
         var instructions: [Instruction] = []
         instructions.reserveCapacity(count)
-        for _ in 0..<count {
+        // Front-coded values may not expand past this (a hostile run could otherwise repeat a
+        // large value for millions of two-byte rows).
+        var expansionBudget = max(bytes.count * 64, 1 << 20)
+        while instructions.count < count {
             let rawTag = try r.byte()
             guard let tag = Tag(rawValue: rawTag) else { throw r.corrupt("unknown instruction tag \(rawTag)") }
             let table = try name()
+            if tag == .createRun {
+                let fieldCount = try r.count()
+                guard fieldCount < 4096 else { throw r.corrupt("create run with \(fieldCount) fields") }
+                var fieldNames: [String] = []
+                for _ in 0..<fieldCount { fieldNames.append(try name()) }
+                let rows = Int(try r.uint32())
+                guard rows >= 1, rows <= count - instructions.count, rows <= r.remaining / (2 * (fieldCount + 1)) else {
+                    throw r.corrupt("create run of \(rows) objects does not fit")
+                }
+                var previous = [[UInt8]](repeating: [], count: fieldCount + 1)
+                func next(_ column: Int) throws -> FerryValue {
+                    let shared = try r.varint()
+                    guard shared <= UInt64(previous[column].count) else { throw r.corrupt("front-coded prefix longer than the previous value") }
+                    let rest = try r.lengthPrefixed()
+                    let value = Array(previous[column][..<Int(shared)]) + rest
+                    expansionBudget -= value.count
+                    guard expansionBudget >= 0 else { throw r.corrupt("create run expands beyond its limit") }
+                    previous[column] = value
+                    do { return try ValueCodec.decode(value) } catch let e as FerryError {
+                        throw FerryError(.corrupt, "a value in a create run: \(e.message)")
+                    }
+                }
+                for _ in 0..<rows {
+                    let key = try next(0)
+                    guard key.type?.canBePrimaryKey == true else { throw r.corrupt("an object key must be an objectId, string, int or uuid") }
+                    var fields: [FieldValue] = []
+                    fields.reserveCapacity(fieldCount)
+                    for (i, f) in fieldNames.enumerated() { fields.append(FieldValue(name: f, value: try next(i + 1))) }
+                    instructions.append(.create(table: table, key: key, fields: fields))
+                }
+                continue
+            }
             let key = try ValueCodec.decode(from: &r, allowList: false)
             guard key.type?.canBePrimaryKey == true else { throw r.corrupt("an object key must be an objectId, string, int or uuid") }
             switch tag {
+            case .createRun:
+                throw r.corrupt("unreachable create run")
             case .create:
                 let n = try r.count(minSize: 2)
                 var fields: [FieldValue] = []

@@ -1,11 +1,23 @@
 /// Builds the binary form of a changeset (see `ChangesetCodec`) one instruction at a time.
-/// Besides whole `Instruction`s it takes a create written field by field with pre-interned
-/// names, so the store can log a bulk insert without building an `Instruction` per row.
+///
+/// Consecutive creates in one table with the same fields are written as one *create run*: the
+/// table and field names once, then per object each value front-coded against the same
+/// column of the previous object (the length of the shared prefix of their encodings, then
+/// the rest). Bulk inserts of similar objects — sequential ObjectIds, "item-1", "item-2" —
+/// shrink to about a third, which the history writes and sync uploads.
 public struct ChangesetWriter {
     private var names: [String: Int] = [:]
     private var nameList: [String] = []
     private var body: ByteWriter
     public private(set) var count = 0
+
+    /// The open create run: its table and field names, where its row count sits in `body`,
+    /// and the previous object's encoded values, per column (the key first).
+    private var runTable = -1
+    private var runFields: [Int] = []
+    private var runCountOffset = 0
+    private var runRows: UInt32 = 0
+    private var previous: [[UInt8]] = []
 
     public init(capacity: Int = 256) { body = ByteWriter(capacity: capacity) }
 
@@ -17,45 +29,95 @@ public struct ChangesetWriter {
         return nameList.count - 1
     }
 
+    public var isEmpty: Bool { count == 0 }
+
     private mutating func head(_ tag: ChangesetCodec.Tag, _ table: Int, _ key: FerryValue) {
+        closeRun()
         count += 1
         body.byte(tag.rawValue)
         body.varint(UInt64(table))
         ValueCodec.encode(key, into: &body)
     }
 
-    /// Starts a create; follow with exactly `fieldCount` calls to `field`.
-    public mutating func beginCreate(table: Int, key: FerryValue, fieldCount: Int) {
-        head(.create, table, key)
-        body.varint(UInt64(fieldCount))
-    }
+    // MARK: creates
 
-    /// Starts a create whose key is borrowed; follow with exactly `fieldCount` fields.
-    public mutating func beginCreate(table: Int, key: BorrowedValue, fieldCount: Int) {
+    /// Starts a create of an object whose fields (interned names, in the order their values
+    /// will follow) are `fields`; follow with `createKey` and one `createField` per field.
+    public mutating func beginCreate(table: Int, fields: UnsafeBufferPointer<Int>) {
         count += 1
-        body.byte(ChangesetCodec.Tag.create.rawValue)
+        if runTable == table, runRows < UInt32.max, runFields.elementsEqual(fields) {
+            runRows += 1
+            return
+        }
+        closeRun()
+        runTable = table
+        runFields = Array(fields)
+        body.byte(ChangesetCodec.Tag.createRun.rawValue)
         body.varint(UInt64(table))
-        key.encode(into: &body)
-        body.varint(UInt64(fieldCount))
+        body.varint(UInt64(fields.count))
+        for f in fields { body.varint(UInt64(f)) }
+        runCountOffset = body.bytes.count
+        body.raw([0, 0, 0, 0])
+        runRows = 1
+        previous = [[UInt8]](repeating: [], count: fields.count + 1)
     }
 
-    public mutating func field(_ name: Int, _ value: BorrowedValue) {
-        body.varint(UInt64(name))
-        value.encode(into: &body)
+    public mutating func createKey(_ key: BorrowedValue) { key.withEncodedParts { frontCode(0, $0, $1) } }
+    public mutating func createKey(_ key: FerryValue) { owned(0, key) }
+    /// The value of the `index`th field given to `beginCreate`.
+    public mutating func createField(_ index: Int, _ value: BorrowedValue) { value.withEncodedParts { frontCode(index + 1, $0, $1) } }
+    public mutating func createField(_ index: Int, _ value: FerryValue) { owned(index + 1, value) }
+
+    private mutating func owned(_ column: Int, _ value: FerryValue) {
+        let bytes = ValueCodec.encode(value)
+        bytes.withUnsafeBytes { frontCode(column, $0, UnsafeRawBufferPointer(start: nil, count: 0)) }
     }
 
-    public var isEmpty: Bool { count == 0 }
-
-    public mutating func field(_ name: Int, _ value: FerryValue) {
-        body.varint(UInt64(name))
-        ValueCodec.encode(value, into: &body)
+    /// Writes one value, given as its encoding's two parts, as (shared prefix length, rest)
+    /// against the column's previous value, and keeps it as the column's previous value by
+    /// replacing only the tail that differs.
+    private mutating func frontCode(_ column: Int, _ header: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) {
+        let total = header.count + payload.count
+        let shared: Int = previous[column].withUnsafeBufferPointer { p in
+            let n = min(p.count, total)
+            var i = 0
+            while i < n && i < header.count && p[i] == header[i] { i += 1 }
+            if i == header.count {
+                while i < n && p[i] == payload[i - header.count] { i += 1 }
+            }
+            return i
+        }
+        body.varint(UInt64(shared))
+        body.varint(UInt64(total - shared))
+        previous[column].removeLast(previous[column].count - shared)
+        if shared < header.count {
+            let headTail = UnsafeRawBufferPointer(rebasing: header[shared...])
+            body.raw(headTail)
+            previous[column].append(contentsOf: headTail.typed)
+            body.raw(payload)
+            previous[column].append(contentsOf: payload.typed)
+        } else {
+            let rest = UnsafeRawBufferPointer(rebasing: payload[(shared - header.count)...])
+            body.raw(rest)
+            previous[column].append(contentsOf: rest.typed)
+        }
     }
+
+    private mutating func closeRun() {
+        guard runTable >= 0 else { return }
+        body.patchUInt32(at: runCountOffset, runRows)
+        runTable = -1
+    }
+
+    // MARK: whole instructions
 
     public mutating func append(_ instruction: Instruction) {
         switch instruction {
         case let .create(table, key, fields):
-            beginCreate(table: intern(table), key: key, fieldCount: fields.count)
-            for f in fields { field(intern(f.name), f.value) }
+            let names = fields.map { intern($0.name) }
+            names.withUnsafeBufferPointer { beginCreate(table: intern(table), fields: $0) }
+            createKey(key)
+            for (i, f) in fields.enumerated() { createField(i, f.value) }
         case let .erase(table, key):
             head(.erase, intern(table), key)
         case let .set(table, key, f, value):
@@ -75,13 +137,15 @@ public struct ChangesetWriter {
 
     /// The encoded changeset.
     public func finish(timestamp: Int64) -> [UInt8] {
-        var out = ByteWriter(capacity: body.bytes.count + 16 + nameList.count * 16)
+        var me = self
+        me.closeRun()
+        var out = ByteWriter(capacity: me.body.bytes.count + 16 + nameList.count * 16)
         out.byte(ChangesetCodec.version)
         out.signed(timestamp)
         out.varint(UInt64(nameList.count))
         for n in nameList { out.string(n) }
         out.varint(UInt64(count))
-        out.raw(body.bytes)
+        out.raw(me.body.bytes)
         return out.bytes
     }
 }

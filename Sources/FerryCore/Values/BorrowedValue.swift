@@ -60,6 +60,49 @@ public enum BorrowedValue {
         return .uuid(hi, lo)
     }
 
+    /// Calls `body` with the bytes `ValueCodec.encode` writes for the value, in two parts: a
+    /// short header built on the stack and the payload where it already lies (a string's or
+    /// binary's bytes, an ObjectId's), so front coding needs no buffer.
+    public func withEncodedParts<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> R) -> R {
+        var header = (UInt64(0), UInt64(0), UInt64(0))
+        return withUnsafeMutableBytes(of: &header) { h in
+            var n = 0
+            func put(_ b: UInt8) { h[n] = b; n += 1 }
+            func varint(_ v: UInt64) {
+                var v = v
+                while v >= 0x80 { put(UInt8(v & 0x7f) | 0x80); v >>= 7 }
+                put(UInt8(v))
+            }
+            func signed(_ v: Int64) { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
+            let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+            switch self {
+            case .null: put(ValueCodec.Tag.null.rawValue)
+            case .bool(let b): put(b ? ValueCodec.Tag.trueValue.rawValue : ValueCodec.Tag.falseValue.rawValue)
+            case .int(let i): put(ValueCodec.Tag.int.rawValue); signed(i)
+            case .double(let d):
+                put(ValueCodec.Tag.double.rawValue)
+                for i in 0..<8 { put(UInt8(truncatingIfNeeded: d.bitPattern >> (8 * UInt64(i)))) }
+            case .timestamp(let t):
+                put(ValueCodec.Tag.timestamp.rawValue); signed(t.seconds); varint(UInt64(t.nanoseconds))
+            case let .uuid(hi, lo):
+                put(ValueCodec.Tag.uuid.rawValue)
+                for i in 0..<8 { put(UInt8(truncatingIfNeeded: hi >> (56 - 8 * UInt64(i)))) }
+                for i in 0..<8 { put(UInt8(truncatingIfNeeded: lo >> (56 - 8 * UInt64(i)))) }
+            case .string(let s):
+                put(ValueCodec.Tag.string.rawValue); varint(UInt64(s.count))
+                return body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(h)[..<n]), UnsafeRawBufferPointer(s))
+            case .binary(let b):
+                put(ValueCodec.Tag.binary.rawValue); varint(UInt64(b.count))
+                return body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(h)[..<n]), UnsafeRawBufferPointer(b))
+            case .objectId(let o):
+                put(ValueCodec.Tag.objectId.rawValue)
+                let header = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(h)[..<n])
+                return withUnsafeBytes(of: o.bytes) { body(header, $0) }
+            }
+            return body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(h)[..<n]), empty)
+        }
+    }
+
     /// Appends the same bytes `ValueCodec.encode` writes for `value`.
     public func encode(into w: inout ByteWriter) {
         switch self {

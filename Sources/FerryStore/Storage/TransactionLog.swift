@@ -27,14 +27,33 @@ struct TransactionLog {
         return tableNames[c]
     }
 
-    /// Records a create: the key, then exactly `fieldCount` calls to `field`.
-    mutating func beginCreate(_ layout: TableLayout, key: BorrowedValue, fieldCount: Int) {
-        let table = intern(layout)
-        writer.beginCreate(table: table, key: key, fieldCount: fieldCount)
-    }
+    /// The fields of the last create per class, so a run of similar creates reuses them:
+    /// the mask of properties given, and their property indices and interned names in
+    /// property order.
+    private var lastFields: [(mask: UInt64, properties: [Int], names: [Int])?] = []
 
-    mutating func field(_ layout: TableLayout, _ property: Int, _ value: BorrowedValue) {
-        writer.field(fieldNames[layout.classIndex][property], value)
+    /// Records a create from borrowed values; `given` has a bit per property in `values`.
+    mutating func appendCreate(_ layout: TableLayout, given: UInt64, _ values: UnsafeBufferPointer<(Int, BorrowedValue)>) {
+        let table = intern(layout)
+        let c = layout.classIndex
+        if lastFields.count <= c { lastFields += Array(repeating: nil, count: c + 1 - lastFields.count) }
+        let pk = layout.objectSchema.primaryKeyIndex
+        let mask = given & ~(UInt64(1) << UInt64(pk))
+        if lastFields[c]?.mask != mask {
+            var properties: [Int] = []
+            var m = mask
+            while m != 0 {
+                properties.append(m.trailingZeroBitCount)
+                m &= m - 1
+            }
+            lastFields[c] = (mask, properties, properties.map { fieldNames[c][$0] })
+        }
+        guard let fields = lastFields[c] else { return }
+        fields.names.withUnsafeBufferPointer { writer.beginCreate(table: table, fields: $0) }
+        for (index, value) in values where index == pk { writer.createKey(value) }
+        for (i, property) in fields.properties.enumerated() {
+            for (index, value) in values where index == property { writer.createField(i, value) }
+        }
     }
 
     /// The binary changeset.
