@@ -4,44 +4,14 @@ import FerryCore
 import Glibc
 #endif
 
-/// Converts host values (`ferry_value_t`) into Ferry values, checking the tag and the bytes.
+/// Converts a host value (`ferry_value_t`) into a Ferry value, checking the tag and the bytes.
 func ferryValue(from v: ferry_value_t, _ what: @autoclosure () -> String = "value") throws -> FerryValue {
-    switch v.type {
-    case 0: return .null
-    case 1: return .bool(v.u.b)
-    case 2: return .int(v.u.i)
-    case 3: return .double(v.u.d)
-    case 4:
-        let n = v.u.string.size
-        if n == 0 { return .string("") }
-        guard let p = v.u.string.data else { throw FerryError(.invalidArgument, "\(what()): string data is NULL with size \(n)") }
-        guard n <= Int32.max else { throw FerryError(.invalidArgument, "\(what()): string of \(n) bytes is too large") }
-        guard let s = validatedUTF8(UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: n)) else {
-            throw FerryError(.invalidArgument, "\(what()): string is not valid UTF-8")
-        }
-        return .string(s)
-    case 5:
-        let n = v.u.binary.size
-        if n == 0 { return .binary([]) }
-        guard let p = v.u.binary.data else { throw FerryError(.invalidArgument, "\(what()): binary data is NULL with size \(n)") }
-        guard n <= Int32.max else { throw FerryError(.invalidArgument, "\(what()): binary of \(n) bytes is too large") }
-        return .binary(Array(UnsafeBufferPointer(start: p, count: n)))
-    case 6:
-        do { return .timestamp(try Timestamp(seconds: v.u.timestamp.seconds, nanoseconds: v.u.timestamp.nanoseconds)) }
-        catch let e as FerryError { throw FerryError(.invalidArgument, "\(what()): \(e.message)") }
-    case 7:
-        return .objectId(ObjectId(tuple: v.u.object_id))
-    case 8:
-        return .uuid(try FerryUUID(bytes: withUnsafeBytes(of: v.u.uuid) { Array($0) }))
-    case 9:
-        throw FerryError(.wrongType, "\(what()): FERRY_TYPE_LINK is a property type; pass the target's primary key value")
-    default:
-        throw FerryError(.wrongType, "\(what()): unknown value type \(v.type)")
-    }
+    try borrowedValue(from: v, what()).value
 }
 
 /// A host value as a `BorrowedValue`: its bytes stay in the host's buffer (valid for the
-/// duration of the call), checked like `ferryValue(from:)`.
+/// duration of the call). The one place host values are checked: the tag, NULL data, sizes,
+/// UTF-8, timestamp nanoseconds.
 func borrowedValue(from v: ferry_value_t, _ what: @autoclosure () -> String) throws -> BorrowedValue {
     switch v.type {
     case 0: return .null
@@ -62,13 +32,15 @@ func borrowedValue(from v: ferry_value_t, _ what: @autoclosure () -> String) thr
         guard let p = v.u.binary.data else { throw FerryError(.invalidArgument, "\(what()): binary data is NULL with size \(n)") }
         guard n <= Int32.max else { throw FerryError(.invalidArgument, "\(what()): binary of \(n) bytes is too large") }
         return .binary(UnsafeBufferPointer(start: p, count: n))
+    case 6:
+        do { return .timestamp(try Timestamp(seconds: v.u.timestamp.seconds, nanoseconds: v.u.timestamp.nanoseconds)) }
+        catch let e as FerryError { throw FerryError(.invalidArgument, "\(what()): \(e.message)") }
     case 7: return .objectId(ObjectId(tuple: v.u.object_id))
     case 8: return withUnsafeBytes(of: v.u.uuid) { BorrowedValue.uuid(bytes: $0) }
+    case 9:
+        throw FerryError(.wrongType, "\(what()): FERRY_TYPE_LINK is a property type; pass the target's primary key value")
     default:
-        guard case .timestamp(let t) = try ferryValue(from: v, what()) else {
-            throw FerryError(.internal, "\(what()): unexpected value type \(v.type)")
-        }
-        return .timestamp(t)
+        throw FerryError(.wrongType, "\(what()): unknown value type \(v.type)")
     }
 }
 
@@ -76,15 +48,6 @@ func borrowedValue(from v: ferry_value_t, _ what: @autoclosure () -> String) thr
 func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
     for b in bytes where b >= 0x80 { return String(validating: bytes, as: UTF8.self) != nil }
     return true
-}
-
-/// A string from host bytes, or nil if they are not UTF-8. ASCII, the common case, skips the
-/// general validator.
-func validatedUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
-    var ascii = true
-    for b in bytes where b >= 0x80 { ascii = false; break }
-    if ascii { return String(decoding: bytes, as: UTF8.self) }
-    return String(validating: bytes, as: UTF8.self)
 }
 
 func ferryValue(at p: UnsafePointer<ferry_value_t>?, _ what: String) throws -> FerryValue {
