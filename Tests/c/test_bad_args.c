@@ -1,0 +1,822 @@
+/*
+ * test_bad_args.c — every function declared in ferry.h called with bad arguments: NULL
+ * out-pointers, NULL handles, freed handles, handles of the wrong kind, a closed database,
+ * bad values, unknown class and property keys, bad queries, bad options and schemas. Each
+ * call must return the documented code with a non-empty ferry_error_last() message, leave
+ * its out-parameters untouched, and never crash. Under valgrind, an invalid read here means
+ * the library dereferenced a handle before validating it.
+ *
+ * Where the header leaves the code open, CHECK_ERR_ANY lists the acceptable codes and a
+ * comment says why.
+ */
+#include "check.h"
+
+#include <limits.h>
+#include <pthread.h>
+
+/* Every function of ferry.h, referenced so that a missing export fails the link. (The
+ * symbol test compares the exports with the header; it also checks that every function
+ * declared there is named in this file.) */
+static void *const all_functions[] = {
+    (void *)ferry_version,          (void *)ferry_version_number,
+    (void *)ferry_error_last,       (void *)ferry_strerror,
+    (void *)ferry_object_id_generate, (void *)ferry_schema_new,
+    (void *)ferry_schema_free,      (void *)ferry_db_options_init,
+    (void *)ferry_db_open,          (void *)ferry_db_close,
+    (void *)ferry_db_free,          (void *)ferry_db_is_closed,
+    (void *)ferry_db_class_count,   (void *)ferry_db_find_class,
+    (void *)ferry_db_get_class,     (void *)ferry_db_find_property,
+    (void *)ferry_db_get_property,  (void *)ferry_db_begin_write,
+    (void *)ferry_db_commit,        (void *)ferry_db_cancel,
+    (void *)ferry_db_is_in_transaction, (void *)ferry_object_create,
+    (void *)ferry_object_upsert,    (void *)ferry_object_set,
+    (void *)ferry_object_add_int,   (void *)ferry_object_delete,
+    (void *)ferry_list_insert,      (void *)ferry_list_set,
+    (void *)ferry_list_erase,       (void *)ferry_list_clear,
+    (void *)ferry_object_get,       (void *)ferry_object_get_class,
+    (void *)ferry_object_get_value, (void *)ferry_object_get_list,
+    (void *)ferry_object_free,      (void *)ferry_db_query,
+    (void *)ferry_results_count,    (void *)ferry_results_get,
+    (void *)ferry_results_free,     (void *)ferry_db_observe_query,
+    (void *)ferry_db_observe_object, (void *)ferry_notification_token_free,
+    (void *)ferry_db_notification_fd, (void *)ferry_db_deliver_notifications,
+    (void *)ferry_db_history_count, (void *)ferry_db_verify_history,
+};
+
+/* ---- userdata accounting ------------------------------------------------------------------ */
+
+static int frees = 0;
+static int calls = 0;
+static void count_free(void *userdata) {
+  (void)userdata;
+  __atomic_add_fetch(&frees, 1, __ATOMIC_SEQ_CST);
+}
+static void count_call(void *userdata, const ferry_change_set_t *c) {
+  (void)userdata;
+  (void)c;
+  __atomic_add_fetch(&calls, 1, __ATOMIC_SEQ_CST);
+}
+static int frees_now(void) { return __atomic_load_n(&frees, __ATOMIC_SEQ_CST); }
+
+/* ---- the schema --------------------------------------------------------------------------- */
+
+static const ferry_property_info_t item_props[] = {
+    {"_id", FERRY_TYPE_INT, FERRY_PROPERTY_PRIMARY_KEY, NULL},
+    {"name", FERRY_TYPE_STRING, 0, NULL},
+    {"n", FERRY_TYPE_INT, FERRY_PROPERTY_OPTIONAL, NULL},
+    {"tags", FERRY_TYPE_INT, FERRY_PROPERTY_LIST, NULL},
+    {"when", FERRY_TYPE_TIMESTAMP, 0, NULL},
+    {"blob", FERRY_TYPE_BINARY, 0, NULL},
+};
+
+static ferry_schema_t *make_schema(void) {
+  ferry_class_info_t cls = {"Item", item_props, sizeof item_props / sizeof item_props[0], 0};
+  ferry_schema_t *s = NULL;
+  CHECK_OK(ferry_schema_new(&s, &cls, 1));
+  return s;
+}
+
+/* ---- global functions --------------------------------------------------------------------- */
+
+static void *fresh_thread_error(void *arg) {
+  (void)arg;
+  const ferry_error_t *e = ferry_error_last();
+  static int result; /* 0 ok, 1 NULL, 2 code not OK, 3 message NULL */
+  result = e == NULL ? 1 : e->code != FERRY_OK ? 2 : e->message == NULL ? 3 : 0;
+  if (result == 0) {
+    /* fail here: the main thread's error must not change */
+    ferry_value_t *null_out = NULL;
+    if (ferry_object_id_generate(null_out) != FERRY_ERR_INVALID_ARGUMENT) result = 4;
+    else if (ferry_error_last()->code != FERRY_ERR_INVALID_ARGUMENT) result = 5;
+  }
+  return &result;
+}
+
+static void test_globals(void) {
+  CHECK(ferry_version() != NULL && ferry_version()[0] != '\0');
+  CHECK(ferry_version_number() ==
+        FERRY_VERSION_MAJOR * 10000 + FERRY_VERSION_MINOR * 100 + FERRY_VERSION_PATCH);
+
+  /* a thread that never failed sees FERRY_OK with a non-NULL message */
+  pthread_t t;
+  void *ret = NULL;
+  CHECK_ERR(ferry_db_options_init(NULL, FERRY_DB_OPTIONS_VERSION), FERRY_ERR_INVALID_ARGUMENT); /* fail on main first */
+  CHECK(pthread_create(&t, NULL, fresh_thread_error, NULL) == 0);
+  CHECK(pthread_join(t, &ret) == 0);
+  CHECKF(*(int *)ret == 0, "error state of a fresh thread: check %d failed", *(int *)ret);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_ARGUMENT); /* per thread: unchanged on main */
+  /* successful calls do not clear it */
+  ferry_value_t oid;
+  CHECK_OK(ferry_object_id_generate(&oid));
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_object_id_generate(NULL), FERRY_ERR_INVALID_ARGUMENT);
+
+  /* strerror: every code has a description, unknown ones "unknown error" */
+  for (int code = -19; code <= 0; code++) {
+    const char *s1 = ferry_strerror(code);
+    CHECKF(s1 != NULL && s1[0] != '\0' && strcmp(s1, "unknown error") != 0,
+           "ferry_strerror(%d) = \"%s\"", code, s1 ? s1 : "(NULL)");
+  }
+  const char *s100 = ferry_strerror(FERRY_ERR_INTERNAL);
+  CHECK(s100 != NULL && strcmp(s100, "unknown error") != 0);
+  const int unknown[] = {1, 2, 100, -20, -21, -99, -101, -1000, INT_MIN, INT_MAX, INT_MIN + 1};
+  for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+    CHECKF(ferry_strerror(unknown[i]) != NULL && strcmp(ferry_strerror(unknown[i]), "unknown error") == 0,
+           "ferry_strerror(%d) = \"%s\"", unknown[i], ferry_strerror(unknown[i]));
+
+  /* every free function accepts NULL */
+  ferry_schema_free(NULL);
+  ferry_db_free(NULL);
+  ferry_object_free(NULL);
+  ferry_results_free(NULL);
+  ferry_notification_token_free(NULL);
+}
+
+/* ---- schemas ---------------------------------------------------------------------------- */
+
+static void schema_fails(const ferry_class_info_t *classes, size_t n, int code, const char *names1,
+                         const char *names2, int line) {
+  ferry_schema_t *s = (ferry_schema_t *)&s;
+  int rc = ferry_schema_new(&s, classes, n);
+  CHECKF(rc == code, "line %d: ferry_schema_new returned %d (%s), expected %d (%s)", line, rc,
+         ferry_strerror(rc), code, ferry_strerror(code));
+  CHECK_LAST_ERROR(code);
+  CHECKF(s == (ferry_schema_t *)&s, "line %d: *out changed on failure", line);
+  const char *msg = ferry_error_last()->message;
+  if (names1) CHECKF(strstr(msg, names1) != NULL, "line %d: message should name \"%s\": %s", line, names1, msg);
+  if (names2) CHECKF(strstr(msg, names2) != NULL, "line %d: message should name \"%s\": %s", line, names2, msg);
+}
+#define SCHEMA_FAILS(classes, n, code, a, b) schema_fails(classes, n, code, a, b, __LINE__)
+
+static void test_schemas(void) {
+  ferry_class_info_t item = {"Item", item_props, sizeof item_props / sizeof item_props[0], 0};
+  ferry_schema_t *s = NULL;
+  CHECK_ERR(ferry_schema_new(NULL, &item, 1), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_schema_new(&s, NULL, 1), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK(s == NULL);
+  ferry_class_info_t c = item;
+  c.name = NULL;
+  CHECK_ERR(ferry_schema_new(&s, &c, 1), FERRY_ERR_INVALID_ARGUMENT);
+  c = item;
+  c.properties = NULL;
+  CHECK_ERR(ferry_schema_new(&s, &c, 1), FERRY_ERR_INVALID_ARGUMENT);
+  ferry_property_info_t p_null_name[] = {{"_id", FERRY_TYPE_INT, FERRY_PROPERTY_PRIMARY_KEY, NULL},
+                                         {NULL, FERRY_TYPE_INT, 0, NULL}};
+  c = (ferry_class_info_t){"Item", p_null_name, 2, 0};
+  CHECK_ERR(ferry_schema_new(&s, &c, 1), FERRY_ERR_INVALID_ARGUMENT);
+
+#define PK {"_id", FERRY_TYPE_INT, FERRY_PROPERTY_PRIMARY_KEY, NULL}
+  /* duplicate class names */
+  ferry_property_info_t ok_props[] = {PK, {"name", FERRY_TYPE_STRING, 0, NULL}};
+  ferry_class_info_t two[] = {{"Item", ok_props, 2, 0}, {"Item", ok_props, 2, 0}};
+  SCHEMA_FAILS(two, 2, FERRY_ERR_INVALID_SCHEMA, "Item", NULL);
+  /* duplicate property names */
+  ferry_property_info_t dup[] = {PK, {"name", FERRY_TYPE_STRING, 0, NULL}, {"name", FERRY_TYPE_INT, 0, NULL}};
+  c = (ferry_class_info_t){"Dup", dup, 3, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "Dup", "name");
+  /* names: empty, 64 bytes, starting with "__" (63 bytes is fine) */
+  char n63[64], n64[65];
+  memset(n63, 'a', 63);
+  n63[63] = '\0';
+  memset(n64, 'b', 64);
+  n64[64] = '\0';
+  c = (ferry_class_info_t){"", ok_props, 2, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, NULL, NULL);
+  c = (ferry_class_info_t){n64, ok_props, 2, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, NULL, NULL);
+  c = (ferry_class_info_t){"__Hidden", ok_props, 2, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "__Hidden", NULL);
+  ferry_property_info_t long_prop[] = {PK, {n64, FERRY_TYPE_INT, 0, NULL}};
+  c = (ferry_class_info_t){"LongProp", long_prop, 2, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "LongProp", NULL);
+  ferry_property_info_t empty_prop[] = {PK, {"", FERRY_TYPE_INT, 0, NULL}};
+  c = (ferry_class_info_t){"EmptyProp", empty_prop, 2, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "EmptyProp", NULL);
+  ferry_property_info_t under_prop[] = {PK, {"__x", FERRY_TYPE_INT, 0, NULL}};
+  c = (ferry_class_info_t){"UnderProp", under_prop, 2, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "UnderProp", "__x");
+  ferry_property_info_t ok63[] = {PK, {n63, FERRY_TYPE_INT, 0, NULL}};
+  ferry_class_info_t c63 = {n63, ok63, 2, 0};
+  CHECK_OK(ferry_schema_new(&s, &c63, 1));
+  ferry_schema_free(s);
+  s = NULL;
+  /* primary keys */
+  ferry_property_info_t no_pk[] = {{"name", FERRY_TYPE_STRING, 0, NULL}};
+  c = (ferry_class_info_t){"NoPk", no_pk, 1, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "NoPk", NULL);
+  ferry_property_info_t id_not_pk[] = {{"_id", FERRY_TYPE_INT, 0, NULL}};
+  c = (ferry_class_info_t){"IdNotPk", id_not_pk, 1, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "IdNotPk", NULL);
+  ferry_property_info_t two_pk[] = {PK, {"other", FERRY_TYPE_INT, FERRY_PROPERTY_PRIMARY_KEY, NULL}};
+  c = (ferry_class_info_t){"TwoPk", two_pk, 2, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "TwoPk", NULL);
+  ferry_property_info_t pk_named[] = {{"id", FERRY_TYPE_INT, FERRY_PROPERTY_PRIMARY_KEY, NULL}};
+  c = (ferry_class_info_t){"PkNamed", pk_named, 1, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "PkNamed", "id");
+  ferry_property_info_t pk_opt[] = {{"_id", FERRY_TYPE_INT, FERRY_PROPERTY_PRIMARY_KEY | FERRY_PROPERTY_OPTIONAL, NULL}};
+  c = (ferry_class_info_t){"PkOpt", pk_opt, 1, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "PkOpt", "_id");
+  ferry_property_info_t pk_list[] = {{"_id", FERRY_TYPE_INT, FERRY_PROPERTY_PRIMARY_KEY | FERRY_PROPERTY_LIST, NULL}};
+  c = (ferry_class_info_t){"PkList", pk_list, 1, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "PkList", "_id");
+  const int32_t bad_pk_types[] = {FERRY_TYPE_BOOL, FERRY_TYPE_DOUBLE, FERRY_TYPE_BINARY,
+                                  FERRY_TYPE_TIMESTAMP, FERRY_TYPE_LINK};
+  for (size_t i = 0; i < sizeof bad_pk_types / sizeof bad_pk_types[0]; i++) {
+    ferry_property_info_t p[] = {{"_id", bad_pk_types[i], FERRY_PROPERTY_PRIMARY_KEY,
+                                  bad_pk_types[i] == FERRY_TYPE_LINK ? "PkType" : NULL}};
+    c = (ferry_class_info_t){"PkType", p, 1, 0};
+    SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "PkType", "_id");
+  }
+  const int32_t good_pk_types[] = {FERRY_TYPE_OBJECT_ID, FERRY_TYPE_STRING, FERRY_TYPE_INT, FERRY_TYPE_UUID};
+  for (size_t i = 0; i < 4; i++) {
+    ferry_property_info_t p[] = {{"_id", good_pk_types[i], FERRY_PROPERTY_PRIMARY_KEY, NULL}};
+    c = (ferry_class_info_t){"PkOk", p, 1, 0};
+    CHECK_OK(ferry_schema_new(&s, &c, 1));
+    ferry_schema_free(s);
+    s = NULL;
+  }
+  /* links */
+  ferry_property_info_t link_missing[] = {PK, {"to", FERRY_TYPE_LINK, FERRY_PROPERTY_OPTIONAL, "Nowhere"}};
+  c = (ferry_class_info_t){"Linker", link_missing, 2, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "Linker", "to");
+  ferry_property_info_t link_null[] = {PK, {"to", FERRY_TYPE_LINK, FERRY_PROPERTY_OPTIONAL, NULL}};
+  c = (ferry_class_info_t){"Linker", link_null, 2, 0};
+  /* a link without a target: a schema error, or a NULL pointer (INVALID_ARGUMENT) */
+  CHECK_ERR_ANY(ferry_schema_new(&s, &c, 1), FERRY_ERR_INVALID_SCHEMA, FERRY_ERR_INVALID_ARGUMENT);
+  /* optional lists, bad types */
+  ferry_property_info_t opt_list[] = {PK, {"l", FERRY_TYPE_INT, FERRY_PROPERTY_LIST | FERRY_PROPERTY_OPTIONAL, NULL}};
+  c = (ferry_class_info_t){"OptList", opt_list, 2, 0};
+  SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "OptList", "l");
+  const int32_t bad_types[] = {FERRY_TYPE_NULL, 10, 99, -1, INT32_MAX};
+  for (size_t i = 0; i < sizeof bad_types / sizeof bad_types[0]; i++) {
+    ferry_property_info_t p[] = {PK, {"weird", bad_types[i], 0, NULL}};
+    c = (ferry_class_info_t){"BadType", p, 2, 0};
+    SCHEMA_FAILS(&c, 1, FERRY_ERR_INVALID_SCHEMA, "BadType", "weird");
+  }
+  CHECK(s == NULL);
+#undef PK
+}
+
+/* ---- options and opening ------------------------------------------------------------------ */
+
+static void test_options(const ferry_schema_t *schema, ferry_schema_t *freed_schema) {
+  ferry_db_options_t o, sentinel;
+  memset(&sentinel, 0xa5, sizeof sentinel);
+  CHECK_ERR(ferry_db_options_init(NULL, FERRY_DB_OPTIONS_VERSION), FERRY_ERR_INVALID_ARGUMENT);
+  const uint32_t bad_versions[] = {0, 2, 1000, UINT32_MAX};
+  for (size_t i = 0; i < 4; i++) {
+    o = sentinel;
+    CHECK_ERR(ferry_db_options_init(&o, bad_versions[i]), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK(memcmp(&o, &sentinel, sizeof o) == 0);
+  }
+  CHECK_OK(ferry_db_options_init(&o, FERRY_DB_OPTIONS_VERSION));
+  CHECK_EQ_INT(o.version, FERRY_DB_OPTIONS_VERSION);
+  CHECK(o.path == NULL && o.in_memory_identifier == NULL && o.schema == NULL);
+  CHECK_EQ_INT(o.delivery, FERRY_DELIVERY_LOOP);
+  CHECK(!o.synced);
+
+  ferry_db_t *db = (ferry_db_t *)&db;
+  ferry_db_t *const untouched = db;
+  ferry_db_options_t good = o;
+  good.path = test_path("options.ferry");
+  good.schema = schema;
+  CHECK_ERR(ferry_db_open(NULL, &good), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_db_open(&db, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  for (size_t i = 0; i < 4; i++) {
+    o = good;
+    o.version = bad_versions[i];
+    CHECK_ERR(ferry_db_open(&db, &o), FERRY_ERR_INVALID_ARGUMENT);
+  }
+  o = good;
+  o.in_memory_identifier = "both";
+  CHECK_ERR(ferry_db_open(&db, &o), FERRY_ERR_INVALID_ARGUMENT);
+  o = good;
+  o.path = NULL;
+  CHECK_ERR(ferry_db_open(&db, &o), FERRY_ERR_INVALID_ARGUMENT);
+  const int32_t bad_delivery[] = {-1, 2, 99};
+  for (size_t i = 0; i < 3; i++) {
+    o = good;
+    o.delivery = bad_delivery[i];
+    CHECK_ERR(ferry_db_open(&db, &o), FERRY_ERR_INVALID_ARGUMENT);
+  }
+  o = good;
+  o.path = NULL;
+  o.in_memory_identifier = "synced-in-memory";
+  o.synced = true;
+  CHECK_ERR(ferry_db_open(&db, &o), FERRY_ERR_INVALID_ARGUMENT);
+  o = good;
+  o.path = "";
+  /* an empty path: a bad option, or a file that cannot be opened */
+  CHECK_ERR_ANY(ferry_db_open(&db, &o), FERRY_ERR_INVALID_ARGUMENT, FERRY_ERR_IO);
+  /* the schema is a handle: freed or of another kind */
+  o = good;
+  o.schema = freed_schema;
+  CHECK_ERR(ferry_db_open(&db, &o), FERRY_ERR_INVALID_HANDLE);
+  CHECK(db == untouched);
+  /* none of this created the file */
+  struct stat st;
+  CHECK(stat(good.path, &st) != 0);
+}
+
+/* ---- handle-taking functions ---------------------------------------------------------------- */
+
+enum db_fn {
+  F_IS_CLOSED, F_CLASS_COUNT, F_FIND_CLASS, F_GET_CLASS, F_FIND_PROPERTY, F_GET_PROPERTY,
+  F_BEGIN_WRITE, F_COMMIT, F_CANCEL, F_IS_IN_TRANSACTION, F_CREATE, F_UPSERT, F_SET, F_ADD_INT,
+  F_DELETE, F_LIST_INSERT, F_LIST_SET, F_LIST_ERASE, F_LIST_CLEAR, F_OBJECT_GET, F_QUERY,
+  F_OBSERVE_QUERY, F_OBSERVE_OBJECT, F_NOTIFICATION_FD, F_DELIVER, F_HISTORY_COUNT,
+  F_VERIFY_HISTORY, F_CLOSE, F_COUNT
+};
+static const char *const db_fn_names[F_COUNT] = {
+    "ferry_db_is_closed", "ferry_db_class_count", "ferry_db_find_class", "ferry_db_get_class",
+    "ferry_db_find_property", "ferry_db_get_property", "ferry_db_begin_write", "ferry_db_commit",
+    "ferry_db_cancel", "ferry_db_is_in_transaction", "ferry_object_create", "ferry_object_upsert",
+    "ferry_object_set", "ferry_object_add_int", "ferry_object_delete", "ferry_list_insert",
+    "ferry_list_set", "ferry_list_erase", "ferry_list_clear", "ferry_object_get", "ferry_db_query",
+    "ferry_db_observe_query", "ferry_db_observe_object", "ferry_db_notification_fd",
+    "ferry_db_deliver_notifications", "ferry_db_history_count", "ferry_db_verify_history",
+    "ferry_db_close"};
+/* which have an out-parameter that may not be NULL */
+static bool has_out(enum db_fn f) {
+  switch (f) {
+    case F_IS_CLOSED: case F_CLASS_COUNT: case F_FIND_CLASS: case F_GET_CLASS:
+    case F_FIND_PROPERTY: case F_GET_PROPERTY: case F_IS_IN_TRANSACTION: case F_OBJECT_GET:
+    case F_QUERY: case F_OBSERVE_QUERY: case F_OBSERVE_OBJECT: case F_NOTIFICATION_FD:
+    case F_HISTORY_COUNT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* Calls f on db with otherwise valid arguments (class 0, property 1 "name", key 1), through an
+ * out-buffer filled with 0xa5 (or a NULL out-pointer). Checks that a failing call left the
+ * buffer alone and that a failing registration ran userdata_free once. */
+static unsigned char outbuf[512];
+static int call_db(enum db_fn f, ferry_db_t *db, bool null_out) {
+  memset(outbuf, 0xa5, sizeof outbuf);
+  void *out = null_out ? NULL : outbuf;
+  ferry_value_t key = v_int(1), name = v_str("x"), tag = v_int(5);
+  ferry_property_value_t vals[] = {pv(0, key), pv(1, name)};
+  int before = frees_now();
+  int rc;
+  switch (f) {
+    case F_IS_CLOSED: rc = ferry_db_is_closed(out, db); break;
+    case F_CLASS_COUNT: rc = ferry_db_class_count(out, db); break;
+    case F_FIND_CLASS: rc = ferry_db_find_class(out, db, "Item"); break;
+    case F_GET_CLASS: rc = ferry_db_get_class(out, db, 0); break;
+    case F_FIND_PROPERTY: rc = ferry_db_find_property(out, db, 0, "name"); break;
+    case F_GET_PROPERTY: rc = ferry_db_get_property(out, db, 0, 1); break;
+    case F_BEGIN_WRITE: rc = ferry_db_begin_write(db); break;
+    case F_COMMIT: rc = ferry_db_commit(db); break;
+    case F_CANCEL: rc = ferry_db_cancel(db); break;
+    case F_IS_IN_TRANSACTION: rc = ferry_db_is_in_transaction(out, db); break;
+    case F_CREATE: rc = ferry_object_create(db, 0, vals, 2); break;
+    case F_UPSERT: rc = ferry_object_upsert(db, 0, vals, 2); break;
+    case F_SET: rc = ferry_object_set(db, 0, &key, 1, &name); break;
+    case F_ADD_INT: rc = ferry_object_add_int(db, 0, &key, 2, 1); break;
+    case F_DELETE: rc = ferry_object_delete(db, 0, &key); break;
+    case F_LIST_INSERT: rc = ferry_list_insert(db, 0, &key, 3, 0, &tag); break;
+    case F_LIST_SET: rc = ferry_list_set(db, 0, &key, 3, 0, &tag); break;
+    case F_LIST_ERASE: rc = ferry_list_erase(db, 0, &key, 3, 0); break;
+    case F_LIST_CLEAR: rc = ferry_list_clear(db, 0, &key, 3); break;
+    case F_OBJECT_GET: rc = ferry_object_get(out, db, 0, &key); break;
+    case F_QUERY: rc = ferry_db_query(out, db, 0, "TRUEPREDICATE", NULL, 0); break;
+    case F_OBSERVE_QUERY:
+      rc = ferry_db_observe_query(out, db, 0, "TRUEPREDICATE", NULL, 0, count_call, NULL, count_free);
+      break;
+    case F_OBSERVE_OBJECT:
+      rc = ferry_db_observe_object(out, db, 0, &key, count_call, NULL, count_free);
+      break;
+    case F_NOTIFICATION_FD: rc = ferry_db_notification_fd(out, db); break;
+    case F_DELIVER: rc = ferry_db_deliver_notifications(out, db); break;
+    case F_HISTORY_COUNT: rc = ferry_db_history_count(out, db); break;
+    case F_VERIFY_HISTORY: rc = ferry_db_verify_history(db); break;
+    case F_CLOSE: rc = ferry_db_close(db); break;
+    default: rc = -12345;
+  }
+  if (rc != FERRY_OK) {
+    for (size_t i = 0; i < sizeof outbuf; i++)
+      CHECKF(outbuf[i] == 0xa5, "%s failed with %d but wrote to its out-parameter", db_fn_names[f], rc);
+    if (f == F_OBSERVE_QUERY || f == F_OBSERVE_OBJECT)
+      CHECKF(frees_now() == before + 1, "%s failed: userdata_free ran %d times, expected once",
+             db_fn_names[f], frees_now() - before);
+  }
+  return rc;
+}
+
+/* Every db function on a bad handle fails with `code`, except those in `except` (OK). */
+static void all_db_fns_fail(ferry_db_t *db, int code, const char *what) {
+  for (int f = 0; f < F_COUNT; f++) {
+    int rc = call_db((enum db_fn)f, db, false);
+    int want = code;
+    if (code == FERRY_ERR_CLOSED && (f == F_IS_CLOSED || f == F_CLOSE)) want = FERRY_OK;
+    if (code == FERRY_ERR_CLOSED && f == F_NOTIFICATION_FD && rc == FERRY_OK) {
+      /* the header says the fd stays valid until the handle is freed, and also that every
+         call on a closed handle but ferry_db_free fails with CLOSED: both are accepted */
+      continue;
+    }
+    CHECKF(rc == want, "%s on %s returned %d (%s), expected %d (%s)", db_fn_names[f], what, rc,
+           ferry_strerror(rc), want, ferry_strerror(want));
+    if (want != FERRY_OK) CHECK_LAST_ERROR(want);
+    if (code == FERRY_ERR_CLOSED && f == F_IS_CLOSED) CHECK(*(bool *)outbuf == true);
+  }
+}
+
+/* The functions on other handle kinds. */
+static void results_fns_fail(const ferry_results_t *r, int code, const char *what) {
+  size_t n = 777;
+  ferry_object_t *o = (ferry_object_t *)&n;
+  int rc = ferry_results_count(&n, r);
+  CHECKF(rc == code, "ferry_results_count on %s returned %d, expected %d", what, rc, code);
+  CHECK_LAST_ERROR(code);
+  CHECK_EQ_INT(n, 777);
+  rc = ferry_results_get(&o, r, 0);
+  CHECKF(rc == code, "ferry_results_get on %s returned %d, expected %d", what, rc, code);
+  CHECK_LAST_ERROR(code);
+  CHECK(o == (ferry_object_t *)&n);
+}
+
+static void object_fns_fail(const ferry_object_t *o, int code, const char *what) {
+  ferry_class_key_t c = 777;
+  ferry_value_t v = v_int(777);
+  const ferry_value_t *items = &v;
+  size_t n = 777;
+  int rc = ferry_object_get_class(&c, o);
+  CHECKF(rc == code, "ferry_object_get_class on %s returned %d, expected %d", what, rc, code);
+  CHECK_LAST_ERROR(code);
+  rc = ferry_object_get_value(&v, o, 1);
+  CHECKF(rc == code, "ferry_object_get_value on %s returned %d, expected %d", what, rc, code);
+  CHECK_LAST_ERROR(code);
+  rc = ferry_object_get_list(&items, &n, o, 3);
+  CHECKF(rc == code, "ferry_object_get_list on %s returned %d, expected %d", what, rc, code);
+  CHECK_LAST_ERROR(code);
+  CHECK(c == 777 && v.type == FERRY_TYPE_INT && v.u.i == 777 && items == &v && n == 777);
+}
+
+/* ---- the main sequence -------------------------------------------------------------------- */
+
+int main(void) {
+  CHECK(sizeof all_functions / sizeof all_functions[0] == 46);
+  for (size_t i = 0; i < sizeof all_functions / sizeof all_functions[0]; i++) CHECK(all_functions[i] != NULL);
+  test_globals();
+  test_schemas();
+
+  ferry_schema_t *schema = make_schema();
+  ferry_schema_t *freed_schema = make_schema();
+  ferry_schema_free(freed_schema);
+  test_options(schema, freed_schema);
+  ferry_schema_free(freed_schema); /* a second free of a freed handle is harmless */
+
+  /* live handles of every kind */
+  const char *path = test_path("bad-args.ferry");
+  ferry_db_t *db = NULL;
+  CHECK_OK(db_open_path(&db, path, schema, FERRY_DELIVERY_POLL, false));
+  ferry_class_key_t cls = CLASS_KEY(db, "Item");
+  CHECK_EQ_INT(cls, 0);
+  CHECK_EQ_INT(PROP_KEY(db, cls, "_id"), 0);
+  CHECK_EQ_INT(PROP_KEY(db, cls, "name"), 1);
+  CHECK_EQ_INT(PROP_KEY(db, cls, "n"), 2);
+  CHECK_EQ_INT(PROP_KEY(db, cls, "tags"), 3);
+  ferry_value_t key = v_int(1), five = v_int(5);
+  CHECK_OK(ferry_db_begin_write(db));
+  CHECK_OK(ferry_object_create(db, cls, (ferry_property_value_t[]){pv(0, key), pv(1, v_str("one"))}, 2));
+  CHECK_OK(ferry_list_insert(db, cls, &key, 3, 0, &five));
+  CHECK_OK(ferry_db_commit(db));
+  ferry_results_t *results = NULL;
+  CHECK_OK(ferry_db_query(&results, db, cls, "TRUEPREDICATE", NULL, 0));
+  ferry_object_t *object = NULL;
+  CHECK_OK(ferry_object_get(&object, db, cls, &key));
+  ferry_notification_token_t *token = NULL;
+  CHECK_OK(ferry_db_observe_query(&token, db, cls, "TRUEPREDICATE", NULL, 0, count_call, NULL, count_free));
+
+  /* NULL out-pointers on a valid handle */
+  for (int f = 0; f < F_COUNT; f++) {
+    if (!has_out((enum db_fn)f)) continue;
+    int rc = call_db((enum db_fn)f, db, true);
+    CHECKF(rc == FERRY_ERR_INVALID_ARGUMENT, "%s with a NULL out returned %d (%s)", db_fn_names[f],
+           rc, ferry_strerror(rc));
+    CHECK_LAST_ERROR(FERRY_ERR_INVALID_ARGUMENT);
+  }
+  CHECK_OK(ferry_db_deliver_notifications(NULL, db)); /* this out may be NULL */
+  {
+    ferry_value_t v;
+    const ferry_value_t *items = NULL;
+    size_t n = 0;
+    ferry_class_key_t c = 0;
+    size_t count = 0;
+    ferry_object_t *o = NULL;
+    CHECK_ERR(ferry_object_get_class(NULL, object), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_object_get_value(NULL, object, 1), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_object_get_list(NULL, &n, object, 3), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_object_get_list(&items, NULL, object, 3), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_results_count(NULL, results), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_results_get(NULL, results, 0), FERRY_ERR_INVALID_ARGUMENT);
+    /* and the same objects still work */
+    CHECK_OK(ferry_object_get_class(&c, object));
+    CHECK_OK(ferry_object_get_value(&v, object, 1));
+    CHECK_VALUE(v, v_str("one"));
+    CHECK_OK(ferry_object_get_list(&items, &n, object, 3));
+    CHECK_EQ_INT(n, 1);
+    CHECK_OK(ferry_results_count(&count, results));
+    CHECK_EQ_INT(count, 1);
+    CHECK_OK(ferry_results_get(&o, results, 0));
+    ferry_object_free(o);
+  }
+
+  /* NULL and non-out pointer arguments */
+  {
+    ferry_class_key_t c = 0;
+    ferry_property_key_t p = 0;
+    ferry_results_t *r = NULL;
+    ferry_object_t *o = NULL;
+    ferry_value_t v = v_str("x");
+    CHECK_ERR(ferry_db_find_class(&c, db, NULL), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_db_find_property(&p, db, cls, NULL), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_db_query(&r, db, cls, NULL, NULL, 0), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_db_query(&r, db, cls, "n == $0", NULL, 1), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_object_get(&o, db, cls, NULL), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_OK(ferry_db_begin_write(db));
+    CHECK_ERR(ferry_object_create(db, cls, NULL, 2), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_object_create(db, cls, NULL, 0), FERRY_ERR_INVALID_ARGUMENT); /* no key */
+    CHECK_ERR(ferry_object_upsert(db, cls, NULL, 2), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_object_set(db, cls, NULL, 1, &v), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_object_set(db, cls, &key, 1, NULL), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_object_add_int(db, cls, NULL, 2, 1), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_object_delete(db, cls, NULL), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_list_insert(db, cls, NULL, 3, 0, &five), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_list_insert(db, cls, &key, 3, 0, NULL), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_list_set(db, cls, NULL, 3, 0, &five), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_list_set(db, cls, &key, 3, 0, NULL), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_list_erase(db, cls, NULL, 3, 0), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_list_clear(db, cls, NULL, 3), FERRY_ERR_INVALID_ARGUMENT);
+
+    /* unknown class keys */
+    const ferry_class_key_t bad_classes[] = {1, 999, UINT32_MAX};
+    ferry_property_value_t vals[] = {pv(0, v_int(50))};
+    for (size_t i = 0; i < 3; i++) {
+      ferry_class_key_t b = bad_classes[i];
+      ferry_class_info_t ci;
+      ferry_property_info_t pi;
+      CHECK_ERR(ferry_db_get_class(&ci, db, b), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_db_find_property(&p, db, b, "name"), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_db_get_property(&pi, db, b, 0), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_object_create(db, b, vals, 1), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_object_upsert(db, b, vals, 1), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_object_set(db, b, &key, 1, &v), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_object_add_int(db, b, &key, 2, 1), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_object_delete(db, b, &key), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_list_insert(db, b, &key, 3, 0, &five), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_list_set(db, b, &key, 3, 0, &five), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_list_erase(db, b, &key, 3, 0), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_list_clear(db, b, &key, 3), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_object_get(&o, db, b, &key), FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_db_query(&r, db, b, "TRUEPREDICATE", NULL, 0), FERRY_ERR_NO_SUCH_CLASS);
+      ferry_notification_token_t *t = NULL;
+      int before = frees_now();
+      CHECK_ERR(ferry_db_observe_query(&t, db, b, "TRUEPREDICATE", NULL, 0, count_call, NULL, count_free),
+                FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_ERR(ferry_db_observe_object(&t, db, b, &key, count_call, NULL, count_free),
+                FERRY_ERR_NO_SUCH_CLASS);
+      CHECK_EQ_INT(frees_now(), before + 2);
+    }
+    /* unknown property keys */
+    const ferry_property_key_t bad_props[] = {6, 999, UINT32_MAX};
+    for (size_t i = 0; i < 3; i++) {
+      ferry_property_key_t b = bad_props[i];
+      ferry_property_info_t pi;
+      ferry_property_value_t pvals[] = {pv(0, v_int(51)), pv(b, v_int(1))};
+      CHECK_ERR(ferry_db_get_property(&pi, db, cls, b), FERRY_ERR_NO_SUCH_PROPERTY);
+      CHECK_ERR(ferry_object_create(db, cls, pvals, 2), FERRY_ERR_NO_SUCH_PROPERTY);
+      CHECK_ERR(ferry_object_upsert(db, cls, pvals, 2), FERRY_ERR_NO_SUCH_PROPERTY);
+      CHECK_ERR(ferry_object_set(db, cls, &key, b, &v), FERRY_ERR_NO_SUCH_PROPERTY);
+      CHECK_ERR(ferry_object_add_int(db, cls, &key, b, 1), FERRY_ERR_NO_SUCH_PROPERTY);
+      CHECK_ERR(ferry_list_insert(db, cls, &key, b, 0, &five), FERRY_ERR_NO_SUCH_PROPERTY);
+      CHECK_ERR(ferry_list_set(db, cls, &key, b, 0, &five), FERRY_ERR_NO_SUCH_PROPERTY);
+      CHECK_ERR(ferry_list_erase(db, cls, &key, b, 0), FERRY_ERR_NO_SUCH_PROPERTY);
+      CHECK_ERR(ferry_list_clear(db, cls, &key, b), FERRY_ERR_NO_SUCH_PROPERTY);
+      ferry_value_t got;
+      const ferry_value_t *items = NULL;
+      size_t n = 0;
+      CHECK_ERR(ferry_object_get_value(&got, object, b), FERRY_ERR_NO_SUCH_PROPERTY);
+      CHECK_ERR(ferry_object_get_list(&items, &n, object, b), FERRY_ERR_NO_SUCH_PROPERTY);
+    }
+    CHECK_ERR(ferry_db_find_property(&p, db, cls, "nosuch"), FERRY_ERR_NO_SUCH_PROPERTY);
+    CHECK_ERR(ferry_db_find_class(&c, db, "Nosuch"), FERRY_ERR_NO_SUCH_CLASS);
+    CHECK_ERR(ferry_db_find_class(&c, db, ""), FERRY_ERR_NO_SUCH_CLASS);
+
+    /* bad values: tags outside the enum and FERRY_TYPE_LINK are not values at all, so the
+       header allows either a wrong type or an invalid argument */
+    const int32_t bad_tags[] = {FERRY_TYPE_LINK, 10, 99, -1, INT32_MIN};
+    for (size_t i = 0; i < sizeof bad_tags / sizeof bad_tags[0]; i++) {
+      ferry_value_t bv = v_int(1);
+      bv.type = bad_tags[i];
+      ferry_property_value_t bvals[] = {pv(0, v_int(60)), pv(2, bv)};
+      ferry_property_value_t bkey[] = {pv(0, bv)};
+      CHECK_ERR_ANY(ferry_object_create(db, cls, bvals, 2), FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+      CHECK_ERR_ANY(ferry_object_create(db, cls, bkey, 1), FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+      CHECK_ERR_ANY(ferry_object_upsert(db, cls, bvals, 2), FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+      CHECK_ERR_ANY(ferry_object_set(db, cls, &key, 2, &bv), FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+      CHECK_ERR_ANY(ferry_object_set(db, cls, &bv, 2, &five), FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+      CHECK_ERR_ANY(ferry_object_add_int(db, cls, &bv, 2, 1), FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+      CHECK_ERR_ANY(ferry_object_delete(db, cls, &bv), FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+      CHECK_ERR_ANY(ferry_list_insert(db, cls, &key, 3, 0, &bv), FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+      CHECK_ERR_ANY(ferry_list_set(db, cls, &key, 3, 0, &bv), FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+      CHECK_ERR_ANY(ferry_object_get(&o, db, cls, &bv), FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+      /* an argument that is not a value: the query's errors, or those of a bad value */
+      CHECK_ERR_ANY(ferry_db_query(&r, db, cls, "n == $0", &bv, 1), FERRY_ERR_QUERY,
+                    FERRY_ERR_INVALID_ARGUMENT, FERRY_ERR_WRONG_TYPE);
+      ferry_notification_token_t *t = NULL;
+      int before = frees_now();
+      CHECK_ERR_ANY(ferry_db_observe_object(&t, db, cls, &bv, count_call, NULL, count_free),
+                    FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+      CHECK_EQ_INT(frees_now(), before + 1);
+    }
+    /* values of a real type that is wrong for the property */
+    ferry_value_t s = v_str("five"), d = v_double(5.0), b = v_bool(true);
+    CHECK_ERR(ferry_object_set(db, cls, &key, 2, &s), FERRY_ERR_WRONG_TYPE);
+    CHECK_ERR(ferry_object_set(db, cls, &key, 2, &d), FERRY_ERR_WRONG_TYPE);
+    CHECK_ERR(ferry_object_set(db, cls, &key, 1, &b), FERRY_ERR_WRONG_TYPE);
+    CHECK_ERR(ferry_list_insert(db, cls, &key, 3, 0, &s), FERRY_ERR_WRONG_TYPE);
+    CHECK_ERR(ferry_object_get(&o, db, cls, &s), FERRY_ERR_WRONG_TYPE);
+    CHECK_ERR(ferry_object_delete(db, cls, &s), FERRY_ERR_WRONG_TYPE);
+    CHECK_ERR(ferry_object_add_int(db, cls, &key, 1, 1), FERRY_ERR_WRONG_TYPE);
+    /* malformed values of a valid type: NULL data with a size, out-of-range nanoseconds */
+    ferry_value_t null_str = v_strn(NULL, 3), null_bin = v_bin(NULL, 3);
+    CHECK_ERR(ferry_object_set(db, cls, &key, 1, &null_str), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_object_set(db, cls, &key, 5, &null_bin), FERRY_ERR_INVALID_ARGUMENT);
+    /* a malformed string for an int key: both codes describe it */
+    CHECK_ERR_ANY(ferry_object_get(&o, db, cls, &null_str), FERRY_ERR_WRONG_TYPE, FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_db_query(&r, db, cls, "name == $0", &null_str, 1), FERRY_ERR_INVALID_ARGUMENT);
+    const int32_t bad_ns[] = {-1, 1000000000, INT32_MAX, INT32_MIN};
+    for (size_t i = 0; i < 4; i++) {
+      ferry_value_t ts = v_ts(0, bad_ns[i]);
+      /* "nanoseconds in [0, 999999999]": an out-of-range number */
+      CHECK_ERR(ferry_object_set(db, cls, &key, 4, &ts), FERRY_ERR_INVALID_ARGUMENT);
+    }
+    /* strings that are not UTF-8: refused or stored, never a crash */
+    ferry_value_t not_utf8 = v_strn("\xff\xfe\xc3", 3);
+    CHECK_ERR_ANY(ferry_object_set(db, cls, &key, 1, &not_utf8), FERRY_OK, FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR_ANY(ferry_db_query(&r, db, cls, "name == $0", &not_utf8, 1), FERRY_OK, FERRY_ERR_INVALID_ARGUMENT);
+    if (r) ferry_results_free(r);
+    r = NULL;
+    CHECK_ERR_ANY(ferry_db_find_class(&c, db, "\xff\xfe"), FERRY_ERR_NO_SUCH_CLASS, FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR_ANY(ferry_db_query(&r, db, cls, "name == \"\xff\xfe\"", NULL, 0), FERRY_OK, FERRY_ERR_QUERY,
+                  FERRY_ERR_INVALID_ARGUMENT);
+    if (r) ferry_results_free(r);
+    r = NULL;
+    /* indices past the end */
+    CHECK_ERR(ferry_list_set(db, cls, &key, 3, 1, &five), FERRY_ERR_OUT_OF_RANGE);
+    CHECK_ERR(ferry_list_insert(db, cls, &key, 3, SIZE_MAX, &five), FERRY_ERR_OUT_OF_RANGE);
+    CHECK_ERR(ferry_list_erase(db, cls, &key, 3, SIZE_MAX), FERRY_ERR_OUT_OF_RANGE);
+    CHECK_ERR(ferry_results_get(&o, results, 1), FERRY_ERR_OUT_OF_RANGE);
+    CHECK_ERR(ferry_results_get(&o, results, SIZE_MAX), FERRY_ERR_OUT_OF_RANGE);
+    CHECK_OK(ferry_db_cancel(db));
+
+    /* bad queries */
+    const char *const bad_queries[] = {"", "(", ")", "name ==", "== 1", "name == \"x", "n <= 1 AND",
+                                       "$0 == $0", "n == $99999999999999999999", "SORT(n ASC)",
+                                       "TRUEPREDICATE LIMIT(x)", "n IN {", "\"unterminated", "\\",
+                                       "name BEGINSWITH[x] \"a\"", "n == 99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad_queries / sizeof bad_queries[0]; i++) {
+      r = (ferry_results_t *)&r;
+      int rc = ferry_db_query(&r, db, cls, bad_queries[i], NULL, 0);
+      CHECKF(rc == FERRY_ERR_QUERY, "query \"%s\" returned %d (%s)", bad_queries[i], rc, ferry_strerror(rc));
+      CHECK_LAST_ERROR(FERRY_ERR_QUERY);
+      CHECK(r == (ferry_results_t *)&r);
+    }
+  }
+
+  /* wrong kinds of handles */
+  all_db_fns_fail((ferry_db_t *)results, FERRY_ERR_INVALID_HANDLE, "a results handle");
+  all_db_fns_fail((ferry_db_t *)object, FERRY_ERR_INVALID_HANDLE, "an object handle");
+  all_db_fns_fail((ferry_db_t *)token, FERRY_ERR_INVALID_HANDLE, "a token handle");
+  all_db_fns_fail((ferry_db_t *)schema, FERRY_ERR_INVALID_HANDLE, "a schema handle");
+  all_db_fns_fail(NULL, FERRY_ERR_INVALID_HANDLE, "NULL");
+  results_fns_fail((ferry_results_t *)db, FERRY_ERR_INVALID_HANDLE, "a db handle");
+  results_fns_fail((ferry_results_t *)object, FERRY_ERR_INVALID_HANDLE, "an object handle");
+  results_fns_fail((ferry_results_t *)token, FERRY_ERR_INVALID_HANDLE, "a token handle");
+  results_fns_fail((ferry_results_t *)schema, FERRY_ERR_INVALID_HANDLE, "a schema handle");
+  results_fns_fail(NULL, FERRY_ERR_INVALID_HANDLE, "NULL");
+  object_fns_fail((ferry_object_t *)db, FERRY_ERR_INVALID_HANDLE, "a db handle");
+  object_fns_fail((ferry_object_t *)results, FERRY_ERR_INVALID_HANDLE, "a results handle");
+  object_fns_fail((ferry_object_t *)token, FERRY_ERR_INVALID_HANDLE, "a token handle");
+  object_fns_fail((ferry_object_t *)schema, FERRY_ERR_INVALID_HANDLE, "a schema handle");
+  object_fns_fail(NULL, FERRY_ERR_INVALID_HANDLE, "NULL");
+  {
+    ferry_db_options_t o;
+    ferry_db_t *d = NULL;
+    CHECK_OK(ferry_db_options_init(&o, FERRY_DB_OPTIONS_VERSION));
+    o.path = path;
+    o.schema = (const ferry_schema_t *)db;
+    CHECK_ERR(ferry_db_open(&d, &o), FERRY_ERR_INVALID_HANDLE);
+    o.schema = (const ferry_schema_t *)results;
+    CHECK_ERR(ferry_db_open(&d, &o), FERRY_ERR_INVALID_HANDLE);
+    CHECK(d == NULL);
+  }
+  /* free functions given the wrong kind do nothing: every handle still works afterwards */
+  ferry_db_free((ferry_db_t *)results);
+  ferry_db_free((ferry_db_t *)token);
+  ferry_results_free((ferry_results_t *)db);
+  ferry_results_free((ferry_results_t *)object);
+  ferry_object_free((ferry_object_t *)results);
+  ferry_object_free((ferry_object_t *)schema);
+  ferry_schema_free((ferry_schema_t *)object);
+  ferry_schema_free((ferry_schema_t *)db);
+  int frees_before = frees_now();
+  ferry_notification_token_free((ferry_notification_token_t *)results);
+  ferry_notification_token_free((ferry_notification_token_t *)db);
+  CHECK_EQ_INT(frees_now(), frees_before);
+  {
+    size_t n = 0;
+    ferry_class_key_t c = 99;
+    bool closed = true;
+    CHECK_OK(ferry_results_count(&n, results));
+    CHECK_EQ_INT(n, 1);
+    CHECK_OK(ferry_object_get_class(&c, object));
+    CHECK_EQ_INT(c, cls);
+    CHECK_OK(ferry_db_is_closed(&closed, db));
+    CHECK(!closed);
+    ferry_db_t *d = NULL;
+    CHECK_OK(db_open_path(&d, test_path("schema-still-alive.ferry"), schema, FERRY_DELIVERY_LOOP, false));
+    ferry_db_free(d);
+  }
+
+  /* freed handles: free one of each kind, then use it (no new handle of the same kind is
+     made in between, so the address cannot have been reused for one) */
+  {
+    ferry_results_t *fr = NULL;
+    ferry_object_t *fo = NULL;
+    ferry_notification_token_t *ft = NULL;
+    CHECK_OK(ferry_db_query(&fr, db, cls, "TRUEPREDICATE", NULL, 0));
+    CHECK_OK(ferry_object_get(&fo, db, cls, &key));
+    int before = frees_now();
+    CHECK_OK(ferry_db_observe_object(&ft, db, cls, &key, count_call, NULL, count_free));
+    ferry_results_free(fr);
+    ferry_object_free(fo);
+    ferry_notification_token_free(ft);
+    CHECK_EQ_INT(frees_now(), before + 1);
+    results_fns_fail(fr, FERRY_ERR_INVALID_HANDLE, "a freed results handle");
+    object_fns_fail(fo, FERRY_ERR_INVALID_HANDLE, "a freed object handle");
+    /* freeing them again is harmless, and userdata_free does not run twice */
+    ferry_results_free(fr);
+    ferry_object_free(fo);
+    ferry_notification_token_free(ft);
+    CHECK_EQ_INT(frees_now(), before + 1);
+  }
+
+  /* a closed database (a POLL one, so that deliver and the fd are meaningful) */
+  ferry_db_t *closed_db = NULL;
+  CHECK_OK(db_open_path(&closed_db, path, NULL, FERRY_DELIVERY_POLL, false));
+  ferry_results_t *before_close = NULL;
+  ferry_object_t *object_before_close = NULL;
+  CHECK_OK(ferry_db_query(&before_close, closed_db, cls, "TRUEPREDICATE", NULL, 0));
+  CHECK_OK(ferry_object_get(&object_before_close, closed_db, cls, &key));
+  CHECK_OK(ferry_db_close(closed_db));
+  all_db_fns_fail(closed_db, FERRY_ERR_CLOSED, "a closed database");
+  {
+    /* snapshots taken before the close: still readable, or CLOSED; never a crash */
+    size_t n = 0;
+    ferry_value_t v;
+    CHECK_ERR_ANY(ferry_results_count(&n, before_close), FERRY_OK, FERRY_ERR_CLOSED);
+    CHECK_ERR_ANY(ferry_object_get_value(&v, object_before_close, 1), FERRY_OK, FERRY_ERR_CLOSED);
+    ferry_results_free(before_close);
+    ferry_object_free(object_before_close);
+    /* the other handle on the same file is unaffected */
+    CHECK_OK(ferry_db_class_count(&n, db));
+  }
+
+  /* a freed database */
+  ferry_db_t *freed_db = NULL;
+  CHECK_OK(db_open_mem(&freed_db, "bad-args-freed", schema, FERRY_DELIVERY_LOOP));
+  ferry_db_free(freed_db);
+  all_db_fns_fail(freed_db, FERRY_ERR_INVALID_HANDLE, "a freed database");
+  ferry_db_free(freed_db); /* freeing again is harmless */
+  ferry_db_free(closed_db);
+  all_db_fns_fail(closed_db, FERRY_ERR_INVALID_HANDLE, "a closed then freed database");
+
+  /* a token that outlives its freed database can still be freed, exactly once */
+  frees_before = frees_now();
+  ferry_results_free(results);
+  ferry_object_free(object);
+  ferry_db_free(db);
+  CHECK_EQ_INT(frees_now(), frees_before);
+  ferry_notification_token_free(token);
+  CHECK_EQ_INT(frees_now(), frees_before + 1);
+  ferry_notification_token_free(token);
+  CHECK_EQ_INT(frees_now(), frees_before + 1);
+  CHECK_EQ_INT(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 0);
+
+  /* the schema handle, freed */
+  ferry_schema_free(schema);
+  {
+    ferry_db_options_t o;
+    ferry_db_t *d = NULL;
+    CHECK_OK(ferry_db_options_init(&o, FERRY_DB_OPTIONS_VERSION));
+    o.path = test_path("freed-schema.ferry");
+    o.schema = schema;
+    CHECK_ERR(ferry_db_open(&d, &o), FERRY_ERR_INVALID_HANDLE);
+  }
+  ferry_schema_free(schema);
+  return check_done("test_bad_args");
+}

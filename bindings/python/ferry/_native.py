@@ -1,0 +1,317 @@
+"""Low-level ctypes declarations of ``include/ferry.h``.
+
+This module mirrors the C header one to one: the structs, the enums and the argument and
+result types of every exported function. Nothing here is Pythonic; the rest of the package
+builds on it. It is importable without the library: :func:`lib` loads ``libferry.so`` on
+first use.
+
+The library is found through the ``FERRY_LIBRARY`` environment variable (an absolute path)
+when it is set, and otherwise by its bare name ``libferry.so`` on the dynamic loader's path
+(as installed by ``cmake --install`` followed by ``ldconfig``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    Union,
+    c_bool,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_uint8,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from typing import Optional
+
+__all__ = [
+    "lib",
+    "library_path",
+    "FERRY_OK",
+    "FERRY_DB_OPTIONS_VERSION",
+    "Value",
+    "PropertyInfo",
+    "ClassInfo",
+    "DbOptions",
+    "PropertyValue",
+    "ChangeSet",
+    "Error",
+    "CHANGE_CB",
+    "FREE_FN",
+]
+
+# --- Constants from the header ------------------------------------------------------------
+
+FERRY_OK = 0
+
+FERRY_ERR_INVALID_ARGUMENT = -1
+FERRY_ERR_INVALID_HANDLE = -2
+FERRY_ERR_NO_MEMORY = -3
+FERRY_ERR_IO = -4
+FERRY_ERR_CLOSED = -5
+FERRY_ERR_NOT_IN_TRANSACTION = -6
+FERRY_ERR_ALREADY_IN_TRANSACTION = -7
+FERRY_ERR_NO_SUCH_CLASS = -8
+FERRY_ERR_NO_SUCH_PROPERTY = -9
+FERRY_ERR_WRONG_TYPE = -10
+FERRY_ERR_NOT_FOUND = -11
+FERRY_ERR_DUPLICATE_PRIMARY_KEY = -12
+FERRY_ERR_QUERY = -13
+FERRY_ERR_INVALID_SCHEMA = -14
+FERRY_ERR_SCHEMA_MISMATCH = -15
+FERRY_ERR_MULTIPLE_SYNC_AGENTS = -16
+FERRY_ERR_OUT_OF_RANGE = -17
+FERRY_ERR_CORRUPT = -18
+FERRY_ERR_BUSY = -19
+FERRY_ERR_INTERNAL = -100
+
+FERRY_TYPE_NULL = 0
+FERRY_TYPE_BOOL = 1
+FERRY_TYPE_INT = 2
+FERRY_TYPE_DOUBLE = 3
+FERRY_TYPE_STRING = 4
+FERRY_TYPE_BINARY = 5
+FERRY_TYPE_TIMESTAMP = 6
+FERRY_TYPE_OBJECT_ID = 7
+FERRY_TYPE_UUID = 8
+FERRY_TYPE_LINK = 9
+
+FERRY_PROPERTY_NORMAL = 0
+FERRY_PROPERTY_OPTIONAL = 1
+FERRY_PROPERTY_PRIMARY_KEY = 2
+FERRY_PROPERTY_INDEXED = 4
+FERRY_PROPERTY_LIST = 8
+
+FERRY_CLASS_NORMAL = 0
+FERRY_CLASS_ASYMMETRIC = 1
+
+FERRY_DELIVERY_LOOP = 0
+FERRY_DELIVERY_POLL = 1
+
+FERRY_DB_OPTIONS_VERSION = 1
+
+# --- Structs ------------------------------------------------------------------------------
+
+
+class _Bytes(Structure):
+    """``struct { const char *data; size_t size; }`` (string and binary members)."""
+
+    # c_void_p rather than c_char_p: the data need not be NUL-terminated and may hold NULs.
+    _fields_ = [("data", c_void_p), ("size", c_size_t)]
+
+
+class _Timestamp(Structure):
+    """``struct { int64_t seconds; int32_t nanoseconds; }``."""
+
+    _fields_ = [("seconds", c_int64), ("nanoseconds", c_int32)]
+
+
+class _ValueUnion(Union):
+    _fields_ = [
+        ("b", c_bool),
+        ("i", c_int64),
+        ("d", c_double),
+        ("string", _Bytes),
+        ("binary", _Bytes),
+        ("timestamp", _Timestamp),
+        ("object_id", c_uint8 * 12),
+        ("uuid", c_uint8 * 16),
+    ]
+
+
+class Value(Structure):
+    """``ferry_value_t``: a tagged value."""
+
+    _fields_ = [("type", c_int32), ("u", _ValueUnion)]
+
+
+class PropertyInfo(Structure):
+    """``ferry_property_info_t``."""
+
+    _fields_ = [
+        ("name", c_char_p),
+        ("type", c_int32),
+        ("flags", c_uint32),
+        ("link_target", c_char_p),
+    ]
+
+
+class ClassInfo(Structure):
+    """``ferry_class_info_t``."""
+
+    _fields_ = [
+        ("name", c_char_p),
+        ("properties", POINTER(PropertyInfo)),
+        ("property_count", c_size_t),
+        ("flags", c_uint32),
+    ]
+
+
+class DbOptions(Structure):
+    """``ferry_db_options_t`` (version 1)."""
+
+    _fields_ = [
+        ("version", c_uint32),
+        ("path", c_char_p),
+        ("in_memory_identifier", c_char_p),
+        ("schema", c_void_p),
+        ("delivery", c_int32),
+        ("synced", c_bool),
+    ]
+
+
+class PropertyValue(Structure):
+    """``ferry_property_value_t``."""
+
+    _fields_ = [("property", c_uint32), ("value", Value)]
+
+
+class ChangeSet(Structure):
+    """``ferry_change_set_t`` (valid only for the duration of a change callback)."""
+
+    _fields_ = [
+        ("inserted", POINTER(Value)),
+        ("inserted_count", c_size_t),
+        ("deleted", POINTER(Value)),
+        ("deleted_count", c_size_t),
+        ("modified", POINTER(Value)),
+        ("modified_count", c_size_t),
+        ("modified_properties", POINTER(c_uint32)),
+        ("modified_properties_count", c_size_t),
+    ]
+
+
+class Error(Structure):
+    """``ferry_error_t``."""
+
+    _fields_ = [("code", c_int), ("message", c_char_p)]
+
+
+# Callback types. CFUNCTYPE (not PYFUNCTYPE): the GIL is taken when C calls in.
+CHANGE_CB = CFUNCTYPE(None, c_void_p, POINTER(ChangeSet))
+FREE_FN = CFUNCTYPE(None, c_void_p)
+
+_pp = POINTER(c_void_p)
+_pv = POINTER(Value)
+
+# name: (restype, argtypes). Every function of ferry.h, in header order.
+_SIGNATURES: dict[str, tuple[object, list[object]]] = {
+    # Version
+    "ferry_version": (c_char_p, []),
+    "ferry_version_number": (c_int, []),
+    # Errors
+    "ferry_error_last": (POINTER(Error), []),
+    "ferry_strerror": (c_char_p, [c_int]),
+    # Values
+    "ferry_object_id_generate": (c_int, [_pv]),
+    # Schema
+    "ferry_schema_new": (c_int, [_pp, POINTER(ClassInfo), c_size_t]),
+    "ferry_schema_free": (None, [c_void_p]),
+    # Databases
+    "ferry_db_options_init": (c_int, [POINTER(DbOptions), c_uint32]),
+    "ferry_db_open": (c_int, [_pp, POINTER(DbOptions)]),
+    "ferry_db_close": (c_int, [c_void_p]),
+    "ferry_db_free": (None, [c_void_p]),
+    "ferry_db_is_closed": (c_int, [POINTER(c_bool), c_void_p]),
+    "ferry_db_class_count": (c_int, [POINTER(c_size_t), c_void_p]),
+    "ferry_db_find_class": (c_int, [POINTER(c_uint32), c_void_p, c_char_p]),
+    "ferry_db_get_class": (c_int, [POINTER(ClassInfo), c_void_p, c_uint32]),
+    "ferry_db_find_property": (c_int, [POINTER(c_uint32), c_void_p, c_uint32, c_char_p]),
+    "ferry_db_get_property": (c_int, [POINTER(PropertyInfo), c_void_p, c_uint32, c_uint32]),
+    # Write transactions
+    "ferry_db_begin_write": (c_int, [c_void_p]),
+    "ferry_db_commit": (c_int, [c_void_p]),
+    "ferry_db_cancel": (c_int, [c_void_p]),
+    "ferry_db_is_in_transaction": (c_int, [POINTER(c_bool), c_void_p]),
+    # Writing objects
+    "ferry_object_create": (c_int, [c_void_p, c_uint32, POINTER(PropertyValue), c_size_t]),
+    "ferry_object_upsert": (c_int, [c_void_p, c_uint32, POINTER(PropertyValue), c_size_t]),
+    "ferry_object_set": (c_int, [c_void_p, c_uint32, _pv, c_uint32, _pv]),
+    "ferry_object_add_int": (c_int, [c_void_p, c_uint32, _pv, c_uint32, c_int64]),
+    "ferry_object_delete": (c_int, [c_void_p, c_uint32, _pv]),
+    "ferry_list_insert": (c_int, [c_void_p, c_uint32, _pv, c_uint32, c_size_t, _pv]),
+    "ferry_list_set": (c_int, [c_void_p, c_uint32, _pv, c_uint32, c_size_t, _pv]),
+    "ferry_list_erase": (c_int, [c_void_p, c_uint32, _pv, c_uint32, c_size_t]),
+    "ferry_list_clear": (c_int, [c_void_p, c_uint32, _pv, c_uint32]),
+    # Reading objects
+    "ferry_object_get": (c_int, [_pp, c_void_p, c_uint32, _pv]),
+    "ferry_object_get_class": (c_int, [POINTER(c_uint32), c_void_p]),
+    "ferry_object_get_value": (c_int, [_pv, c_void_p, c_uint32]),
+    "ferry_object_get_list": (c_int, [POINTER(_pv), POINTER(c_size_t), c_void_p, c_uint32]),
+    "ferry_object_free": (None, [c_void_p]),
+    # Queries
+    "ferry_db_query": (c_int, [_pp, c_void_p, c_uint32, c_char_p, _pv, c_size_t]),
+    "ferry_results_count": (c_int, [POINTER(c_size_t), c_void_p]),
+    "ferry_results_get": (c_int, [_pp, c_void_p, c_size_t]),
+    "ferry_results_free": (None, [c_void_p]),
+    # Notifications
+    "ferry_db_observe_query": (
+        c_int,
+        [_pp, c_void_p, c_uint32, c_char_p, _pv, c_size_t, CHANGE_CB, c_void_p, FREE_FN],
+    ),
+    "ferry_db_observe_object": (
+        c_int,
+        [_pp, c_void_p, c_uint32, _pv, CHANGE_CB, c_void_p, FREE_FN],
+    ),
+    "ferry_notification_token_free": (None, [c_void_p]),
+    "ferry_db_notification_fd": (c_int, [POINTER(c_int), c_void_p]),
+    "ferry_db_deliver_notifications": (c_int, [POINTER(c_size_t), c_void_p]),
+    # History
+    "ferry_db_history_count": (c_int, [POINTER(c_uint64), c_void_p]),
+    "ferry_db_verify_history": (c_int, [c_void_p]),
+}
+
+FUNCTION_NAMES: tuple[str, ...] = tuple(_SIGNATURES)
+"""The names of every function declared in ``ferry.h``."""
+
+_lib: Optional[ctypes.CDLL] = None
+_lib_path: Optional[str] = None
+_lock = threading.Lock()
+
+
+def library_path() -> str:
+    """The path or name the library is (or will be) loaded from."""
+    return os.environ.get("FERRY_LIBRARY") or "libferry.so"
+
+
+def lib() -> ctypes.CDLL:
+    """The loaded ``libferry.so`` with every function's signature declared.
+
+    Loaded on first call from ``$FERRY_LIBRARY`` or ``libferry.so``.
+
+    Raises:
+        OSError: the library cannot be loaded, or lacks a function the header declares.
+    """
+    global _lib, _lib_path
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            path = library_path()
+            try:
+                loaded = ctypes.CDLL(path)
+            except OSError as exc:
+                raise OSError(
+                    f"cannot load the Ferry library from {path!r} ({exc}); set FERRY_LIBRARY "
+                    "to the absolute path of libferry.so or install it on the loader path"
+                ) from exc
+            for name, (restype, argtypes) in _SIGNATURES.items():
+                try:
+                    fn = getattr(loaded, name)
+                except AttributeError as exc:
+                    raise OSError(f"{path} does not export {name} declared in ferry.h") from exc
+                fn.restype = restype
+                fn.argtypes = argtypes
+            _lib_path = path
+            _lib = loaded
+    return _lib

@@ -1,0 +1,483 @@
+//! Raw declarations of `include/ferry.h`.
+//!
+//! Everything here mirrors the header one to one: the same names, the same `repr(C)` layouts
+//! (checked by the `layout` tests below against sizes and offsets measured with a C compiler),
+//! and every function. Nothing here is safe to use without reading the header's documentation
+//! of the function; the rest of the crate is the safe wrapper.
+
+#![allow(non_camel_case_types, missing_docs)]
+
+use std::os::raw::{c_char, c_int, c_void};
+
+// ---------------------------------------------------------------------------------------------
+// Version
+// ---------------------------------------------------------------------------------------------
+
+pub const FERRY_VERSION_MAJOR: c_int = 0;
+pub const FERRY_VERSION_MINOR: c_int = 1;
+pub const FERRY_VERSION_PATCH: c_int = 0;
+pub const FERRY_VERSION_STRING: &str = "0.1.0";
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/// `ferry_error_code_t`: functions return these as `int`.
+pub type ferry_error_code_t = c_int;
+pub const FERRY_OK: c_int = 0;
+pub const FERRY_ERR_INVALID_ARGUMENT: c_int = -1;
+pub const FERRY_ERR_INVALID_HANDLE: c_int = -2;
+pub const FERRY_ERR_NO_MEMORY: c_int = -3;
+pub const FERRY_ERR_IO: c_int = -4;
+pub const FERRY_ERR_CLOSED: c_int = -5;
+pub const FERRY_ERR_NOT_IN_TRANSACTION: c_int = -6;
+pub const FERRY_ERR_ALREADY_IN_TRANSACTION: c_int = -7;
+pub const FERRY_ERR_NO_SUCH_CLASS: c_int = -8;
+pub const FERRY_ERR_NO_SUCH_PROPERTY: c_int = -9;
+pub const FERRY_ERR_WRONG_TYPE: c_int = -10;
+pub const FERRY_ERR_NOT_FOUND: c_int = -11;
+pub const FERRY_ERR_DUPLICATE_PRIMARY_KEY: c_int = -12;
+pub const FERRY_ERR_QUERY: c_int = -13;
+pub const FERRY_ERR_INVALID_SCHEMA: c_int = -14;
+pub const FERRY_ERR_SCHEMA_MISMATCH: c_int = -15;
+pub const FERRY_ERR_MULTIPLE_SYNC_AGENTS: c_int = -16;
+pub const FERRY_ERR_OUT_OF_RANGE: c_int = -17;
+pub const FERRY_ERR_CORRUPT: c_int = -18;
+pub const FERRY_ERR_BUSY: c_int = -19;
+pub const FERRY_ERR_INTERNAL: c_int = -100;
+
+/// The last error on the calling thread.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_error_t {
+    /// A `ferry_error_code_t`.
+    pub code: c_int,
+    /// Never NULL.
+    pub message: *const c_char,
+}
+
+/// Releases userdata.
+pub type ferry_free_fn = Option<unsafe extern "C" fn(userdata: *mut c_void)>;
+
+// ---------------------------------------------------------------------------------------------
+// Values
+// ---------------------------------------------------------------------------------------------
+
+/// `ferry_type_t`.
+pub type ferry_type_t = i32;
+pub const FERRY_TYPE_NULL: i32 = 0;
+pub const FERRY_TYPE_BOOL: i32 = 1;
+pub const FERRY_TYPE_INT: i32 = 2;
+pub const FERRY_TYPE_DOUBLE: i32 = 3;
+pub const FERRY_TYPE_STRING: i32 = 4;
+pub const FERRY_TYPE_BINARY: i32 = 5;
+pub const FERRY_TYPE_TIMESTAMP: i32 = 6;
+pub const FERRY_TYPE_OBJECT_ID: i32 = 7;
+pub const FERRY_TYPE_UUID: i32 = 8;
+/// Only as a property type.
+pub const FERRY_TYPE_LINK: i32 = 9;
+
+/// `u.string` of `ferry_value_t`. Need not be NUL-terminated.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_value_string {
+    pub data: *const c_char,
+    pub size: usize,
+}
+
+/// `u.binary` of `ferry_value_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_value_binary {
+    pub data: *const u8,
+    pub size: usize,
+}
+
+/// `u.timestamp` of `ferry_value_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_value_timestamp {
+    pub seconds: i64,
+    pub nanoseconds: i32,
+}
+
+/// The anonymous union `u` of `ferry_value_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union ferry_value_union {
+    pub b: bool,
+    pub i: i64,
+    pub d: f64,
+    pub string: ferry_value_string,
+    pub binary: ferry_value_binary,
+    pub timestamp: ferry_value_timestamp,
+    pub object_id: [u8; 12],
+    pub uuid: [u8; 16],
+}
+
+/// One value of any property type; `type_` (C: `type`) says which union member is meaningful.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ferry_value_t {
+    /// `ferry_type_t`, never `FERRY_TYPE_LINK`.
+    pub type_: i32,
+    pub u: ferry_value_union,
+}
+
+impl ferry_value_t {
+    /// An all-zero value (`FERRY_TYPE_NULL`).
+    pub fn zeroed() -> Self {
+        // SAFETY: every field is an integer, float, bool (0 = false), byte array or raw pointer,
+        // for all of which the all-zero bit pattern is valid.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl std::fmt::Debug for ferry_value_t {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: the union is 16 plain bytes; reading them as bytes is always valid.
+        let bytes: [u8; 16] = unsafe { self.u.uuid };
+        f.debug_struct("ferry_value_t").field("type", &self.type_).field("u", &bytes).finish()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema
+// ---------------------------------------------------------------------------------------------
+
+#[repr(C)]
+pub struct ferry_schema_t {
+    _private: [u8; 0],
+}
+
+pub type ferry_class_key_t = u32;
+pub type ferry_property_key_t = u32;
+
+/// `ferry_property_flags_t`, or-ed.
+pub type ferry_property_flags_t = u32;
+pub const FERRY_PROPERTY_NORMAL: u32 = 0;
+pub const FERRY_PROPERTY_OPTIONAL: u32 = 1;
+pub const FERRY_PROPERTY_PRIMARY_KEY: u32 = 2;
+pub const FERRY_PROPERTY_INDEXED: u32 = 4;
+pub const FERRY_PROPERTY_LIST: u32 = 8;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_property_info_t {
+    pub name: *const c_char,
+    /// `ferry_type_t` other than `FERRY_TYPE_NULL`.
+    pub type_: i32,
+    /// `ferry_property_flags_t`, or-ed.
+    pub flags: u32,
+    /// The target class name for `FERRY_TYPE_LINK`, else NULL.
+    pub link_target: *const c_char,
+}
+
+/// `ferry_class_flags_t`.
+pub type ferry_class_flags_t = u32;
+pub const FERRY_CLASS_NORMAL: u32 = 0;
+pub const FERRY_CLASS_ASYMMETRIC: u32 = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_class_info_t {
+    pub name: *const c_char,
+    pub properties: *const ferry_property_info_t,
+    pub property_count: usize,
+    /// `ferry_class_flags_t`.
+    pub flags: u32,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Databases
+// ---------------------------------------------------------------------------------------------
+
+#[repr(C)]
+pub struct ferry_db_t {
+    _private: [u8; 0],
+}
+
+/// `ferry_delivery_t`.
+pub type ferry_delivery_t = i32;
+pub const FERRY_DELIVERY_LOOP: i32 = 0;
+pub const FERRY_DELIVERY_POLL: i32 = 1;
+
+pub const FERRY_DB_OPTIONS_VERSION: u32 = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_db_options_t {
+    pub version: u32,
+    pub path: *const c_char,
+    pub in_memory_identifier: *const c_char,
+    pub schema: *const ferry_schema_t,
+    /// `ferry_delivery_t`.
+    pub delivery: i32,
+    pub synced: bool,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_property_value_t {
+    pub property: ferry_property_key_t,
+    pub value: ferry_value_t,
+}
+
+#[repr(C)]
+pub struct ferry_object_t {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+pub struct ferry_results_t {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+pub struct ferry_notification_token_t {
+    _private: [u8; 0],
+}
+
+/// What changed; valid for the duration of the callback.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_change_set_t {
+    pub inserted: *const ferry_value_t,
+    pub inserted_count: usize,
+    pub deleted: *const ferry_value_t,
+    pub deleted_count: usize,
+    pub modified: *const ferry_value_t,
+    pub modified_count: usize,
+    pub modified_properties: *const ferry_property_key_t,
+    pub modified_properties_count: usize,
+}
+
+pub type ferry_change_cb =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, changes: *const ferry_change_set_t)>;
+
+extern "C" {
+    // Version
+    pub fn ferry_version() -> *const c_char;
+    pub fn ferry_version_number() -> c_int;
+
+    // Errors
+    pub fn ferry_error_last() -> *const ferry_error_t;
+    pub fn ferry_strerror(code: c_int) -> *const c_char;
+
+    // Values
+    pub fn ferry_object_id_generate(out: *mut ferry_value_t) -> c_int;
+
+    // Schema
+    pub fn ferry_schema_new(
+        out: *mut *mut ferry_schema_t,
+        classes: *const ferry_class_info_t,
+        class_count: usize,
+    ) -> c_int;
+    pub fn ferry_schema_free(schema: *mut ferry_schema_t);
+
+    // Databases
+    pub fn ferry_db_options_init(opts: *mut ferry_db_options_t, version: u32) -> c_int;
+    pub fn ferry_db_open(out: *mut *mut ferry_db_t, opts: *const ferry_db_options_t) -> c_int;
+    pub fn ferry_db_close(db: *mut ferry_db_t) -> c_int;
+    pub fn ferry_db_free(db: *mut ferry_db_t);
+    pub fn ferry_db_is_closed(out: *mut bool, db: *const ferry_db_t) -> c_int;
+
+    // Schema of an open database
+    pub fn ferry_db_class_count(out: *mut usize, db: *const ferry_db_t) -> c_int;
+    pub fn ferry_db_find_class(
+        out: *mut ferry_class_key_t,
+        db: *const ferry_db_t,
+        name: *const c_char,
+    ) -> c_int;
+    pub fn ferry_db_get_class(
+        out: *mut ferry_class_info_t,
+        db: *const ferry_db_t,
+        cls: ferry_class_key_t,
+    ) -> c_int;
+    pub fn ferry_db_find_property(
+        out: *mut ferry_property_key_t,
+        db: *const ferry_db_t,
+        cls: ferry_class_key_t,
+        name: *const c_char,
+    ) -> c_int;
+    pub fn ferry_db_get_property(
+        out: *mut ferry_property_info_t,
+        db: *const ferry_db_t,
+        cls: ferry_class_key_t,
+        property: ferry_property_key_t,
+    ) -> c_int;
+
+    // Write transactions
+    pub fn ferry_db_begin_write(db: *mut ferry_db_t) -> c_int;
+    pub fn ferry_db_commit(db: *mut ferry_db_t) -> c_int;
+    pub fn ferry_db_cancel(db: *mut ferry_db_t) -> c_int;
+    pub fn ferry_db_is_in_transaction(out: *mut bool, db: *const ferry_db_t) -> c_int;
+
+    // Writing objects
+    pub fn ferry_object_create(
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        values: *const ferry_property_value_t,
+        count: usize,
+    ) -> c_int;
+    pub fn ferry_object_upsert(
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        values: *const ferry_property_value_t,
+        count: usize,
+    ) -> c_int;
+    pub fn ferry_object_set(
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        primary_key: *const ferry_value_t,
+        property: ferry_property_key_t,
+        value: *const ferry_value_t,
+    ) -> c_int;
+    pub fn ferry_object_add_int(
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        primary_key: *const ferry_value_t,
+        property: ferry_property_key_t,
+        delta: i64,
+    ) -> c_int;
+    pub fn ferry_object_delete(
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        primary_key: *const ferry_value_t,
+    ) -> c_int;
+    pub fn ferry_list_insert(
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        primary_key: *const ferry_value_t,
+        property: ferry_property_key_t,
+        index: usize,
+        value: *const ferry_value_t,
+    ) -> c_int;
+    pub fn ferry_list_set(
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        primary_key: *const ferry_value_t,
+        property: ferry_property_key_t,
+        index: usize,
+        value: *const ferry_value_t,
+    ) -> c_int;
+    pub fn ferry_list_erase(
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        primary_key: *const ferry_value_t,
+        property: ferry_property_key_t,
+        index: usize,
+    ) -> c_int;
+    pub fn ferry_list_clear(
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        primary_key: *const ferry_value_t,
+        property: ferry_property_key_t,
+    ) -> c_int;
+
+    // Reading objects
+    pub fn ferry_object_get(
+        out: *mut *mut ferry_object_t,
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        primary_key: *const ferry_value_t,
+    ) -> c_int;
+    pub fn ferry_object_get_class(
+        out: *mut ferry_class_key_t,
+        object: *const ferry_object_t,
+    ) -> c_int;
+    pub fn ferry_object_get_value(
+        out: *mut ferry_value_t,
+        object: *const ferry_object_t,
+        property: ferry_property_key_t,
+    ) -> c_int;
+    pub fn ferry_object_get_list(
+        out_values: *mut *const ferry_value_t,
+        out_count: *mut usize,
+        object: *const ferry_object_t,
+        property: ferry_property_key_t,
+    ) -> c_int;
+    pub fn ferry_object_free(object: *mut ferry_object_t);
+
+    // Queries
+    pub fn ferry_db_query(
+        out: *mut *mut ferry_results_t,
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        query: *const c_char,
+        args: *const ferry_value_t,
+        arg_count: usize,
+    ) -> c_int;
+    pub fn ferry_results_count(out: *mut usize, results: *const ferry_results_t) -> c_int;
+    pub fn ferry_results_get(
+        out: *mut *mut ferry_object_t,
+        results: *const ferry_results_t,
+        index: usize,
+    ) -> c_int;
+    pub fn ferry_results_free(results: *mut ferry_results_t);
+
+    // Notifications
+    pub fn ferry_db_observe_query(
+        out: *mut *mut ferry_notification_token_t,
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        query: *const c_char,
+        args: *const ferry_value_t,
+        arg_count: usize,
+        callback: ferry_change_cb,
+        userdata: *mut c_void,
+        userdata_free: ferry_free_fn,
+    ) -> c_int;
+    pub fn ferry_db_observe_object(
+        out: *mut *mut ferry_notification_token_t,
+        db: *mut ferry_db_t,
+        cls: ferry_class_key_t,
+        primary_key: *const ferry_value_t,
+        callback: ferry_change_cb,
+        userdata: *mut c_void,
+        userdata_free: ferry_free_fn,
+    ) -> c_int;
+    pub fn ferry_notification_token_free(token: *mut ferry_notification_token_t);
+    pub fn ferry_db_notification_fd(out: *mut c_int, db: *const ferry_db_t) -> c_int;
+    pub fn ferry_db_deliver_notifications(out_delivered: *mut usize, db: *mut ferry_db_t) -> c_int;
+
+    // History
+    pub fn ferry_db_history_count(out: *mut u64, db: *mut ferry_db_t) -> c_int;
+    pub fn ferry_db_verify_history(db: *mut ferry_db_t) -> c_int;
+}
+
+#[cfg(test)]
+mod layout {
+    //! Sizes and offsets measured with `cc` on x86_64/aarch64 Linux against include/ferry.h.
+    use super::*;
+    use std::mem::{align_of, offset_of, size_of};
+
+    #[test]
+    fn value() {
+        assert_eq!(size_of::<ferry_value_t>(), 24);
+        assert_eq!(align_of::<ferry_value_t>(), 8);
+        assert_eq!(offset_of!(ferry_value_t, type_), 0);
+        assert_eq!(offset_of!(ferry_value_t, u), 8);
+        assert_eq!(size_of::<ferry_value_union>(), 16);
+        assert_eq!(offset_of!(ferry_value_string, size), 8);
+        assert_eq!(offset_of!(ferry_value_timestamp, nanoseconds), 8);
+    }
+
+    #[test]
+    fn structs() {
+        assert_eq!(size_of::<ferry_error_t>(), 16);
+        assert_eq!(size_of::<ferry_property_info_t>(), 24);
+        assert_eq!(offset_of!(ferry_property_info_t, link_target), 16);
+        assert_eq!(size_of::<ferry_class_info_t>(), 32);
+        assert_eq!(offset_of!(ferry_class_info_t, flags), 24);
+        assert_eq!(size_of::<ferry_db_options_t>(), 40);
+        assert_eq!(offset_of!(ferry_db_options_t, path), 8);
+        assert_eq!(offset_of!(ferry_db_options_t, schema), 24);
+        assert_eq!(offset_of!(ferry_db_options_t, delivery), 32);
+        assert_eq!(offset_of!(ferry_db_options_t, synced), 36);
+        assert_eq!(size_of::<ferry_property_value_t>(), 32);
+        assert_eq!(offset_of!(ferry_property_value_t, value), 8);
+        assert_eq!(size_of::<ferry_change_set_t>(), 64);
+        assert_eq!(offset_of!(ferry_change_set_t, modified_properties_count), 56);
+    }
+}
