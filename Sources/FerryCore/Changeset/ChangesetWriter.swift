@@ -17,7 +17,7 @@ public struct ChangesetWriter {
     private var runFields: [Int] = []
     private var runCountOffset = 0
     private var runRows: UInt32 = 0
-    private var previous: [[UInt8]] = []
+    private var previous = RunColumns()
 
     public init(capacity: Int = 256) { body = ByteWriter(capacity: capacity) }
 
@@ -59,7 +59,7 @@ public struct ChangesetWriter {
         runCountOffset = body.bytes.count
         body.raw([0, 0, 0, 0])
         runRows = 1
-        previous = [[UInt8]](repeating: [], count: fields.count + 1)
+        previous = RunColumns(count: fields.count + 1)
     }
 
     public mutating func createKey(_ key: BorrowedValue) { key.withEncodedParts { frontCode(0, $0, $1) } }
@@ -74,33 +74,19 @@ public struct ChangesetWriter {
     }
 
     /// Writes one value, given as its encoding's two parts, as (shared prefix length, rest)
-    /// against the column's previous value, and keeps it as the column's previous value by
-    /// replacing only the tail that differs.
+    /// against the column's previous value, and keeps it as the column's previous value.
     private mutating func frontCode(_ column: Int, _ header: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) {
         let total = header.count + payload.count
-        let shared: Int = previous[column].withUnsafeBufferPointer { p in
-            let n = min(p.count, total)
-            var i = 0
-            while i < n && i < header.count && p[i] == header[i] { i += 1 }
-            if i == header.count {
-                while i < n && p[i] == payload[i - header.count] { i += 1 }
-            }
-            return i
-        }
+        let shared = previous.sharedPrefix(column, header, payload)
         body.varint(UInt64(shared))
         body.varint(UInt64(total - shared))
-        previous[column].removeLast(previous[column].count - shared)
         if shared < header.count {
-            let headTail = UnsafeRawBufferPointer(rebasing: header[shared...])
-            body.raw(headTail)
-            previous[column].append(contentsOf: headTail.typed)
+            body.raw(UnsafeRawBufferPointer(rebasing: header[shared...]))
             body.raw(payload)
-            previous[column].append(contentsOf: payload.typed)
         } else {
-            let rest = UnsafeRawBufferPointer(rebasing: payload[(shared - header.count)...])
-            body.raw(rest)
-            previous[column].append(contentsOf: rest.typed)
+            body.raw(UnsafeRawBufferPointer(rebasing: payload[(shared - header.count)...]))
         }
+        previous.replace(column, from: shared, header, payload)
     }
 
     private mutating func closeRun() {
@@ -147,5 +133,58 @@ public struct ChangesetWriter {
         out.varint(UInt64(count))
         out.raw(me.body.bytes)
         return out.bytes
+    }
+}
+
+/// The previous object's encoded values in a create run, one raw buffer per column,
+/// whose tails are replaced in place (no Array bookkeeping on the bulk-insert path).
+final class RunColumns {
+    private var buffers: [UnsafeMutableRawPointer?]
+    private var counts: [Int]
+    private var capacities: [Int]
+
+    init(count: Int = 0) {
+        buffers = Array(repeating: nil, count: count)
+        counts = Array(repeating: 0, count: count)
+        capacities = Array(repeating: 0, count: count)
+    }
+
+    deinit { for b in buffers { b?.deallocate() } }
+
+    /// How many leading bytes the column's value shares with header + payload.
+    func sharedPrefix(_ column: Int, _ header: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Int {
+        guard let p = buffers[column] else { return 0 }
+        let n = min(counts[column], header.count + payload.count)
+        var i = 0
+        while i < n && i < header.count && p.load(fromByteOffset: i, as: UInt8.self) == header[i] { i += 1 }
+        if i == header.count {
+            while i < n && p.load(fromByteOffset: i, as: UInt8.self) == payload[i - header.count] { i += 1 }
+        }
+        return i
+    }
+
+    /// Makes the column's value header + payload, given that its first `shared` bytes agree.
+    func replace(_ column: Int, from shared: Int, _ header: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) {
+        let total = header.count + payload.count
+        if capacities[column] < total {
+            let capacity = max(total, 32, capacities[column] * 2)
+            let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+            if let old = buffers[column] {
+                grown.copyMemory(from: old, byteCount: counts[column])
+                old.deallocate()
+            }
+            buffers[column] = grown
+            capacities[column] = capacity
+        }
+        guard let p = buffers[column] else { return }
+        var at = shared
+        if at < header.count, let h = header.baseAddress {
+            (p + at).copyMemory(from: h + at, byteCount: header.count - at)
+            at = header.count
+        }
+        if let b = payload.baseAddress, at < total {
+            (p + at).copyMemory(from: b + (at - header.count), byteCount: total - at)
+        }
+        counts[column] = total
     }
 }

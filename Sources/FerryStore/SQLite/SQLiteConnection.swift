@@ -107,5 +107,13 @@ final class SQLiteConnection {
         keyed.removeAll()
     }
 
+    /// Sets (or with nil, removes) the hook SQLite calls after each commit in WAL mode; it
+    /// replaces SQLite's own automatic checkpoints.
+    func setWALHook(_ context: UnsafeMutableRawPointer?,
+                    _ hook: (@convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafePointer<CChar>?, Int32) -> Int32)?) {
+        guard let db else { return }
+        sqlite3_wal_hook(db, hook, context)
+    }
+
     var isInTransaction: Bool { db.map { sqlite3_get_autocommit($0) == 0 } ?? false }
 }

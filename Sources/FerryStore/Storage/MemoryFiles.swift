@@ -13,19 +13,16 @@ enum MemoryFiles {
     static let directory = "/dev/shm"
     nonisolated(unsafe) private static var counter: UInt64 = 0
     private static let lock = Lock()
-    nonisolated(unsafe) private static var swept = false
 
     static var isAvailable: Bool { access(directory, W_OK | X_OK) == 0 }
 
     private static var prefix: String { "ferry-\(getuid())-" }
 
-    /// A fresh path for a new in-memory store.
+    /// A fresh path for a new in-memory store. Every new store first sweeps the files of
+    /// dead processes (one directory read; in-memory databases are not opened in hot loops).
     static func newPath() -> String {
         lock.withLock {
-            if !swept {
-                swept = true
-                sweepStale()
-            }
+            sweepStale()
             counter += 1
             return "\(directory)/\(prefix)\(getpid())-\(counter)-\(UInt32.random(in: 0...UInt32.max)).db"
         }

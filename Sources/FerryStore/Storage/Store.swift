@@ -84,9 +84,21 @@ final class Store: @unchecked Sendable {
             undo()
             throw error
         }
+        if journal != nil {
+            do {
+                let c = try Checkpointer(name: name, description: location.displayName)
+                c.attach(to: writer)
+                checkpointer = c
+            } catch {
+                // Without the thread, SQLite's own checkpoints on commit still run.
+            }
+        }
         agentLock = lock
         memoryFile = memFile
     }
+
+    /// Checkpoints the WAL on a thread of its own (nil for memdb stores).
+    private var checkpointer: Checkpointer?
 
     /// Brings a freshly opened file to the requested schema. Everything that can fail without
     /// writing is checked first (a foreign file, a missing schema for a new database, another
@@ -145,6 +157,9 @@ final class Store: @unchecked Sendable {
     private var memoryFile: String?
 
     func close() {
+        writer.setWALHook(nil, nil)
+        checkpointer?.stop()
+        checkpointer = nil
         writer.close()
         readerLock.withLock { reader.close() }
         agentLock?.release()

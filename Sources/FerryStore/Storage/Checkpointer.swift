@@ -1,0 +1,81 @@
+import CSQLite
+import FerryCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Moves WAL checkpoints (copying committed pages from the WAL into the database file) off the
+/// committing thread: a commit that grew the WAL past `threshold` pages wakes a thread of the
+/// store that checkpoints through its own connection (PASSIVE: it never blocks readers or the
+/// writer). If the WAL still reaches `limit` pages, the committing thread checkpoints itself,
+/// so the WAL stays bounded whatever the load.
+final class Checkpointer: @unchecked Sendable {
+    static let threshold: Int32 = 1000
+    static let limit: Int32 = 16000
+
+    private let connection: SQLiteConnection
+    private let lock = Lock()
+    private var requested = false
+    private var stopping = false
+    private var thread = pthread_t()
+    private var started = false
+
+    init(name: String, description: String) throws {
+        connection = try SQLiteConnection(path: name, flags: SQLITE_OPEN_READWRITE, description: description)
+        let retained = Unmanaged.passRetained(self).toOpaque()
+        guard pthread_create(&thread, nil, { arg in
+            guard let arg else { return nil }
+            Unmanaged<Checkpointer>.fromOpaque(arg).takeRetainedValue().run()
+            return nil
+        }, retained) == 0 else {
+            Unmanaged<Checkpointer>.fromOpaque(retained).release()
+            connection.close()
+            throw FerryError(.io, "cannot start the checkpoint thread")
+        }
+        started = true
+    }
+
+    /// Installs the hook on the writer that decides, after each commit, who checkpoints.
+    func attach(to writer: SQLiteConnection) {
+        writer.setWALHook(Unmanaged.passUnretained(self).toOpaque()) { context, db, _, pages in
+            guard let context else { return SQLITE_OK }
+            if pages >= Checkpointer.limit {
+                sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            } else if pages >= Checkpointer.threshold {
+                Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue().request()
+            }
+            return SQLITE_OK
+        }
+    }
+
+    private func request() {
+        lock.withLock {
+            requested = true
+            lock.broadcast()
+        }
+    }
+
+    private func run() {
+        while true {
+            let stop: Bool = lock.withLock {
+                while !requested && !stopping { lock.wait() }
+                requested = false
+                return stopping
+            }
+            if stop { return }
+            try? connection.exec("PRAGMA wal_checkpoint(PASSIVE)")
+        }
+    }
+
+    /// Stops and joins the thread and closes its connection. Detach the hook first.
+    func stop() {
+        guard started else { return }
+        started = false
+        lock.withLock {
+            stopping = true
+            lock.broadcast()
+        }
+        pthread_join(thread, nil)
+        connection.close()
+    }
+}
