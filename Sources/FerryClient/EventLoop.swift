@@ -61,8 +61,8 @@ public final class EventLoop: @unchecked Sendable {
         async.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let retained = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&thread, nil, { arg in
-            let me = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
-            me.run()
+            guard let arg else { return nil }
+            Unmanaged<EventLoop>.fromOpaque(arg).takeRetainedValue().run()
             return nil
         }, retained)
         guard rc == 0 else {
@@ -116,7 +116,6 @@ public final class EventLoop: @unchecked Sendable {
         if isCurrent {
             pthread_detach(thread)
             // The loop ends when this callback returns; `run` then drops the last reference.
-            cleanupOnExit = true
             return
         }
         pthread_join(thread, nil)
@@ -126,7 +125,6 @@ public final class EventLoop: @unchecked Sendable {
         released = true
     }
 
-    private var cleanupOnExit = false
     private var released = false
 
     deinit {

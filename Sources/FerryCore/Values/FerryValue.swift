@@ -38,8 +38,8 @@ public enum FerryValue: Hashable, Sendable {
         case .string: return .string("")
         case .binary: return .binary([])
         case .timestamp: return .timestamp(.epoch)
-        case .objectId: return .objectId(try! ObjectId(bytes: [UInt8](repeating: 0, count: 12)))
-        case .uuid: return .uuid(try! FerryUUID(bytes: [UInt8](repeating: 0, count: 16)))
+        case .objectId: return .objectId(ObjectId(tuple: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        case .uuid: return .uuid(FerryUUID.nilUUID)
         case .link: return .null
         }
     }

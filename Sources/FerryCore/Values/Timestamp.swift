@@ -13,7 +13,13 @@ public struct Timestamp: Hashable, Comparable, Sendable {
         self.nanoseconds = nanoseconds
     }
 
-    public static let epoch = try! Timestamp(seconds: 0, nanoseconds: 0)
+    public static let epoch = Timestamp(uncheckedSeconds: 0, nanoseconds: 0)
+
+    /// For values known to be in range.
+    private init(uncheckedSeconds: Int64, nanoseconds: Int32) {
+        self.seconds = uncheckedSeconds
+        self.nanoseconds = nanoseconds
+    }
 
     public static func < (a: Timestamp, b: Timestamp) -> Bool {
         a.seconds != b.seconds ? a.seconds < b.seconds : a.nanoseconds < b.nanoseconds

@@ -28,11 +28,13 @@ final class Statement {
     func bind(_ i: Int32, _ v: Int64) { sqlite3_bind_int64(stmt, i, v) }
     func bind(_ i: Int32, _ v: Double) { sqlite3_bind_double(stmt, i, v) }
 
+    // Lengths are passed as 64-bit values: SQLite refuses what is too big (SQLITE_TOOBIG, an
+    // error from step) where an Int32 conversion would trap.
     func bind(_ i: Int32, _ s: String) {
         var s = s
         s.withUTF8 { buf in
             if let base = buf.baseAddress {
-                _ = sqlite3_bind_text(stmt, i, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(buf.count), Self.transient)
+                _ = sqlite3_bind_text64(stmt, i, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), UInt64(buf.count), Self.transient, UInt8(SQLITE_UTF8))
             } else {
                 _ = sqlite3_bind_text(stmt, i, "", 0, Self.transient)
             }
@@ -42,7 +44,7 @@ final class Statement {
     func bind<C: ContiguousCollection>(_ i: Int32, blob: C) where C.Element == UInt8 {
         _ = blob.withContiguousStorage { buf in
             if buf.isEmpty { sqlite3_bind_zeroblob(stmt, i, 0) }
-            else { sqlite3_bind_blob(stmt, i, buf.baseAddress, Int32(buf.count), Self.transient) }
+            else { sqlite3_bind_blob64(stmt, i, buf.baseAddress, UInt64(buf.count), Self.transient) }
         }
     }
 
@@ -51,7 +53,7 @@ final class Statement {
     /// never reads the pointer after the caller's buffer is gone.
     func bindTextNoCopy(_ i: Int32, _ utf8: UnsafeBufferPointer<UInt8>) {
         if let base = utf8.baseAddress, !utf8.isEmpty {
-            _ = sqlite3_bind_text(stmt, i, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count), nil)
+            _ = sqlite3_bind_text64(stmt, i, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), UInt64(utf8.count), nil, UInt8(SQLITE_UTF8))
         } else {
             _ = sqlite3_bind_text(stmt, i, "", 0, nil)
         }
@@ -59,13 +61,13 @@ final class Statement {
 
     /// The blob counterpart of `bindTextNoCopy`, with the same rule.
     func bindBlobNoCopy(_ i: Int32, _ bytes: UnsafeRawBufferPointer) {
-        if let base = bytes.baseAddress, !bytes.isEmpty { sqlite3_bind_blob(stmt, i, base, Int32(bytes.count), nil) }
+        if let base = bytes.baseAddress, !bytes.isEmpty { sqlite3_bind_blob64(stmt, i, base, UInt64(bytes.count), nil) }
         else { sqlite3_bind_zeroblob(stmt, i, 0) }
     }
 
     func bind(_ i: Int32, raw: UnsafeRawBufferPointer) {
         if raw.isEmpty { sqlite3_bind_zeroblob(stmt, i, 0) }
-        else { sqlite3_bind_blob(stmt, i, raw.baseAddress, Int32(raw.count), Self.transient) }
+        else { sqlite3_bind_blob64(stmt, i, raw.baseAddress, UInt64(raw.count), Self.transient) }
     }
 
     /// Steps once: true when a row is available, false when done.
