@@ -9,6 +9,20 @@ func ferryValue(from v: ferry_value_t, _ what: @autoclosure () -> String = "valu
     try borrowedValue(from: v, what()).value
 }
 
+/// `borrowedValue(from:)` for a value in host memory that stays valid for the call: an
+/// ObjectId is then borrowed in place too.
+func borrowedValue(at p: UnsafePointer<ferry_value_t>, _ what: @autoclosure () -> String) throws -> BorrowedValue {
+    if p.pointee.type == 7, let offset = unionOffset {
+        return .objectIdBytes(UnsafeRawPointer(p) + offset)
+    }
+    return try borrowedValue(from: p.pointee, what())
+}
+
+/// Where the union (and so an ObjectId's bytes) sits in a `ferry_value_t`, and where the value
+/// sits in a `ferry_property_value_t`.
+private let unionOffset = MemoryLayout<ferry_value_t>.offset(of: \ferry_value_t.u)
+let propertyValueOffset = MemoryLayout<ferry_property_value_t>.offset(of: \ferry_property_value_t.value)
+
 /// A host value as a `BorrowedValue`: its bytes stay in the host's buffer (valid for the
 /// duration of the call). The one place host values are checked: the tag, NULL data, sizes,
 /// UTF-8, timestamp nanoseconds.

@@ -27,8 +27,15 @@ public func ferry_object_create(_ db: OpaquePointer!, _ cls: UInt32, _ values: U
             var initialized = 0
             defer { _ = buf.prefix(initialized).deinitialize() }
             for i in 0..<count {
-                let pv = values[i]
-                buf.initializeElement(at: i, to: (Int(pv.property), try borrowedValue(from: pv.value, "values[\(i)]")))
+                let entry = values + i
+                let borrowed: BorrowedValue
+                if let offset = propertyValueOffset {
+                    let value = (UnsafeRawPointer(entry) + offset).assumingMemoryBound(to: ferry_value_t.self)
+                    borrowed = try borrowedValue(at: value, "values[\(i)]")
+                } else {
+                    borrowed = try borrowedValue(from: entry.pointee.value, "values[\(i)]")
+                }
+                buf.initializeElement(at: i, to: (Int(entry.pointee.property), borrowed))
                 initialized += 1
             }
             try h.database.create(classIndex: Int(cls), borrowing: UnsafeBufferPointer(rebasing: buf.prefix(count)))

@@ -75,18 +75,47 @@ public struct ChangesetWriter {
 
     /// Writes one value, given as its encoding's two parts, as (shared prefix length, rest)
     /// against the column's previous value, and keeps it as the column's previous value.
+    /// Values of up to 64 encoded bytes (nearly all) are assembled on the stack and appended
+    /// to the body in one piece.
     private mutating func frontCode(_ column: Int, _ header: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) {
         let total = header.count + payload.count
-        let shared = previous.sharedPrefix(column, header, payload)
-        body.varint(UInt64(shared))
-        body.varint(UInt64(total - shared))
-        if shared < header.count {
-            body.raw(UnsafeRawBufferPointer(rebasing: header[shared...]))
-            body.raw(payload)
-        } else {
-            body.raw(UnsafeRawBufferPointer(rebasing: payload[(shared - header.count)...]))
+        guard total <= 64 else { return frontCodeLarge(column, header, payload) }
+        var current = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        var chunk = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        withUnsafeMutableBytes(of: &current) { cur in
+            guard let c = cur.baseAddress else { return }
+            if let h = header.baseAddress { c.copyMemory(from: h, byteCount: header.count) }
+            if let p = payload.baseAddress { (c + header.count).copyMemory(from: p, byteCount: payload.count) }
+            let value = UnsafeRawBufferPointer(start: c, count: total)
+            let shared = previous.sharedPrefix(column, value)
+            withUnsafeMutableBytes(of: &chunk) { out in
+                guard let o = out.baseAddress else { return }
+                var n = 0
+                func varint(_ v: Int) {
+                    var v = UInt64(v)
+                    while v >= 0x80 { o.storeBytes(of: UInt8(v & 0x7f) | 0x80, toByteOffset: n, as: UInt8.self); n += 1; v >>= 7 }
+                    o.storeBytes(of: UInt8(v), toByteOffset: n, as: UInt8.self); n += 1
+                }
+                varint(shared)
+                varint(total - shared)
+                (o + n).copyMemory(from: c + shared, byteCount: total - shared)
+                n += total - shared
+                body.raw(UnsafeRawBufferPointer(start: o, count: n))
+            }
+            previous.replace(column, from: shared, value)
         }
-        previous.replace(column, from: shared, header, payload)
+    }
+
+    private mutating func frontCodeLarge(_ column: Int, _ header: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) {
+        var value = [UInt8](header.typed)
+        value.append(contentsOf: payload.typed)
+        value.withUnsafeBytes { v in
+            let shared = previous.sharedPrefix(column, v)
+            body.varint(UInt64(shared))
+            body.varint(UInt64(v.count - shared))
+            body.raw(UnsafeRawBufferPointer(rebasing: v[shared...]))
+            previous.replace(column, from: shared, v)
+        }
     }
 
     private mutating func closeRun() {
@@ -151,21 +180,19 @@ final class RunColumns {
 
     deinit { for b in buffers { b?.deallocate() } }
 
-    /// How many leading bytes the column's value shares with header + payload.
-    func sharedPrefix(_ column: Int, _ header: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Int {
-        guard let p = buffers[column] else { return 0 }
-        let n = min(counts[column], header.count + payload.count)
+    /// How many leading bytes the column's value shares with `value` (8 bytes at a time).
+    func sharedPrefix(_ column: Int, _ value: UnsafeRawBufferPointer) -> Int {
+        guard let p = buffers[column], let v = value.baseAddress else { return 0 }
+        let n = min(counts[column], value.count)
         var i = 0
-        while i < n && i < header.count && p.load(fromByteOffset: i, as: UInt8.self) == header[i] { i += 1 }
-        if i == header.count {
-            while i < n && p.load(fromByteOffset: i, as: UInt8.self) == payload[i - header.count] { i += 1 }
-        }
+        while i + 8 <= n && p.loadUnaligned(fromByteOffset: i, as: UInt64.self) == v.loadUnaligned(fromByteOffset: i, as: UInt64.self) { i += 8 }
+        while i < n && p.load(fromByteOffset: i, as: UInt8.self) == v.load(fromByteOffset: i, as: UInt8.self) { i += 1 }
         return i
     }
 
-    /// Makes the column's value header + payload, given that its first `shared` bytes agree.
-    func replace(_ column: Int, from shared: Int, _ header: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) {
-        let total = header.count + payload.count
+    /// Makes the column's value `value`, given that its first `shared` bytes agree.
+    func replace(_ column: Int, from shared: Int, _ value: UnsafeRawBufferPointer) {
+        let total = value.count
         if capacities[column] < total {
             let capacity = max(total, 32, capacities[column] * 2)
             let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
@@ -176,15 +203,8 @@ final class RunColumns {
             buffers[column] = grown
             capacities[column] = capacity
         }
-        guard let p = buffers[column] else { return }
-        var at = shared
-        if at < header.count, let h = header.baseAddress {
-            (p + at).copyMemory(from: h + at, byteCount: header.count - at)
-            at = header.count
-        }
-        if let b = payload.baseAddress, at < total {
-            (p + at).copyMemory(from: b + (at - header.count), byteCount: total - at)
-        }
         counts[column] = total
+        guard let p = buffers[column], let v = value.baseAddress else { return }
+        if shared < total { (p + shared).copyMemory(from: v + shared, byteCount: total - shared) }
     }
 }

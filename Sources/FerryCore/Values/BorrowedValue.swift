@@ -10,6 +10,8 @@ public enum BorrowedValue {
     case binary(UnsafeBufferPointer<UInt8>)
     case timestamp(Timestamp)
     case objectId(ObjectId)
+    /// An ObjectId whose 12 bytes stay where the caller has them (bound to SQLite uncopied).
+    case objectIdBytes(UnsafeRawPointer)
     /// The 16 bytes of a UUID, as two big-endian halves, so the enum holds no references and
     /// copies for free.
     case uuid(UInt64, UInt64)
@@ -23,7 +25,7 @@ public enum BorrowedValue {
         case .string: return .string
         case .binary: return .binary
         case .timestamp: return .timestamp
-        case .objectId: return .objectId
+        case .objectId, .objectIdBytes: return .objectId
         case .uuid: return .uuid
         }
     }
@@ -39,6 +41,7 @@ public enum BorrowedValue {
         case .binary(let b): return .binary(Array(b))
         case .timestamp(let t): return .timestamp(t)
         case .objectId(let o): return .objectId(o)
+        case .objectIdBytes(let p): return .objectId(ObjectId(raw: p))
         case let .uuid(hi, lo): return .uuid(Self.uuid(hi, lo))
         }
     }
@@ -98,6 +101,9 @@ public enum BorrowedValue {
                 put(ValueCodec.Tag.objectId.rawValue)
                 let header = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(h)[..<n])
                 return withUnsafeBytes(of: o.bytes) { body(header, $0) }
+            case .objectIdBytes(let p):
+                put(ValueCodec.Tag.objectId.rawValue)
+                return body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(h)[..<n]), UnsafeRawBufferPointer(start: p, count: 12))
             }
             return body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(h)[..<n]), empty)
         }
@@ -115,6 +121,9 @@ public enum BorrowedValue {
         case .objectId(let o):
             w.byte(ValueCodec.Tag.objectId.rawValue)
             withUnsafeBytes(of: o.bytes) { w.raw($0) }
+        case .objectIdBytes(let p):
+            w.byte(ValueCodec.Tag.objectId.rawValue)
+            w.raw(UnsafeRawBufferPointer(start: p, count: 12))
         default:
             ValueCodec.encode(value, into: &w)
         }

@@ -13,6 +13,13 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
         bytes = tuple
     }
 
+    /// Reads 12 bytes from memory.
+    public init(raw p: UnsafeRawPointer) {
+        var t: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &t) { $0.copyMemory(from: UnsafeRawBufferPointer(start: p, count: 12)) }
+        bytes = t
+    }
+
     /// Parses 24 hexadecimal digits.
     public init(hex: String) throws {
         let digits = Array(hex.utf8)

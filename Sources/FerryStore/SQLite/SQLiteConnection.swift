@@ -80,12 +80,10 @@ final class SQLiteConnection {
     }
 
     /// A prepared statement cached under `key`; `sql` is only evaluated the first time.
+    /// Callers bind every parameter (old bindings are never cleared) and reset the statement
+    /// when done with it (`defer { s.resetKeepingBindings() }`), so it is ready here as it is.
     func statement(key: Int, _ sql: @autoclosure () -> String) throws -> Statement {
-        if let s = keyed[key] {
-            // Callers bind every parameter of these statements, so old bindings need no clearing.
-            s.resetKeepingBindings()
-            return s
-        }
+        if let s = keyed[key] { return s }
         let s = try prepare(sql())
         keyed[key] = s
         return s

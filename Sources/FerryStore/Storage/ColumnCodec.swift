@@ -30,6 +30,7 @@ enum ColumnCodec {
         case .string(let b): s.bindTextNoCopy(i, b)
         case .binary(let b): s.bindBlobNoCopy(i, UnsafeRawBufferPointer(b))
         case .objectId(let o): withUnsafeBytes(of: o.bytes) { s.bind(i, raw: $0) }
+        case .objectIdBytes(let p): s.bindBlobNoCopy(i, UnsafeRawBufferPointer(start: p, count: 12))
         case .bool(let b): s.bind(i, Int64(b ? 1 : 0))
         case .int(let x): s.bind(i, x)
         default: bind(v.value, to: s, at: i)

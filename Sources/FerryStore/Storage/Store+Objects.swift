@@ -34,6 +34,7 @@ extension Store {
     /// Inserts a row from borrowed values; properties not in `given` get their defaults.
     func insertRow(_ c: SQLiteConnection, _ l: TableLayout, given: UInt64, _ values: UnsafeBufferPointer<(Int, BorrowedValue)>) throws {
         let s = try c.statement(key: l.insertKey, l.insertSQL)
+        defer { s.resetKeepingBindings() }
         defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
         for (i, v) in values { ColumnCodec.bind(v, to: s, at: Int32(i + 1)) }
         for (i, d) in l.defaults.enumerated() where given & (UInt64(1) << UInt64(i)) == 0 {
