@@ -44,9 +44,13 @@ public final class Database: @unchecked Sendable {
         return Database(store: store, scheduler: scheduler)
     }
 
+    /// The store's table layouts, held here so the write path does not go through the store.
+    private let layouts: [TableLayout]
+
     private init(store: Store, scheduler: NotificationScheduler) {
         self.store = store
         self.schema = store.schema
+        self.layouts = store.layouts
         self.scheduler = scheduler
     }
 
@@ -179,10 +183,10 @@ public final class Database: @unchecked Sendable {
     }
 
     private func layout(_ classIndex: Int) throws -> TableLayout {
-        guard classIndex >= 0 && classIndex < schema.classes.count else {
-            throw FerryError(.noSuchClass, "no class with key \(classIndex) (the schema has \(schema.classes.count))")
+        guard classIndex >= 0 && classIndex < layouts.count else {
+            throw FerryError(.noSuchClass, "no class with key \(classIndex) (the schema has \(layouts.count))")
         }
-        return store.layout(classIndex)
+        return layouts[classIndex]
     }
 
     public func create(classIndex: Int, values: [(Int, FerryValue)]) throws {
@@ -206,7 +210,7 @@ public final class Database: @unchecked Sendable {
                 return try createCopying(l, values)
             }
             var given: UInt64 = 0
-            let pk = l.objectSchema.primaryKeyIndex
+            let pk = l.primaryKeyIndex
             for (index, value) in values {
                 guard index >= 0 && index < kinds.count, given & (UInt64(1) << UInt64(index)) == 0,
                       !kinds[index].isList, kinds[index].accepts(value) else {

@@ -43,7 +43,7 @@ extension Store {
         do {
             try s.run()
         } catch let e as FerryError where e.code == .duplicatePrimaryKey {
-            let key = values.first { $0.0 == l.objectSchema.primaryKeyIndex }?.1.value ?? .null
+            let key = values.first { $0.0 == l.primaryKeyIndex }?.1.value ?? .null
             throw FerryError(.duplicatePrimaryKey, "an object of class '\(l.objectSchema.name)' with primary key \(key.debugText) already exists")
         }
     }

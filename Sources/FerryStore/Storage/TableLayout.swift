@@ -6,6 +6,8 @@ import FerryCore
 final class TableLayout {
     let objectSchema: ObjectSchema
     let classIndex: Int
+    /// `objectSchema.primaryKeyIndex`, kept apart so hot paths read an Int, not a struct.
+    let primaryKeyIndex: Int
     /// What each property holds in a new object that does not give it a value.
     let defaults: [FerryValue]
     /// Per property, what a value must be: checked on every write without copying `Property`.
@@ -25,6 +27,7 @@ final class TableLayout {
     init(_ objectSchema: ObjectSchema, classIndex: Int) {
         self.objectSchema = objectSchema
         self.classIndex = classIndex
+        primaryKeyIndex = objectSchema.primaryKeyIndex
         defaults = objectSchema.properties.map(\.defaultValue)
         kinds = objectSchema.properties.map(PropertyKind.init)
         table = Self.tableName(objectSchema.name).sqlIdentifier

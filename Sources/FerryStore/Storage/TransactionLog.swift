@@ -37,7 +37,7 @@ struct TransactionLog {
         let table = intern(layout)
         let c = layout.classIndex
         if lastFields.count <= c { lastFields += Array(repeating: nil, count: c + 1 - lastFields.count) }
-        let pk = layout.objectSchema.primaryKeyIndex
+        let pk = layout.primaryKeyIndex
         let mask = given & ~(UInt64(1) << UInt64(pk))
         if lastFields[c]?.mask != mask {
             var properties: [Int] = []
