@@ -23,7 +23,8 @@ final class Store: @unchecked Sendable {
     private var agentLock: SyncAgentLock?
     private(set) var isSynced: Bool
 
-    /// Guards the write lock's owner, the observers and the last history timestamp.
+    /// Guards the write lock's owner and the observers. (`lastTimestamp` belongs to whoever
+    /// holds the write lock.)
     let state = Lock()
     private var writeOwner: ObjectIdentifier?
     private var writeOwnerThread: UInt = 0
