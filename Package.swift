@@ -38,7 +38,11 @@ let package = Package(
             swiftSettings: [.enableExperimentalFeature("CImplementation")] + fastExclusivity,
             linkerSettings: libraryLinkerFlags
         ),
+        /// Reads App Services style app directories for the server (Foundation is fine here:
+        /// this never goes into libferry.so).
+        .target(name: "FerryAppConfig", dependencies: ["FerryCore"]),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
+        .testTarget(name: "FerryAppConfigTests", dependencies: ["FerryAppConfig"]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryClient"]),
     ]
 )

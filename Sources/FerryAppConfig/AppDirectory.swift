@@ -1,0 +1,135 @@
+import FerryCore
+import Foundation
+
+/// Reads an app directory in the App Services export layout:
+///
+///     root_config.json                                   name, app_id
+///     auth/providers.json                                auth providers
+///     data_sources/<service>/<database>/<collection>/schema.json, rules.json
+///     data_sources/<service>/default_rule.json           (optional) rules for the rest
+///     sync/config.json                                   flexible sync settings
+///
+/// Every problem is an `AppConfigurationError` naming the file.
+public enum AppDirectory {
+    public static func load(_ path: String) throws -> AppConfiguration {
+        let root = URL(fileURLWithPath: path)
+        let rootConfig = try object(root, "root_config.json")
+        let name = try string(rootConfig, "name", "root_config.json")
+        let appId = (rootConfig["app_id"] as? String) ?? name
+
+        let providersFile = "auth/providers.json"
+        var providers: [AuthProviderConfiguration] = []
+        if FileManager.default.fileExists(atPath: root.appendingPathComponent(providersFile).path) {
+            for (key, raw) in try object(root, providersFile).sorted(by: { $0.key < $1.key }) {
+                guard let p = raw as? [String: Any] else { throw AppConfigurationError(file: providersFile, "provider '\(key)' is not an object") }
+                let type = try string(p, "type", providersFile)
+                guard ["anon-user", "local-userpass", "custom-token", "api-key"].contains(type) else {
+                    throw AppConfigurationError(file: providersFile, "provider '\(key)' has unknown type '\(type)'")
+                }
+                var secrets: [String: [String]] = [:]
+                for (k, v) in (p["secret_config"] as? [String: Any]) ?? [:] { secrets[k] = (v as? [String]) ?? [] }
+                providers.append(AuthProviderConfiguration(
+                    name: (p["name"] as? String) ?? key, type: type, disabled: (p["disabled"] as? Bool) ?? false,
+                    config: try ((p["config"] as? [String: Any]) ?? [:]).mapValues { try json($0, providersFile) }, secretNames: secrets))
+            }
+        }
+
+        let syncFile = "sync/config.json"
+        let s = try object(root, syncFile)
+        var perCollection: [String: [String]] = [:]
+        for (k, v) in (s["collection_queryable_fields_names"] as? [String: Any]) ?? [:] {
+            guard let fields = v as? [String] else { throw AppConfigurationError(file: syncFile, "collection_queryable_fields_names.\(k) is not a list of names") }
+            perCollection[k] = fields
+        }
+        let sync = SyncConfiguration(
+            type: (s["type"] as? String) ?? "flexible", enabled: ((s["state"] as? String) ?? "enabled") == "enabled",
+            developmentMode: (s["development_mode_enabled"] as? Bool) ?? false,
+            serviceName: (s["service_name"] as? String) ?? "mongodb-atlas", databaseName: (s["database_name"] as? String) ?? "",
+            clientMaxOfflineDays: (s["client_max_offline_days"] as? Int) ?? 30,
+            recoveryDisabled: (s["is_recovery_mode_disabled"] as? Bool) ?? false,
+            queryableFields: try names(s, "queryable_fields_names", syncFile),
+            indexedQueryableFields: try names(s, "indexed_queryable_fields_names", syncFile),
+            collectionQueryableFields: perCollection, asymmetricTables: try names(s, "asymmetric_tables", syncFile))
+        guard sync.type == "flexible" else { throw AppConfigurationError(file: syncFile, "sync type '\(sync.type)' is not supported; Ferry syncs flexibly") }
+
+        var collections: [CollectionConfiguration] = []
+        var defaultRules: CollectionRules?
+        let sources = root.appendingPathComponent("data_sources")
+        for service in try children(sources) {
+            let defaultFile = "data_sources/\(service)/default_rule.json"
+            if FileManager.default.fileExists(atPath: root.appendingPathComponent(defaultFile).path) {
+                defaultRules = try rules(try object(root, defaultFile), defaultFile)
+            }
+            for database in try children(sources.appendingPathComponent(service)) {
+                for collection in try children(sources.appendingPathComponent(service).appendingPathComponent(database)) {
+                    let dir = "data_sources/\(service)/\(database)/\(collection)"
+                    let schemaFile = dir + "/schema.json"
+                    guard FileManager.default.fileExists(atPath: root.appendingPathComponent(schemaFile).path) else { continue }
+                    let objectSchema = try schema(try object(root, schemaFile), collection: collection,
+                                                  asymmetric: sync.asymmetricTables.contains(collection), schemaFile)
+                    let rulesFile = dir + "/rules.json"
+                    let r = FileManager.default.fileExists(atPath: root.appendingPathComponent(rulesFile).path)
+                        ? try rules(try object(root, rulesFile), rulesFile) : nil
+                    collections.append(CollectionConfiguration(name: objectSchema.name, database: database, objectSchema: objectSchema, rules: r))
+                }
+            }
+        }
+        let config = AppConfiguration(name: name, appId: appId, authProviders: providers, collections: collections,
+                                      defaultRules: defaultRules, sync: sync)
+        do { _ = try config.schema } catch let e as FerryError {
+            throw AppConfigurationError(file: "data_sources", "the collections do not form a valid schema: \(e.message)")
+        }
+        return config
+    }
+
+    // MARK: files
+
+    private static func children(_ url: URL) throws -> [String] {
+        guard let items = try? FileManager.default.contentsOfDirectory(atPath: url.path) else { return [] }
+        return items.filter { item in
+            var isDir: ObjCBool = false
+            return FileManager.default.fileExists(atPath: url.appendingPathComponent(item).path, isDirectory: &isDir) && isDir.boolValue
+        }.sorted()
+    }
+
+    private static func object(_ root: URL, _ file: String) throws -> [String: Any] {
+        let url = root.appendingPathComponent(file)
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw AppConfigurationError(file: file, "missing or unreadable (looked in \(root.path))")
+        }
+        let parsed: Any
+        do { parsed = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) } catch {
+            throw AppConfigurationError(file: file, "not valid JSON: \(error.localizedDescription)")
+        }
+        guard let o = parsed as? [String: Any] else { throw AppConfigurationError(file: file, "must hold a JSON object") }
+        return o
+    }
+
+    private static func string(_ o: [String: Any], _ key: String, _ file: String) throws -> String {
+        guard let s = o[key] as? String, !s.isEmpty else { throw AppConfigurationError(file: file, "'\(key)' must be a non-empty string") }
+        return s
+    }
+
+    private static func names(_ o: [String: Any], _ key: String, _ file: String) throws -> [String] {
+        guard let v = o[key] else { return [] }
+        guard let list = v as? [String] else { throw AppConfigurationError(file: file, "'\(key)' must be a list of names") }
+        return list
+    }
+
+    static func json(_ v: Any, _ file: String) throws -> JSONValue {
+        switch v {
+        case is NSNull: return .null
+        case let n as NSNumber where isJSONBool(n): return .bool(n.boolValue)
+        case let n as NSNumber: return .number(n.doubleValue)
+        case let s as String: return .string(s)
+        case let a as [Any]: return .array(try a.map { try json($0, file) })
+        case let o as [String: Any]: return .object(try o.mapValues { try json($0, file) })
+        default: throw AppConfigurationError(file: file, "unexpected JSON value \(v)")
+        }
+    }
+}
+
+/// Whether an NSNumber from JSONSerialization is a JSON boolean.
+func isJSONBool(_ n: NSNumber) -> Bool {
+    String(cString: n.objCType) == "c" && (n == NSNumber(value: true) || n == NSNumber(value: false))
+}
