@@ -1,0 +1,112 @@
+/// The binary form of `ProtocolMessage`: a type byte, then the fields (varints, length-prefixed
+/// strings and bytes, `ValueCodec` values). Every decoder treats its input as hostile: a
+/// malformed frame is a `FerryError(.corrupt)` for that connection, never a trap, and frames
+/// and counts are bounded. The protocol version is negotiated in the WebSocket handshake.
+public enum ProtocolCodec {
+    public static let version: UInt32 = 1
+    /// Larger frames are refused (a bootstrap is sent as several DOWNLOAD messages).
+    public static let maxFrameBytes = 64 << 20
+
+    enum Kind: UInt8 { case bind = 1, ident, query, upload, download, mark, unbind, error, ping, pong }
+
+    public static func encode(_ m: ProtocolMessage) -> [UInt8] {
+        var w = ByteWriter(capacity: 64)
+        switch m {
+        case let .bind(session, database, ident, salt, last):
+            w.byte(Kind.bind.rawValue); w.varint(session); w.string(database); w.varint(ident); w.varint(salt); w.varint(last)
+        case let .ident(session, ident, salt):
+            w.byte(Kind.ident.rawValue); w.varint(session); w.varint(ident); w.varint(salt)
+        case let .query(session, version, subscriptions):
+            w.byte(Kind.query.rawValue); w.varint(session); w.varint(version); w.varint(UInt64(subscriptions.count))
+            for s in subscriptions { w.string(s.name); w.string(s.objectType); w.string(s.query) }
+        case let .upload(session, changesets):
+            w.byte(Kind.upload.rawValue); w.varint(session); w.varint(UInt64(changesets.count))
+            for c in changesets { w.varint(c.clientVersion); w.varint(c.lastIntegratedServerVersion); w.lengthPrefixed(c.changeset) }
+        case let .download(session, serverVersion, ack, subscriptionVersion, downloadable, last, changesets):
+            w.byte(Kind.download.rawValue); w.varint(session); w.varint(serverVersion); w.varint(ack); w.varint(subscriptionVersion)
+            w.varint(downloadable); w.byte(last ? 1 : 0); w.varint(UInt64(changesets.count))
+            for c in changesets { w.varint(c.serverVersion); w.varint(c.originFileIdent); w.lengthPrefixed(c.changeset) }
+        case let .mark(session, request):
+            w.byte(Kind.mark.rawValue); w.varint(session); w.varint(request)
+        case let .unbind(session):
+            w.byte(Kind.unbind.rawValue); w.varint(session)
+        case let .error(e):
+            w.byte(Kind.error.rawValue); w.varint(e.session); w.signed(Int64(e.code)); w.string(e.message)
+            w.byte(e.tryAgain ? 1 : 0); w.byte(e.action.rawValue); w.varint(UInt64(e.compensatingWrites.count))
+            for c in e.compensatingWrites { w.string(c.objectType); ValueCodec.encode(c.primaryKey, into: &w); w.string(c.reason) }
+        case let .ping(t):
+            w.byte(Kind.ping.rawValue); w.varint(t)
+        case let .pong(t):
+            w.byte(Kind.pong.rawValue); w.varint(t)
+        }
+        return w.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws -> ProtocolMessage {
+        guard bytes.count <= maxFrameBytes else { throw FerryError(.corrupt, "frame of \(bytes.count) bytes is larger than \(maxFrameBytes)") }
+        var r = ByteReader(bytes)
+        let raw = try r.byte()
+        guard let kind = Kind(rawValue: raw) else { throw r.corrupt("unknown message type \(raw)") }
+        func flag() throws -> Bool {
+            let b = try r.byte()
+            guard b <= 1 else { throw r.corrupt("a flag must be 0 or 1") }
+            return b == 1
+        }
+        let m: ProtocolMessage
+        switch kind {
+        case .bind:
+            m = .bind(session: try r.varint(), database: try r.string(), clientFileIdent: try r.varint(),
+                      clientFileSalt: try r.varint(), lastServerVersion: try r.varint())
+        case .ident:
+            m = .ident(session: try r.varint(), clientFileIdent: try r.varint(), clientFileSalt: try r.varint())
+        case .query:
+            let session = try r.varint(), version = try r.varint()
+            var subs: [Subscription] = []
+            for _ in 0..<(try r.count(minSize: 3)) {
+                subs.append(Subscription(name: try r.string(), objectType: try r.string(), query: try r.string()))
+            }
+            m = .query(session: session, version: version, subscriptions: subs)
+        case .upload:
+            let session = try r.varint()
+            var list: [UploadChangeset] = []
+            for _ in 0..<(try r.count(minSize: 3)) {
+                list.append(UploadChangeset(clientVersion: try r.varint(), lastIntegratedServerVersion: try r.varint(),
+                                            changeset: Array(try r.lengthPrefixed())))
+            }
+            m = .upload(session: session, changesets: list)
+        case .download:
+            let session = try r.varint(), serverVersion = try r.varint(), ack = try r.varint(), subVersion = try r.varint()
+            let downloadable = try r.varint(), last = try flag()
+            var list: [DownloadChangeset] = []
+            for _ in 0..<(try r.count(minSize: 3)) {
+                list.append(DownloadChangeset(serverVersion: try r.varint(), originFileIdent: try r.varint(), changeset: Array(try r.lengthPrefixed())))
+            }
+            m = .download(session: session, serverVersion: serverVersion, uploadAcknowledged: ack, subscriptionVersion: subVersion,
+                          downloadableBytes: downloadable, isLastInBatch: last, changesets: list)
+        case .mark:
+            m = .mark(session: try r.varint(), request: try r.varint())
+        case .unbind:
+            m = .unbind(session: try r.varint())
+        case .error:
+            let session = try r.varint()
+            let code = try r.signed()
+            guard code >= Int64(Int32.min) && code <= Int64(Int32.max) else { throw r.corrupt("error code out of range") }
+            let message = try r.string(), tryAgain = try flag()
+            let rawAction = try r.byte()
+            guard let action = ErrorAction(rawValue: rawAction) else { throw r.corrupt("unknown error action \(rawAction)") }
+            var writes: [CompensatingWrite] = []
+            for _ in 0..<(try r.count(minSize: 3)) {
+                let type = try r.string()
+                let key = try ValueCodec.decode(from: &r, allowList: false)
+                writes.append(CompensatingWrite(objectType: type, primaryKey: key, reason: try r.string()))
+            }
+            m = .error(ProtocolError(session: session, code: Int32(code), message: message, tryAgain: tryAgain, action: action, compensatingWrites: writes))
+        case .ping:
+            m = .ping(timestamp: try r.varint())
+        case .pong:
+            m = .pong(timestamp: try r.varint())
+        }
+        guard r.isAtEnd else { throw r.corrupt("trailing bytes after a \(kind) message") }
+        return m
+    }
+}

@@ -1,0 +1,10 @@
+// Fuzz target: ProtocolCodec.decode, the decoder of every sync frame a peer sends.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzProtocol(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    if let m = try? ProtocolCodec.decode(bytes) {
+        let encoded = ProtocolCodec.encode(m)
+        precondition((try? ProtocolCodec.decode(encoded)).map(ProtocolCodec.encode) == encoded, "message does not round-trip")
+    }
+    return 0
+}
