@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test suite: Swift (FerryCore, FerryStore), the C ABI tests under CTest (also
-# under valgrind), the install and pkg-config check, Python (pytest), Rust (cargo test), and
-# a short run of every fuzz target. Exits non-zero on the first failing suite.
+# Runs every test suite: Swift (FerryCore, FerryStore, FerryAppConfig; also under ASan and
+# TSan), the C ABI tests under CTest (also under valgrind), the install and pkg-config check,
+# Python (pytest), Rust (cargo test), and a short run of every fuzz target. Exits non-zero on
+# the first failing suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -12,6 +13,11 @@ scripts/build.sh
 
 echo "==> Swift tests"
 swift test
+
+echo "==> Swift tests under AddressSanitizer, and the concurrent ones under ThreadSanitizer"
+# Leak reports here would be the test harness's own statics; valgrind checks leaks on the C side.
+ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan
+swift test --sanitize=thread --scratch-path .build-tsan --filter "Concurrency|Notification|DatabaseTests"
 
 echo "==> C tests (CTest, with valgrind)"
 ctest --test-dir build --output-on-failure -j2
