@@ -25,6 +25,10 @@ let package = Package(
         .library(name: "FerryCore", targets: ["FerryCore"]),
         .library(name: "FerryStore", targets: ["FerryStore"]),
     ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+    ],
     targets: [
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
@@ -41,8 +45,19 @@ let package = Package(
         /// Reads App Services style app directories for the server (Foundation is fine here:
         /// this never goes into libferry.so).
         .target(name: "FerryAppConfig", dependencies: ["FerryCore"]),
+        /// The server's authentication: password hashing, access and refresh tokens, custom
+        /// JWT verification, the user directory. Server side only.
+        .target(name: "FerryAuth", dependencies: [
+            "FerryCore", "FerryAppConfig",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "CryptoExtras", package: "swift-crypto"),
+            .product(name: "JWTKit", package: "jwt-kit"),
+        ]),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
         .testTarget(name: "FerryAppConfigTests", dependencies: ["FerryAppConfig"]),
+        .testTarget(name: "FerryAuthTests", dependencies: [
+            "FerryAuth", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
+        ]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryClient"]),
     ]
 )

@@ -32,6 +32,14 @@ public struct AuthProviderConfiguration: Sendable, Equatable {
     /// Names of secrets (`secret_config`), whose values the server takes from its own
     /// configuration, never from the directory.
     public var secretNames: [String: [String]]
+
+    public init(name: String, type: String, disabled: Bool, config: [String: JSONValue], secretNames: [String: [String]]) {
+        self.name = name
+        self.type = type
+        self.disabled = disabled
+        self.config = config
+        self.secretNames = secretNames
+    }
 }
 
 public struct CollectionConfiguration: Sendable, Equatable {

@@ -1,0 +1,114 @@
+import FerryAppConfig
+import FerryCore
+import Foundation
+
+/// A logged-in session as the client receives it.
+public struct AuthSession: Sendable, Equatable {
+    public var userId: String
+    public var accessToken: String
+    public var refreshToken: String
+}
+
+/// Logging in with each provider, registering email/password users, refreshing and revoking
+/// sessions, and API keys. Providers not enabled in the app's `auth/providers.json` refuse.
+public actor AuthService {
+    private let directory: UserDirectory
+    private let tokens: TokenService
+    private let hasher: PasswordHasher
+    private let customJWT: CustomJWTVerifier?
+    private let enabled: Set<String>
+    public static let minimumPasswordLength = 6
+
+    public init(providers: [AuthProviderConfiguration], directory: UserDirectory, tokens: TokenService,
+                hasher: PasswordHasher = PasswordHasher(), customJWT: CustomJWTVerifier? = nil) {
+        self.directory = directory
+        self.tokens = tokens
+        self.hasher = hasher
+        self.customJWT = customJWT
+        enabled = Set(providers.filter { !$0.disabled }.map(\.type))
+    }
+
+    private func require(_ provider: String) throws {
+        guard enabled.contains(provider) else { throw AuthError.providerDisabled(provider) }
+    }
+
+    private func session(for user: User) async throws -> AuthSession {
+        let access = try await tokens.issueAccessToken(userId: user.id)
+        let (refresh, hash) = tokens.newRefreshToken()
+        try await directory.storeRefreshToken(hash: hash, userId: user.id, expires: tokens.refreshExpiry(from: tokens.currentDate))
+        return AuthSession(userId: user.id, accessToken: access, refreshToken: refresh)
+    }
+
+    public func loginAnonymous() async throws -> AuthSession {
+        try require("anon-user")
+        let identity = Identity(provider: "anon-user", providerUserId: UUID().uuidString)
+        return try await session(for: try await directory.createUser(identity: identity, data: [:]))
+    }
+
+    public func register(email: String, password: String) async throws {
+        try require("local-userpass")
+        let normalized = email.lowercased()
+        guard normalized.contains("@"), !normalized.hasPrefix("@"), !normalized.hasSuffix("@") else { throw AuthError.invalidEmail }
+        guard password.count >= Self.minimumPasswordLength else { throw AuthError.passwordTooShort(minimum: Self.minimumPasswordLength) }
+        guard try await directory.passwordHash(email: normalized) == nil else { throw AuthError.emailAlreadyRegistered }
+        try await directory.setPasswordHash(email: normalized, hash: try hasher.hash(password))
+        _ = try await directory.createUser(identity: Identity(provider: "local-userpass", providerUserId: normalized), data: ["email": .string(normalized)])
+    }
+
+    public func login(email: String, password: String) async throws -> AuthSession {
+        try require("local-userpass")
+        let normalized = email.lowercased()
+        guard let stored = try await directory.passwordHash(email: normalized), hasher.verify(password, against: stored),
+              let user = try await directory.user(identity: Identity(provider: "local-userpass", providerUserId: normalized)),
+              !user.disabled else {
+            throw AuthError.invalidCredentials
+        }
+        return try await session(for: user)
+    }
+
+    /// Logs in with a token from the host's identity provider; the same subject is the same user.
+    public func login(customToken: String) async throws -> AuthSession {
+        try require("custom-token")
+        guard let customJWT else { throw AuthError.providerDisabled("custom-token") }
+        let (subject, metadata) = try await customJWT.verify(customToken)
+        let user = try await directory.createUser(identity: Identity(provider: "custom-token", providerUserId: subject), data: metadata)
+        if user.data != metadata && !metadata.isEmpty { try await directory.updateData(userId: user.id, data: metadata) }
+        guard !user.disabled else { throw AuthError.invalidCredentials }
+        return try await session(for: user)
+    }
+
+    /// Creates an API key for a user; the key is shown once and stored only hashed.
+    public func createAPIKey(userId: String, name: String) async throws -> String {
+        try require("api-key")
+        guard try await directory.user(id: userId) != nil else { throw AuthError.userNotFound }
+        let (key, hash) = tokens.newRefreshToken()
+        try await directory.addAPIKey(userId: userId, keyHash: hash, name: name)
+        return key
+    }
+
+    public func login(apiKey: String) async throws -> AuthSession {
+        try require("api-key")
+        guard let id = try await directory.userId(apiKeyHash: TokenService.hash(apiKey)),
+              let user = try await directory.user(id: id), !user.disabled else { throw AuthError.invalidCredentials }
+        return try await session(for: user)
+    }
+
+    /// A new access token for a live refresh token.
+    public func refresh(refreshToken: String) async throws -> String {
+        guard let id = try await directory.refreshTokenUser(hash: TokenService.hash(refreshToken), now: tokens.currentDate),
+              let user = try await directory.user(id: id), !user.disabled else { throw AuthError.invalidRefreshToken }
+        return try await tokens.issueAccessToken(userId: user.id)
+    }
+
+    /// Logs out: the refresh token stops working (access tokens expire on their own).
+    public func logout(refreshToken: String) async throws {
+        try await directory.revokeRefreshToken(hash: TokenService.hash(refreshToken))
+    }
+
+    /// The user behind an access token, for the sync endpoint and the other HTTP routes.
+    public func authenticate(accessToken: String) async throws -> User {
+        let id = try await tokens.verifyAccessToken(accessToken)
+        guard let user = try await directory.user(id: id), !user.disabled else { throw AuthError.userNotFound }
+        return user
+    }
+}

@@ -1,0 +1,75 @@
+import FerryCore
+import Foundation
+
+/// A user of the app, with the identities that log in as them.
+public struct User: Sendable, Equatable {
+    public var id: String
+    public var identities: [Identity]
+    /// Identity metadata (`%%user.data`), e.g. claims of a custom JWT.
+    public var data: [String: FerryValue]
+    public var disabled: Bool
+
+    public var context: UserContext { UserContext(id: id, data: data) }
+}
+
+public struct Identity: Sendable, Equatable, Hashable {
+    /// The provider type: `anon-user`, `local-userpass`, `custom-token`, `api-key`.
+    public var provider: String
+    /// The user's id at that provider (the email, the JWT subject, a generated id).
+    public var providerUserId: String
+}
+
+/// Where users, password hashes, API keys and refresh-token hashes are kept. The in-memory
+/// directory serves tests; the server's SQLite and PostgreSQL stores implement the same
+/// protocol.
+public protocol UserDirectory: Sendable {
+    func user(id: String) async throws -> User?
+    func user(identity: Identity) async throws -> User?
+    func createUser(identity: Identity, data: [String: FerryValue]) async throws -> User
+    func updateData(userId: String, data: [String: FerryValue]) async throws
+    func passwordHash(email: String) async throws -> String?
+    func setPasswordHash(email: String, hash: String) async throws
+    func addAPIKey(userId: String, keyHash: String, name: String) async throws
+    func userId(apiKeyHash: String) async throws -> String?
+    func storeRefreshToken(hash: String, userId: String, expires: Date) async throws
+    /// The user of a live refresh token, or nil (unknown, revoked or expired at `now`).
+    func refreshTokenUser(hash: String, now: Date) async throws -> String?
+    func revokeRefreshToken(hash: String) async throws
+}
+
+/// A `UserDirectory` in memory (tests, development).
+public actor InMemoryUserDirectory: UserDirectory {
+    private var users: [String: User] = [:]
+    private var byIdentity: [Identity: String] = [:]
+    private var passwords: [String: String] = [:]
+    private var apiKeys: [String: String] = [:]
+    private var refreshTokens: [String: (user: String, expires: Date)] = [:]
+
+    public init() {}
+
+    public func user(id: String) -> User? { users[id] }
+    public func user(identity: Identity) -> User? { byIdentity[identity].flatMap { users[$0] } }
+
+    public func createUser(identity: Identity, data: [String: FerryValue]) -> User {
+        if let existing = user(identity: identity) { return existing }
+        let id = ObjectId.generate(secondsSinceEpoch: UInt32(truncatingIfNeeded: Int(Date().timeIntervalSince1970))).description
+        let u = User(id: id, identities: [identity], data: data, disabled: false)
+        users[id] = u
+        byIdentity[identity] = id
+        return u
+    }
+
+    public func updateData(userId: String, data: [String: FerryValue]) { users[userId]?.data = data }
+    public func passwordHash(email: String) -> String? { passwords[email] }
+    public func setPasswordHash(email: String, hash: String) { passwords[email] = hash }
+    public func addAPIKey(userId: String, keyHash: String, name: String) { apiKeys[keyHash] = userId }
+    public func userId(apiKeyHash: String) -> String? { apiKeys[apiKeyHash] }
+    public func storeRefreshToken(hash: String, userId: String, expires: Date) { refreshTokens[hash] = (userId, expires) }
+
+    public func refreshTokenUser(hash: String, now: Date) -> String? {
+        guard let t = refreshTokens[hash], t.expires > now else { return nil }
+        return t.user
+    }
+
+    public func revokeRefreshToken(hash: String) { refreshTokens[hash] = nil }
+}
