@@ -24,10 +24,14 @@ let package = Package(
         .library(name: "ferry", type: .dynamic, targets: ["FerryC"]),
         .library(name: "FerryCore", targets: ["FerryCore"]),
         .library(name: "FerryStore", targets: ["FerryStore"]),
+        .executable(name: "ferry-server", targets: ["ferry-server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -53,8 +57,20 @@ let package = Package(
             .product(name: "CryptoExtras", package: "swift-crypto"),
             .product(name: "JWTKit", package: "jwt-kit"),
         ]),
+        /// The server as a library, so tests run a real server in-process on a port the OS picks.
+        .target(name: "FerryServer", dependencies: [
+            "FerryCore", "FerryAppConfig", "FerryAuth",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "ferry-server", dependencies: [
+            "FerryServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
         .testTarget(name: "FerryAppConfigTests", dependencies: ["FerryAppConfig"]),
+        .testTarget(name: "FerryServerTests", dependencies: [
+            "FerryServer", .product(name: "HummingbirdTesting", package: "hummingbird"),
+        ]),
         .testTarget(name: "FerryAuthTests", dependencies: [
             "FerryAuth", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
         ]),

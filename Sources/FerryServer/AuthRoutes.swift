@@ -1,0 +1,157 @@
+import FerryAuth
+import FerryCore
+import Foundation
+import Hummingbird
+
+/// The HTTP auth API, at the paths the Realm SDKs used (`/api/client/v2.0/...`), so an SDK
+/// pointed at a Ferry server finds what it knows:
+///
+///     POST   /api/client/v2.0/app/{app}/auth/providers/anon-user/login
+///     POST   /api/client/v2.0/app/{app}/auth/providers/local-userpass/register   {email, password}
+///     POST   /api/client/v2.0/app/{app}/auth/providers/local-userpass/login      {username, password}
+///     POST   /api/client/v2.0/app/{app}/auth/providers/custom-token/login        {token}
+///     POST   /api/client/v2.0/app/{app}/auth/providers/api-key/login             {key}
+///     POST   /api/client/v2.0/auth/session      Authorization: Bearer <refresh token>
+///     DELETE /api/client/v2.0/auth/session      Authorization: Bearer <refresh token>
+///     GET    /api/client/v2.0/auth/profile      Authorization: Bearer <access token>
+///
+/// Errors are JSON `{"error": message, "error_code": code}` with a fitting status.
+struct AuthRoutes {
+    let appId: String
+    let auth: AuthService
+
+    struct LoginResponse: ResponseEncodable {
+        var access_token: String
+        var refresh_token: String
+        var user_id: String
+        var device_id: String
+    }
+    struct AccessTokenResponse: ResponseEncodable { var access_token: String }
+    struct Profile: ResponseEncodable {
+        var user_id: String
+        var identities: [IdentityJSON]
+        var data: [String: String]
+    }
+    struct IdentityJSON: Codable { var id: String; var provider_type: String }
+    struct Credentials: Decodable {
+        var username: String?
+        var email: String?
+        var password: String?
+        var token: String?
+        var key: String?
+    }
+
+    func add(to router: Router<BasicRequestContext>) {
+        let app = router.group("api/client/v2.0/app/:app/auth/providers")
+        app.post(":provider/login") { request, context -> Response in
+            try checkApp(context)
+            let provider = context.parameters.get("provider") ?? ""
+            let body = provider == "anon-user" ? Credentials() : try await request.decode(as: Credentials.self, context: context)
+            let session: AuthSession
+            switch provider {
+            case "anon-user": session = try await auth.loginAnonymous()
+            case "local-userpass":
+                session = try await auth.login(email: body.username ?? body.email ?? "", password: body.password ?? "")
+            case "custom-token": session = try await auth.login(customToken: body.token ?? "")
+            case "api-key": session = try await auth.login(apiKey: body.key ?? "")
+            default: throw AuthError.providerDisabled(provider)
+            }
+            return try json(LoginResponse(access_token: session.accessToken, refresh_token: session.refreshToken,
+                                          user_id: session.userId, device_id: "000000000000000000000000"), request, context)
+        }
+        app.post("local-userpass/register") { request, context -> Response in
+            try checkApp(context)
+            let body = try await request.decode(as: Credentials.self, context: context)
+            try await auth.register(email: body.email ?? body.username ?? "", password: body.password ?? "")
+            return Response(status: .created)
+        }
+        let session = router.group("api/client/v2.0/auth")
+        session.post("session") { request, context -> Response in
+            let token = try await auth.refresh(refreshToken: try bearer(request))
+            return try json(AccessTokenResponse(access_token: token), request, context)
+        }
+        session.delete("session") { request, _ -> Response in
+            try await auth.logout(refreshToken: try bearer(request))
+            return Response(status: .noContent)
+        }
+        session.get("profile") { request, context -> Response in
+            let user = try await auth.authenticate(accessToken: try bearer(request))
+            var data: [String: String] = [:]
+            for (k, v) in user.data { if case .string(let s) = v { data[k] = s } else { data[k] = v.debugText } }
+            return try json(Profile(user_id: user.id, identities: user.identities.map { IdentityJSON(id: $0.providerUserId, provider_type: $0.provider) },
+                                    data: data), request, context)
+        }
+    }
+
+    private func checkApp(_ context: BasicRequestContext) throws {
+        guard context.parameters.get("app") == appId else {
+            throw APIError(status: .notFound, code: "AppNotFound", message: "no app with that id is served here")
+        }
+    }
+
+    private func bearer(_ request: Request) throws -> String {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
+            throw APIError(status: .unauthorized, code: "MissingAuthReq", message: "the request needs an Authorization: Bearer header")
+        }
+        return String(header.dropFirst(7))
+    }
+
+    private func json(_ value: some ResponseEncodable, _ request: Request, _ context: BasicRequestContext) throws -> Response {
+        try value.response(from: request, context: context)
+    }
+}
+
+/// An API error with its JSON body.
+struct APIError: HTTPResponseError {
+    let status: HTTPResponse.Status
+    let code: String
+    let message: String
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        let body = "{\"error\":\(jsonString(message)),\"error_code\":\(jsonString(code))}"
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    init(status: HTTPResponse.Status, code: String, message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    init(_ e: AuthError) {
+        let status: HTTPResponse.Status
+        switch e {
+        case .providerDisabled, .userNotFound: status = .notFound
+        case .emailAlreadyRegistered: status = .conflict
+        case .invalidEmail, .passwordTooShort: status = .badRequest
+        case .invalidCredentials, .invalidToken, .tokenExpired, .invalidRefreshToken: status = .unauthorized
+        }
+        self.init(status: status, code: e.code, message: e.description)
+    }
+}
+
+func jsonString(_ s: String) -> String {
+    var out = "\""
+    for u in s.unicodeScalars {
+        switch u {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        default:
+            if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
+        }
+    }
+    return out + "\""
+}
+
+/// Turns `AuthError`s thrown by routes into their API responses.
+struct AuthErrorMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do { return try await next(request, context) } catch let e as AuthError { throw APIError(e) }
+    }
+}

@@ -1,0 +1,89 @@
+import FerryAppConfig
+import FerryAuth
+import Foundation
+import Hummingbird
+import Logging
+
+/// A Ferry server: reads the app directory, prepares its data directory and authentication,
+/// and serves HTTP. `ferry-server` is a thin executable over it; tests run it in-process.
+/// (Users are kept in memory until the storage layer lands: a restart forgets them.)
+public enum FerryServer {
+    /// Builds the application; run it with `runService()` (SIGTERM/SIGINT stop it cleanly).
+    /// `onRunning` receives the bound port (useful with port 0).
+    public static func make(_ configuration: ServerConfiguration, logger: Logger = Logger(label: "ferry-server"),
+                            onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws -> some ApplicationProtocol {
+        let app: AppConfiguration
+        do { app = try AppDirectory.load(configuration.appDirectory) } catch let e as AppConfigurationError {
+            throw ServerStartError("bad app directory '\(configuration.appDirectory)': \(e)")
+        }
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        let secret = try tokenSecret(configuration)
+        let tokens = try await TokenService(secret: secret, appId: app.appId)
+        var customJWT: CustomJWTVerifier?
+        if let provider = app.authProviders.first(where: { $0.type == "custom-token" && !$0.disabled }) {
+            customJWT = try await customVerifier(provider, configuration)
+        }
+        let auth = AuthService(providers: app.authProviders, directory: InMemoryUserDirectory(), tokens: tokens, customJWT: customJWT)
+
+        let router = Router()
+        router.add(middleware: AuthErrorMiddleware())
+        router.get("health") { _, _ in "ok" }
+        AuthRoutes(appId: app.appId, auth: auth).add(to: router)
+        logger.info("serving app '\(app.name)' (\(app.appId)): \(app.collections.count) collection(s), providers \(app.authProviders.filter { !$0.disabled }.map(\.type).sorted())")
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ferry-server"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                logger.info("ferry-server listening on http://\(configuration.host):\(port)")
+                await onRunning(port)
+            },
+            logger: logger)
+    }
+
+    /// The access-token secret: `FERRY_TOKEN_SECRET` if given, else one made once and kept in
+    /// the data directory (mode 600), so tokens survive restarts.
+    static func tokenSecret(_ c: ServerConfiguration) throws -> [UInt8] {
+        if let s = c.secrets["FERRY_TOKEN_SECRET"] {
+            guard s.utf8.count >= 32 else { throw ServerStartError("FERRY_TOKEN_SECRET must have at least 32 bytes") }
+            return Array(s.utf8)
+        }
+        let path = c.dataDirectory + "/token-secret"
+        if let existing = FileManager.default.contents(atPath: path), existing.count >= 32 { return Array(existing) }
+        var bytes = [UInt8](repeating: 0, count: 48)
+        var g = SystemRandomNumberGenerator()
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &g) }
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
+            throw ServerStartError("cannot write \(path)")
+        }
+        return bytes
+    }
+
+    /// The custom-token verifier from the provider's config and the secret it names.
+    static func customVerifier(_ p: AuthProviderConfiguration, _ c: ServerConfiguration) async throws -> CustomJWTVerifier {
+        var algorithm = "HS256"
+        if case .string(let a)? = p.config["signingAlgorithm"] { algorithm = a }
+        var audiences: [String] = []
+        if case .array(let list)? = p.config["audience"] { audiences = list.compactMap { if case .string(let s) = $0 { return s } else { return nil } } }
+        if case .string(let one)? = p.config["audience"] { audiences = [one] }
+        var requireAny = false
+        if case .bool(let b)? = p.config["requireAnyAudience"] { requireAny = b }
+        guard let keyName = p.secretNames["signingKeys"]?.first ?? p.secretNames["signingKey"]?.first else {
+            throw ServerStartError("auth provider '\(p.name)' (custom-token) names no signing key in secret_config")
+        }
+        guard let keyValue = c.secrets[keyName] else {
+            throw ServerStartError("auth provider '\(p.name)' needs the secret '\(keyName)': set the environment variable \(keyName)")
+        }
+        let key: CustomJWTVerifier.Key
+        switch algorithm {
+        case "HS256": key = .hs256(secret: Array(keyValue.utf8))
+        case "RS256": key = .rs256(publicKeyPEM: keyValue)
+        default: throw ServerStartError("auth provider '\(p.name)': signingAlgorithm \(algorithm) is not supported (HS256, RS256)")
+        }
+        do {
+            return try await CustomJWTVerifier(key: key, audiences: audiences, requireAnyAudience: requireAny)
+        } catch let e as AuthError {
+            throw ServerStartError("auth provider '\(p.name)': \(e.description)")
+        }
+    }
+}

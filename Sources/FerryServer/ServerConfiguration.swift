@@ -1,0 +1,28 @@
+/// How to run a Ferry server.
+public struct ServerConfiguration: Sendable {
+    /// The app directory in the App Services export layout (docs/server-config.md).
+    public var appDirectory: String
+    /// Where the server keeps its state (created if missing).
+    public var dataDirectory: String
+    public var host: String
+    /// 0 lets the OS choose a free port (tests); the chosen one is reported when running.
+    public var port: Int
+    /// Secret values by name (e.g. `jwtSigningKey` for the custom-token provider, and
+    /// `FERRY_TOKEN_SECRET` for access tokens), normally from the environment.
+    public var secrets: [String: String]
+
+    public init(appDirectory: String, dataDirectory: String, host: String = "127.0.0.1", port: Int = 0,
+                secrets: [String: String] = [:]) {
+        self.appDirectory = appDirectory
+        self.dataDirectory = dataDirectory
+        self.host = host
+        self.port = port
+        self.secrets = secrets
+    }
+}
+
+/// Why the server cannot start, said so a person can fix it.
+public struct ServerStartError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

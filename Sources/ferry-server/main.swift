@@ -1,0 +1,41 @@
+import ArgumentParser
+import FerryServer
+import Foundation
+import Hummingbird
+import Logging
+
+/// `ferry-server --app-dir DIR --data DIR --port N`: serves one app. Secrets (custom JWT keys,
+/// FERRY_TOKEN_SECRET) come from the environment. Stops cleanly on SIGTERM and SIGINT.
+@main
+struct FerryServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "ferry-server", abstract: "Serve a Ferry app.")
+
+    @Option(name: .customLong("app-dir"), help: "The app directory (App Services export layout).")
+    var appDir: String
+
+    @Option(name: .customLong("data"), help: "Where the server keeps its state.")
+    var data: String
+
+    @Option(help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "The port (0: any free port, printed at start).")
+    var port: Int = 0
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func run() async throws {
+        var logger = Logger(label: "ferry-server")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let config = ServerConfiguration(appDirectory: appDir, dataDirectory: data, host: host, port: port,
+                                         secrets: ProcessInfo.processInfo.environment)
+        do {
+            let app = try await FerryServer.make(config, logger: logger)
+            try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        } catch let e as ServerStartError {
+            logger.critical("\(e.description)")
+            throw ExitCode(2)
+        }
+    }
+}

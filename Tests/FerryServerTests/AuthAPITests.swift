@@ -1,0 +1,116 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+@testable import FerryServer
+
+/// The auth HTTP API of a real server on the seeds' Item app.
+@Suite("Server: auth API")
+struct AuthAPITests {
+    static let example = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("examples/item-app").path
+    static let jwtKey = "a-host-signing-key-of-at-least-32-bytes!"
+
+    func configuration(_ secrets: [String: String] = ["jwtSigningKey": jwtKey]) -> ServerConfiguration {
+        ServerConfiguration(appDirectory: Self.example, dataDirectory: NSTemporaryDirectory() + "ferry-server-\(UInt64.random(in: 0...UInt64.max))",
+                            secrets: secrets)
+    }
+
+    func body(_ json: String) -> ByteBuffer { ByteBuffer(string: json) }
+
+    func object(_ response: TestResponse) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
+    }
+
+    let base = "/api/client/v2.0/app/item-app-seeds/auth/providers"
+
+    @Test func anonymousLoginProfileRefreshLogout() async throws {
+        let app = try await FerryServer.make(configuration())
+        try await app.test(.router) { client in
+            let login = try await client.execute(uri: "\(base)/anon-user/login", method: .post) { try object($0) }
+            let access = try #require(login["access_token"] as? String)
+            let refresh = try #require(login["refresh_token"] as? String)
+            let userId = try #require(login["user_id"] as? String)
+            try await client.execute(uri: "/api/client/v2.0/auth/profile", method: .get, headers: [.authorization: "Bearer \(access)"]) { r in
+                #expect(r.status == .ok)
+                let o = try object(r)
+                #expect(o["user_id"] as? String == userId)
+            }
+            try await client.execute(uri: "/api/client/v2.0/auth/session", method: .post, headers: [.authorization: "Bearer \(refresh)"]) { r in
+                #expect(r.status == .ok)
+                let o = try object(r)
+                #expect(o["access_token"] is String)
+            }
+            try await client.execute(uri: "/api/client/v2.0/auth/session", method: .delete, headers: [.authorization: "Bearer \(refresh)"]) { r in
+                #expect(r.status == .noContent)
+            }
+            try await client.execute(uri: "/api/client/v2.0/auth/session", method: .post, headers: [.authorization: "Bearer \(refresh)"]) { r in
+                #expect(r.status == .unauthorized)
+                let o = try object(r)
+                #expect(o["error_code"] as? String == "InvalidSession")
+            }
+            try await client.execute(uri: "/api/client/v2.0/auth/profile", method: .get) { r in
+                #expect(r.status == .unauthorized)
+            }
+        }
+    }
+
+    @Test func emailPasswordRegistrationAndLogin() async throws {
+        let app = try await FerryServer.make(configuration())
+        try await app.test(.router) { client in
+            try await client.execute(uri: "\(base)/local-userpass/register", method: .post,
+                                     body: body(#"{"email":"alice@example.com","password":"s3cret!"}"#)) { #expect($0.status == .created) }
+            try await client.execute(uri: "\(base)/local-userpass/register", method: .post,
+                                     body: body(#"{"email":"alice@example.com","password":"s3cret!"}"#)) { r in
+                #expect(r.status == .conflict)
+                let o = try object(r)
+                #expect(o["error_code"] as? String == "AccountNameInUse")
+            }
+            try await client.execute(uri: "\(base)/local-userpass/login", method: .post,
+                                     body: body(#"{"username":"alice@example.com","password":"s3cret!"}"#)) { r in
+                #expect(r.status == .ok)
+                let o = try object(r)
+                #expect(o["access_token"] is String)
+            }
+            try await client.execute(uri: "\(base)/local-userpass/login", method: .post,
+                                     body: body(#"{"username":"alice@example.com","password":"nope"}"#)) { r in
+                #expect(r.status == .unauthorized)
+                let o = try object(r)
+                #expect(o["error_code"] as? String == "InvalidPassword")
+            }
+            try await client.execute(uri: "/api/client/v2.0/app/other-app/auth/providers/anon-user/login", method: .post) { r in
+                #expect(r.status == .notFound)
+                let o = try object(r)
+                #expect(o["error_code"] as? String == "AppNotFound")
+            }
+        }
+    }
+
+    @Test func aMissingSecretStopsTheStartWithAClearMessage() async throws {
+        do {
+            _ = try await FerryServer.make(configuration([:]))
+            Issue.record("started without the custom JWT key")
+        } catch let e as ServerStartError {
+            #expect(e.description.contains("jwtSigningKey"))
+        }
+        do {
+            var c = configuration()
+            c.appDirectory = "/nonexistent"
+            _ = try await FerryServer.make(c)
+            Issue.record("started without an app")
+        } catch let e as ServerStartError {
+            #expect(e.description.contains("root_config.json"))
+        }
+    }
+
+    @Test func servesOnAPortTheOSChose() async throws {
+        let app = try await FerryServer.make(configuration())
+        try await app.test(.live) { client in
+            try await client.execute(uri: "/health", method: .get) { r in
+                #expect(r.status == .ok)
+                #expect(String(buffer: r.body) == "ok")
+            }
+        }
+    }
+}
