@@ -105,14 +105,16 @@ public final class Database: @unchecked Sendable {
             transaction = nil
             defer { store.releaseWriteLock(for: id) }
             do {
+                var encoded: [UInt8] = []
                 if !log.isEmpty {
+                    encoded = log.encode(timestamp: try store.nextTimestamp())
                     let s = try store.writer.statement("INSERT INTO __ferry_history (changeset) VALUES (?)")
                     defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
-                    s.bind(1, blob: log.encode(timestamp: try store.nextTimestamp()))
+                    s.bind(1, blob: encoded)
                     try s.run()
                 }
                 let changes = log.isEmpty || !store.hasObservers
-                    ? nil : CommittedChanges(try ChangesetCodec.decode(log.encode(timestamp: 0)).instructions)
+                    ? nil : CommittedChanges(try ChangesetCodec.decode(encoded).instructions)
                 // Observers must never see a commit's data without its changes (nor the
                 // reverse): they read under the reader lock, so commit and publish under it.
                 try store.commitAndPublish(changes)
@@ -134,12 +136,7 @@ public final class Database: @unchecked Sendable {
 
     // MARK: writes
 
-    private func objectSchema(_ classIndex: Int) throws -> ObjectSchema {
-        guard classIndex >= 0 && classIndex < schema.classes.count else {
-            throw FerryError(.noSuchClass, "no class with key \(classIndex) (the schema has \(schema.classes.count))")
-        }
-        return schema.classes[classIndex]
-    }
+    private func objectSchema(_ classIndex: Int) throws -> ObjectSchema { try layout(classIndex).objectSchema }
 
     private func property(_ os: ObjectSchema, _ index: Int) throws -> Property {
         guard index >= 0 && index < os.properties.count else {

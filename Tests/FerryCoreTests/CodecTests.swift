@@ -70,14 +70,25 @@ struct CodecTests {
     }
 
     @Test func borrowedValuesEncodeLikeOwnedOnes() {
-        var a = ByteWriter(), b = ByteWriter()
+        func parts(_ v: BorrowedValue) -> [UInt8] { v.withEncodedParts { Array($0) + Array($1) } }
         let text = Array("abc".utf8)
-        text.withUnsafeBufferPointer { BorrowedValue.string($0).encode(into: &a) }
-        ValueCodec.encode(.string("abc"), into: &b)
-        #expect(a.bytes == b.bytes)
+        #expect(text.withUnsafeBufferPointer { parts(.string($0)) } == ValueCodec.encode(.string("abc")))
+        for v: FerryValue in [.null, .bool(true), .int(-5), .double(2.5), .timestamp(try! Timestamp(seconds: -3, nanoseconds: 7))] {
+            let borrowed: BorrowedValue
+            switch v {
+            case .null: borrowed = .null
+            case .bool(let b): borrowed = .bool(b)
+            case .int(let i): borrowed = .int(i)
+            case .double(let d): borrowed = .double(d)
+            case .timestamp(let t): borrowed = .timestamp(t)
+            default: continue
+            }
+            #expect(parts(borrowed) == ValueCodec.encode(v))
+        }
         let u = try! FerryUUID(string: "123e4567-e89b-12d3-a456-426614174000")
         let borrowed = u.array.withUnsafeBytes { BorrowedValue.uuid(bytes: $0) }
         #expect(borrowed.value == .uuid(u))
+        #expect(parts(borrowed) == ValueCodec.encode(.uuid(u)))
     }
 
     @Test func schemaRoundTrips() throws {

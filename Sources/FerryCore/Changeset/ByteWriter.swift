@@ -8,27 +8,6 @@ public struct ByteWriter: Sendable {
 
     public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 
-    /// How many leading bytes two writers' contents share.
-    public func commonPrefixLength(with other: ByteWriter) -> Int {
-        bytes.withUnsafeBufferPointer { a in
-            other.bytes.withUnsafeBufferPointer { b in
-                let n = min(a.count, b.count)
-                var i = 0
-                while i < n && a[i] == b[i] { i += 1 }
-                return i
-            }
-        }
-    }
-
-    /// Appends the length and the bytes of `other` from `start` on.
-    public mutating func appendSuffix(of other: ByteWriter, from start: Int) {
-        other.bytes.withUnsafeBufferPointer { b in
-            let rest = UnsafeBufferPointer(rebasing: b[min(start, b.count)...])
-            varint(UInt64(rest.count))
-            bytes.append(contentsOf: rest)
-        }
-    }
-
     /// Overwrites four bytes written earlier (little-endian), for counts known only later.
     public mutating func patchUInt32(at offset: Int, _ v: UInt32) {
         guard offset >= 0, offset + 4 <= bytes.count else { return }

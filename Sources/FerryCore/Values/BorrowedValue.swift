@@ -108,24 +108,4 @@ public enum BorrowedValue {
             return body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(h)[..<n]), empty)
         }
     }
-
-    /// Appends the same bytes `ValueCodec.encode` writes for `value`.
-    public func encode(into w: inout ByteWriter) {
-        switch self {
-        case .string(let s):
-            w.byte(ValueCodec.Tag.string.rawValue)
-            w.lengthPrefixed(s)
-        case .binary(let b):
-            w.byte(ValueCodec.Tag.binary.rawValue)
-            w.lengthPrefixed(b)
-        case .objectId(let o):
-            w.byte(ValueCodec.Tag.objectId.rawValue)
-            withUnsafeBytes(of: o.bytes) { w.raw($0) }
-        case .objectIdBytes(let p):
-            w.byte(ValueCodec.Tag.objectId.rawValue)
-            w.raw(UnsafeRawBufferPointer(start: p, count: 12))
-        default:
-            ValueCodec.encode(value, into: &w)
-        }
-    }
 }

@@ -9,10 +9,4 @@ enum Clock {
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec)
     }
-
-    static func secondsSinceEpoch() -> UInt32 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return UInt32(truncatingIfNeeded: ts.tv_sec)
-    }
 }

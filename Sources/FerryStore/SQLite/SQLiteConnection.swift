@@ -97,14 +97,6 @@ final class SQLiteConnection {
         return Statement(stmt, connection: self)
     }
 
-    /// Drops cached statements (after the schema changed).
-    func clearCache() {
-        for s in cache.values { s.finalize() }
-        for s in keyed.values { s.finalize() }
-        cache.removeAll()
-        keyed.removeAll()
-    }
-
     /// Sets (or with nil, removes) the hook SQLite calls after each commit in WAL mode; it
     /// replaces SQLite's own automatic checkpoints.
     func setWALHook(_ context: UnsafeMutableRawPointer?,

@@ -249,7 +249,6 @@ final class Store: @unchecked Sendable {
         }
     }
 
-    func holdsWriteLock(_ owner: ObjectIdentifier) -> Bool { state.withLock { writeOwner == owner } }
 
     /// A timestamp for a new changeset: the clock, but never at or before the previous one.
     func nextTimestamp() throws -> Int64 {

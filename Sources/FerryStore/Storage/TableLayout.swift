@@ -88,13 +88,4 @@ struct PropertyKind {
         if case .null = v { return acceptsNull }
         return v.type == valueType
     }
-
-    /// Whether a single value fits (a list element, for lists).
-    func accepts(_ v: FerryValue) -> Bool {
-        switch v {
-        case .null: return acceptsNull
-        case .list: return false
-        default: return v.type == valueType
-        }
-    }
 }
