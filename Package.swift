@@ -32,14 +32,17 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CFerry", path: "include"),
+        /// TLS for wss:// and https://, and SHA-1 for the WebSocket handshake.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .target(name: "FerryCore", swiftSettings: fastExclusivity),
         .target(name: "FerryStore", dependencies: ["FerryCore", "CSQLite"], swiftSettings: fastExclusivity),
-        .target(name: "FerryClient", dependencies: ["FerryCore", "FerryStore", "CLibUV"]),
+        .target(name: "FerryClient", dependencies: ["FerryCore", "FerryStore", "CLibUV", "COpenSSL"]),
         .target(
             name: "FerryC",
             dependencies: ["CFerry", "FerryCore", "FerryStore", "FerryClient"],
@@ -59,8 +62,9 @@ let package = Package(
         ]),
         /// The server as a library, so tests run a real server in-process on a port the OS picks.
         .target(name: "FerryServer", dependencies: [
-            "FerryCore", "FerryAppConfig", "FerryAuth",
+            "FerryCore", "FerryStore", "FerryAppConfig", "FerryAuth",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "ferry-server", dependencies: [
@@ -75,5 +79,10 @@ let package = Package(
             "FerryAuth", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
         ]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryClient"]),
+        /// The client's network stack and sync engine against a real in-process ferry-server.
+        .testTarget(name: "FerryClientTests", dependencies: [
+            "FerryClient", "FerryServer",
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+        ]),
     ]
 )

@@ -78,6 +78,10 @@ typedef enum ferry_error_code {
   FERRY_ERR_OUT_OF_RANGE = -17,         /* a list or results index past the end */
   FERRY_ERR_CORRUPT = -18,              /* the file is not a Ferry database, or is damaged */
   FERRY_ERR_BUSY = -19,                 /* another process held the file's write lock too long */
+  FERRY_ERR_NETWORK = -20,              /* the server could not be reached, or the connection broke */
+  FERRY_ERR_AUTH = -21,                 /* the server refused the credentials or the token */
+  FERRY_ERR_SYNC = -22,                 /* the sync server reported an error */
+  FERRY_ERR_TIMEOUT = -23,              /* the operation did not complete within its timeout */
   FERRY_ERR_INTERNAL = -100             /* a bug in Ferry: please report it with the message */
 } ferry_error_code_t;
 

@@ -11,6 +11,9 @@ import Glibc
 /// so a host that closes everything ends with no Ferry thread and nothing leaked.
 public final class EventLoop: @unchecked Sendable {
     private let loop: UnsafeMutablePointer<uv_loop_t>
+    /// The libuv loop, for handles (sockets, timers) that live on this loop; touch it only
+    /// from the loop thread.
+    public var uvLoop: UnsafeMutablePointer<uv_loop_t> { loop }
     private let async: UnsafeMutablePointer<uv_async_t>
     private var thread = pthread_t()
     private let lock = LoopLock()

@@ -20,6 +20,13 @@ public enum ErrorCode: Int32, Sendable, CaseIterable {
     case outOfRange = -17
     case corrupt = -18
     case busy = -19
+    /// The server could not be reached, or the connection broke.
+    case network = -20
+    /// The server refused the credentials or the token.
+    case auth = -21
+    /// The sync server reported an error (see the sync error handler for details).
+    case sync = -22
+    case timeout = -23
     case `internal` = -100
 
     /// Short static text for the code, as `ferry_strerror` returns it.
@@ -44,6 +51,10 @@ public enum ErrorCode: Int32, Sendable, CaseIterable {
         case .outOfRange: return "index out of range"
         case .corrupt: return "corrupt or foreign file"
         case .busy: return "database is busy"
+        case .network: return "network error"
+        case .auth: return "authentication failed"
+        case .sync: return "sync error"
+        case .timeout: return "timed out"
         case .internal: return "internal error"
         }
     }

@@ -2,6 +2,7 @@ import FerryAppConfig
 import FerryAuth
 import Foundation
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 
 /// A Ferry server: reads the app directory, prepares its data directory and authentication,
@@ -29,9 +30,14 @@ public enum FerryServer {
         router.add(middleware: AuthErrorMiddleware())
         router.get("health") { _, _ in "ok" }
         AuthRoutes(appId: app.appId, auth: auth).add(to: router)
+        let storage = try SQLiteSyncStorage(path: configuration.dataDirectory + "/sync.sqlite")
+        let hub = try SyncHub(app: app, storage: storage, logger: logger)
+        let syncRouter = Router(context: BasicWebSocketRequestContext.self)
+        SyncRoutes(appId: app.appId, auth: auth, hub: hub, logger: logger).add(to: syncRouter)
         logger.info("serving app '\(app.name)' (\(app.appId)): \(app.collections.count) collection(s), providers \(app.authProviders.filter { !$0.disabled }.map(\.type).sorted())")
         return Application(
             router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: syncRouter),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ferry-server"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port

@@ -118,6 +118,7 @@ public final class Database: @unchecked Sendable {
                 // Observers must never see a commit's data without its changes (nor the
                 // reverse): they read under the reader lock, so commit and publish under it.
                 try store.commitAndPublish(changes)
+                if !log.isEmpty { store.notifyCommitListeners() }
             } catch let e as FerryError {
                 try? store.writer.exec("ROLLBACK")
                 throw FerryError(e.code == .duplicatePrimaryKey ? .io : e.code, "the commit failed and was rolled back: \(e.message)")
@@ -361,6 +362,39 @@ public final class Database: @unchecked Sendable {
     /// Forgets an observer the host unregistered (the observer is already cancelled).
     public func forget(_ observer: ChangeObserver) {
         lock.withLock { observers.removeAll { $0 === observer } }
+    }
+
+    // MARK: sync access (Database+Sync)
+
+    /// Calls `listener` (on the committing thread) after each local commit that changed
+    /// something, on any handle of this file; nil removes it.
+    public func setCommitListener(_ owner: AnyObject, _ listener: (@Sendable () -> Void)?) {
+        store.setCommitListener(ObjectIdentifier(owner), listener)
+    }
+
+    var storeForSync: Store { store }
+
+    /// A read of the last commit, for the sync engine.
+    func readingStore<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try locked { }
+        return try store.read(body)
+    }
+
+    /// A write transaction of the sync engine's own (not logged in the history): `body`
+    /// returns the instructions it applied, which observers are told about.
+    func writingStore(_ body: (SQLiteConnection) throws -> [Instruction]?) throws {
+        try locked { }
+        let owner = ObjectIdentifier(SyncWriter.shared)
+        try store.acquireWriteLock(for: owner)
+        defer { store.releaseWriteLock(for: owner) }
+        do {
+            let applied = try body(store.writer)
+            let changes = applied.flatMap { store.hasObservers ? CommittedChanges($0) : nil }
+            try store.commitAndPublish(changes)
+        } catch {
+            try? store.writer.exec("ROLLBACK")
+            throw error
+        }
     }
 
     // MARK: history

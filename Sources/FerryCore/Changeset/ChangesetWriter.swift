@@ -21,6 +21,9 @@ public struct ChangesetWriter {
 
     public init(capacity: Int = 256) { body = ByteWriter(capacity: capacity) }
 
+    /// About how large the encoded changeset is so far (to cut downloads into chunks).
+    public var byteCount: Int { body.bytes.count }
+
     /// The index of a class or property name in this changeset's name table.
     public mutating func intern(_ s: String) -> Int {
         if let i = names[s] { return i }

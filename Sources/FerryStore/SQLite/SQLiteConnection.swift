@@ -4,7 +4,7 @@ import FerryCore
 /// One SQLite connection. Every call into SQLite goes through this file and `Statement`, so
 /// there is one place that maps SQLite's failures to `FerryError`s. Not thread-safe: the
 /// store guards each connection with its own lock.
-final class SQLiteConnection {
+public final class SQLiteConnection {
     private(set) var db: OpaquePointer?
     private var cache: [String: Statement] = [:]
     /// Statements the store uses on hot paths, by a small integer key (hashing an Int is much
@@ -17,7 +17,7 @@ final class SQLiteConnection {
         return true
     }()
 
-    init(path: String, flags: Int32, description: String) throws {
+    public init(path: String, flags: Int32, description: String) throws {
         _ = Self.configured
         self.description = description
         var handle: OpaquePointer?
@@ -32,9 +32,15 @@ final class SQLiteConnection {
         sqlite3_busy_timeout(handle, 10_000)
     }
 
+    /// Opens (creating if needed) a file for reading and writing: for callers outside the
+    /// store, such as the server's storage, which do not import SQLite's constants.
+    public convenience init(creatingAt path: String, description: String) throws {
+        try self.init(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, description: description)
+    }
+
     deinit { close() }
 
-    func close() {
+    public func close() {
         for s in cache.values { s.finalize() }
         for s in keyed.values { s.finalize() }
         cache.removeAll()
@@ -43,7 +49,7 @@ final class SQLiteConnection {
         db = nil
     }
 
-    func error(_ rc: Int32, _ what: String) -> FerryError {
+    public func error(_ rc: Int32, _ what: String) -> FerryError {
         let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
         switch rc & 0xff {
         case SQLITE_BUSY, SQLITE_LOCKED: return FerryError(.busy, "\(what): the database is locked by another process (\(message))")
@@ -55,7 +61,7 @@ final class SQLiteConnection {
     }
 
     /// Runs one or more statements that return no rows.
-    func exec(_ sql: String) throws {
+    public func exec(_ sql: String) throws {
         guard let db else { throw FerryError(.closed, "the connection is closed") }
         var err: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(db, sql, nil, nil, &err)
@@ -69,7 +75,7 @@ final class SQLiteConnection {
     }
 
     /// A prepared statement, cached by its text, reset and unbound for reuse.
-    func statement(_ sql: String) throws -> Statement {
+    public func statement(_ sql: String) throws -> Statement {
         if let s = cache[sql] {
             s.reset()
             return s
@@ -82,7 +88,7 @@ final class SQLiteConnection {
     /// A prepared statement cached under `key`; `sql` is only evaluated the first time.
     /// Callers bind every parameter (old bindings are never cleared) and reset the statement
     /// when done with it (`defer { s.resetKeepingBindings() }`), so it is ready here as it is.
-    func statement(key: Int, _ sql: @autoclosure () -> String) throws -> Statement {
+    public func statement(key: Int, _ sql: @autoclosure () -> String) throws -> Statement {
         if let s = keyed[key] { return s }
         let s = try prepare(sql())
         keyed[key] = s
@@ -99,7 +105,7 @@ final class SQLiteConnection {
 
     /// Sets (or with nil, removes) the hook SQLite calls after each commit in WAL mode; it
     /// replaces SQLite's own automatic checkpoints.
-    func setWALHook(_ context: UnsafeMutableRawPointer?,
+    public func setWALHook(_ context: UnsafeMutableRawPointer?,
                     _ hook: (@convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafePointer<CChar>?, Int32) -> Int32)?) {
         guard let db else { return }
         sqlite3_wal_hook(db, hook, context)

@@ -29,6 +29,17 @@ final class Store: @unchecked Sendable {
     private var writeOwner: ObjectIdentifier?
     private var writeOwnerThread: UInt = 0
     private var observers: [ObjectIdentifier: ChangeObserver] = [:]
+    /// Told after every local commit that wrote history (the sync engine uploads then).
+    private var commitListeners: [ObjectIdentifier: @Sendable () -> Void] = [:]
+
+    func setCommitListener(_ owner: ObjectIdentifier, _ listener: (@Sendable () -> Void)?) {
+        state.withLock { commitListeners[owner] = listener }
+    }
+
+    func notifyCommitListeners() {
+        let current = state.withLock { Array(commitListeners.values) }
+        for l in current { l() }
+    }
     private var lastTimestamp: Int64 = 0
 
     init(location: StoreLocation, schema requested: Schema?, synced: Bool) throws {
@@ -135,6 +146,7 @@ final class Store: @unchecked Sendable {
                 try w.exec("""
                     CREATE TABLE IF NOT EXISTS __ferry_meta (key TEXT PRIMARY KEY NOT NULL, value BLOB);
                     CREATE TABLE IF NOT EXISTS __ferry_history (version INTEGER PRIMARY KEY, changeset BLOB NOT NULL);
+                    CREATE TABLE IF NOT EXISTS __ferry_sync_bases (history_version INTEGER PRIMARY KEY, server_version INTEGER NOT NULL);
                     """)
                 p = try plan()
                 if let m = p.migration {

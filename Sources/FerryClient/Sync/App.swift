@@ -1,0 +1,248 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FerryCore
+import FerryStore
+
+/// A Ferry App on this device (the seeds' `App`): which server and app it talks to, where it
+/// keeps its users, and the sync machinery of its users' databases. Its network work runs on
+/// Ferry's event loop thread; completions and handlers are called there.
+public final class App: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var appId: String
+        /// `http://host:port` or `https://host:port` of the Ferry server.
+        public var baseURL: String
+        /// Where the App keeps its user cache (and, by default, the users' databases).
+        public var baseDirectory: String
+        public var tls: TLSOptions
+        public var requestTimeoutMs: UInt64
+        public var logLevel: LogLevel
+        public init(appId: String, baseURL: String, baseDirectory: String, tls: TLSOptions = TLSOptions(),
+                    requestTimeoutMs: UInt64 = 60_000, logLevel: LogLevel = .info) {
+            self.appId = appId
+            self.baseURL = baseURL
+            self.baseDirectory = baseDirectory
+            self.tls = tls
+            self.requestTimeoutMs = requestTimeoutMs
+            self.logLevel = logLevel
+        }
+    }
+
+    public let configuration: Configuration
+    let loop: EventLoop
+    private let lock = LoopLock()
+    private var store: UserStore?
+    private var users: [String: SyncUser] = [:]
+    private var order: [String] = []
+    private var _errorHandler: (@Sendable (SyncSession, SyncError) -> Void)?
+    private var _logger: (@Sendable (LogLevel, String) -> Void)?
+    private var closed = false
+    /// One connection per user (loop thread only).
+    var connections: [String: SyncConnection] = [:]
+
+    public init(_ configuration: Configuration) throws {
+        guard !configuration.appId.isEmpty else { throw FerryError(.invalidArgument, "the app id is empty") }
+        let base = try Endpoint(parsing: configuration.baseURL)
+        guard base.scheme == "http" || base.scheme == "https" else {
+            throw FerryError(.invalidArgument, "the base URL must start with http:// or https:// (got '\(configuration.baseURL)')")
+        }
+        self.configuration = configuration
+        let store = try UserStore(directory: configuration.baseDirectory)
+        self.store = store
+        loop = try EventLoop.acquireShared()
+        for r in try store.all() {
+            users[r.id] = SyncUser(id: r.id, provider: r.provider, accessToken: r.accessToken, refreshToken: r.refreshToken,
+                                   state: r.loggedIn ? .loggedIn : .loggedOut, app: self)
+            order.append(r.id)
+        }
+    }
+
+    deinit { close() }
+
+    /// Ends every connection and releases the loop. Open databases stay usable locally.
+    public func close() {
+        let wasOpen: Bool = lock.withLock {
+            defer { closed = true }
+            return !closed
+        }
+        guard wasOpen else { return }
+        let done = LoopSemaphore()
+        loop.post { [self] in
+            for c in connections.values { c.shutdown() }
+            connections.removeAll()
+            done.signal()
+        }
+        if !loop.isCurrent { done.wait() }
+        lock.withLock { store?.close(); store = nil }
+        EventLoop.releaseShared()
+    }
+
+    // MARK: handlers
+
+    public var errorHandler: (@Sendable (SyncSession, SyncError) -> Void)? {
+        get { lock.withLock { _errorHandler } }
+        set { lock.withLock { _errorHandler = newValue } }
+    }
+
+    public var logger: (@Sendable (LogLevel, String) -> Void)? {
+        get { lock.withLock { _logger } }
+        set { lock.withLock { _logger = newValue } }
+    }
+
+    func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
+        guard level >= configuration.logLevel, let l = logger else { return }
+        l(level, message())
+    }
+
+    func report(_ error: SyncError, session: SyncSession) {
+        log(error.isFatal ? .error : .warn, "sync error \(error.code) on \(session.path): \(error.message)")
+        errorHandler?(session, error)
+    }
+
+    // MARK: users
+
+    public var currentUser: SyncUser? {
+        lock.withLock { order.lazy.compactMap { self.users[$0] }.first { $0.isLoggedIn } }
+    }
+
+    public var allUsers: [SyncUser] { lock.withLock { order.compactMap { users[$0] } } }
+
+    private var authBase: String { configuration.baseURL.trimmingSuffix("/") + "/api/client/v2.0" }
+
+    /// Logs in; the completion runs on the loop thread.
+    public func login(_ credentials: Credentials, completion: @escaping @Sendable (Result<SyncUser, FerryError>) -> Void) {
+        let request = HTTPRequest(method: "POST", url: "\(authBase)/app/\(configuration.appId)/auth/providers/\(credentials.provider)/login",
+                                  headers: [("Content-Type", "application/json")], body: Array(credentials.body.utf8))
+        loop.post { [self] in
+            HTTPClient.send(request, on: loop, tls: configuration.tls, timeoutMs: configuration.requestTimeoutMs) { [self] result in
+                completion(result.flatMap { response in
+                    Result {
+                        let json = try Self.check(response, what: "log in")
+                        guard let id = json["user_id"]?.stringValue, let access = json["access_token"]?.stringValue,
+                              let refresh = json["refresh_token"]?.stringValue else {
+                            throw FerryError(.corrupt, "the server's login answer lacks user_id, access_token or refresh_token")
+                        }
+                        return try self.loggedIn(id: id, provider: credentials.provider, access: access, refresh: refresh)
+                    }.mapError { $0 as? FerryError ?? FerryError(.internal, "\($0)") }
+                })
+            }
+        }
+    }
+
+    /// Registers an email/password user (then log in with `.emailPassword`).
+    public func register(email: String, password: String, completion: @escaping @Sendable (Result<Void, FerryError>) -> Void) {
+        let request = HTTPRequest(method: "POST", url: "\(authBase)/app/\(configuration.appId)/auth/providers/local-userpass/register",
+                                  headers: [("Content-Type", "application/json")],
+                                  body: Array(JSON.encodeObject([("email", email), ("password", password)]).utf8))
+        loop.post { [self] in
+            HTTPClient.send(request, on: loop, tls: configuration.tls, timeoutMs: configuration.requestTimeoutMs) { result in
+                completion(result.flatMap { r in Result { _ = try Self.check(r, what: "register") }.mapError { $0 as? FerryError ?? FerryError(.internal, "\($0)") } })
+            }
+        }
+    }
+
+    /// Logs a user out: its refresh token is revoked on the server (best effort, offline too),
+    /// its sessions stop, and it stays in the cache as logged out.
+    public func logOut(_ user: SyncUser, completion: @escaping @Sendable (Result<Void, FerryError>) -> Void) {
+        let request = HTTPRequest(method: "DELETE", url: "\(authBase)/auth/session", headers: [("Authorization", "Bearer \(user.refreshToken)")])
+        user.update(state: .loggedOut)
+        let saved: Result<Void, FerryError> = Result { () throws -> Void in try lock.withLock { try store?.save(user.record, bump: false) } }
+            .mapError { $0 as? FerryError ?? FerryError(.io, "\($0)") }
+        loop.post { [self] in
+            connections.removeValue(forKey: user.id)?.shutdown(error: SyncError(code: 0, message: "the user logged out", isFatal: true, action: .logOutUser))
+            HTTPClient.send(request, on: loop, tls: configuration.tls, timeoutMs: configuration.requestTimeoutMs) { _ in completion(saved) }
+        }
+    }
+
+    private func loggedIn(id: String, provider: String, access: String, refresh: String) throws -> SyncUser {
+        try lock.withLock {
+            let user: SyncUser
+            if let u = users[id] {
+                u.update(accessToken: access, refreshToken: refresh, state: .loggedIn)
+                user = u
+            } else {
+                user = SyncUser(id: id, provider: provider, accessToken: access, refreshToken: refresh, state: .loggedIn, app: self)
+                users[id] = user
+            }
+            order.removeAll { $0 == id }
+            order.insert(id, at: 0)
+            try store?.save(user.record, bump: true)
+            return user
+        }
+    }
+
+    /// Gets a new access token with the refresh token (loop thread).
+    func refreshAccessToken(_ user: SyncUser, completion: @escaping (Result<Void, FerryError>) -> Void) {
+        let request = HTTPRequest(method: "POST", url: "\(authBase)/auth/session", headers: [("Authorization", "Bearer \(user.refreshToken)")])
+        HTTPClient.send(request, on: loop, tls: configuration.tls, timeoutMs: configuration.requestTimeoutMs) { [self] result in
+            completion(result.flatMap { r in
+                Result {
+                    let json = try Self.check(r, what: "refresh the access token")
+                    guard let access = json["access_token"]?.stringValue else { throw FerryError(.corrupt, "the refresh answer has no access_token") }
+                    user.update(accessToken: access)
+                    try lock.withLock { try store?.save(user.record, bump: false) }
+                }.mapError { $0 as? FerryError ?? FerryError(.internal, "\($0)") }
+            })
+        }
+    }
+
+    /// The JSON body of a 2xx answer, or the server's error as a FerryError.
+    static func check(_ r: HTTPResponse, what: String) throws -> JSON {
+        let json = r.body.isEmpty ? JSON.object([]) : (try? JSON.parse(r.body)) ?? .null
+        guard (200..<300).contains(r.status) else {
+            let message = json["error"]?.stringValue ?? "HTTP \(r.status)"
+            let code = json["error_code"]?.stringValue ?? "HTTP\(r.status)"
+            throw FerryError(r.status == 401 || r.status == 403 || r.status == 404 && code == "UserNotFound" ? .auth : .network,
+                             "could not \(what): \(message) (\(code))")
+        }
+        return json
+    }
+
+    // MARK: sync
+
+    /// The sync URL of the app (`ws://` or `wss://`).
+    var syncURL: String {
+        let base = configuration.baseURL.trimmingSuffix("/")
+        let ws = base.hasPrefix("https://") ? "wss://" + base.dropFirst(8) : "ws://" + base.dropFirst(7)
+        return ws + "/api/client/v2.0/app/\(configuration.appId)/realm-sync"
+    }
+
+    /// Opens a synced database of `user` at `path` with `schema` and starts its session.
+    public func openSynced(user: SyncUser, path: String, schema: Schema) throws -> SyncSession {
+        guard user.app === self else { throw FerryError(.invalidArgument, "the user belongs to another App") }
+        guard user.isLoggedIn else { throw FerryError(.auth, "user \(user.id) is logged out; log in again to open its synced databases") }
+        let scheduler = try LoopScheduler()
+        let db = try Database.open(DatabaseConfiguration(location: .file(path), schema: schema, synced: true), scheduler: scheduler)
+        let session = SyncSession(app: self, user: user, database: db, path: path)
+        loop.post { [self] in
+            let c: SyncConnection
+            if let existing = connections[user.id] { c = existing } else {
+                c = SyncConnection(app: self, user: user)
+                connections[user.id] = c
+            }
+            c.add(session)
+        }
+        return session
+    }
+
+    func detach(_ session: SyncSession) {
+        loop.post { [self] in connections[session.user.id]?.remove(session) }
+    }
+}
+
+extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        var s = self
+        while s.hasSuffix(suffix) { s.removeLast(suffix.count) }
+        return s
+    }
+}
+
+/// A one-shot semaphore to wait for the loop thread.
+final class LoopSemaphore: @unchecked Sendable {
+    private var sem = sem_t()
+    init() { sem_init(&sem, 0, 0) }
+    deinit { sem_destroy(&sem) }
+    func signal() { sem_post(&sem) }
+    func wait() { while sem_wait(&sem) != 0 {} }
+}

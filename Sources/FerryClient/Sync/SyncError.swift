@@ -1,0 +1,27 @@
+import FerryCore
+
+/// A sync error as the App's error handler receives it (SPEC F-ERRHANDLER).
+public struct SyncError: Sendable, Error {
+    public var code: Int32
+    public var message: String
+    /// The session cannot continue (it stops syncing).
+    public var isFatal: Bool
+    public var action: ErrorAction
+    public var compensatingWrites: [CompensatingWrite]
+
+    public init(code: Int32, message: String, isFatal: Bool, action: ErrorAction, compensatingWrites: [CompensatingWrite] = []) {
+        self.code = code
+        self.message = message
+        self.isFatal = isFatal
+        self.action = action
+        self.compensatingWrites = compensatingWrites
+    }
+
+    public var asFerryError: FerryError { FerryError(.sync, "sync error \(code): \(message)") }
+}
+
+/// The log levels of the App's logger (SPEC F-LOG).
+public enum LogLevel: Int32, Sendable, Comparable {
+    case all = 0, trace, debug, detail, info, warn, error, fatal, off
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+}

@@ -1,0 +1,156 @@
+import FerryCore
+import FerryStore
+
+/// The embedded store: one SQLite file (`sync.sqlite` in the data directory), WAL with
+/// synchronous=FULL so a committed upload survives a power cut before it is acknowledged.
+public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
+    private let db: SQLiteConnection
+    private let lock = ServerLock()
+
+    public init(path: String) throws {
+        db = try SQLiteConnection(creatingAt: path, description: "the server's sync store \(path)")
+        try db.exec("""
+            PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
+            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS objects (tbl TEXT NOT NULL, pk BLOB NOT NULL, version INTEGER NOT NULL,
+                doc BLOB, lists BLOB, PRIMARY KEY (tbl, pk)) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS objects_by_version ON objects (tbl, version);
+            CREATE TABLE IF NOT EXISTS client_files (ident INTEGER PRIMARY KEY, salt INTEGER NOT NULL,
+                user_id TEXT NOT NULL, acked INTEGER NOT NULL DEFAULT 0, sub_version INTEGER NOT NULL DEFAULT 0,
+                subs BLOB, last_seen INTEGER NOT NULL DEFAULT 0);
+            INSERT OR IGNORE INTO meta VALUES ('server_version', 0);
+            """)
+    }
+
+    public func close() { lock.withLock { db.close() } }
+
+    public func serverVersion() throws -> UInt64 {
+        try lock.withLock {
+            let s = try db.statement("SELECT value FROM meta WHERE key = 'server_version'")
+            defer { s.reset() }
+            return try s.step() ? UInt64(bitPattern: s.int64(0)) : 0
+        }
+    }
+
+    public func newClientFile(userId: String) throws -> ClientFileRecord {
+        try lock.withLock {
+            let salt = UInt64.random(in: 1...UInt64(Int64.max))
+            let s = try db.statement("INSERT INTO client_files (salt, user_id) VALUES (?, ?) RETURNING ident")
+            defer { s.reset() }
+            s.bind(1, Int64(bitPattern: salt)); s.bind(2, userId)
+            guard try s.step() else { throw FerryError(.io, "could not allocate a client file") }
+            return ClientFileRecord(ident: UInt64(bitPattern: s.int64(0)), salt: salt, userId: userId,
+                                    acknowledgedClientVersion: 0, subscriptionVersion: 0, subscriptions: [])
+        }
+    }
+
+    public func clientFile(_ ident: UInt64) throws -> ClientFileRecord? {
+        try lock.withLock {
+            let s = try db.statement("SELECT salt, user_id, acked, sub_version, subs FROM client_files WHERE ident = ?")
+            defer { s.reset() }
+            s.bind(1, Int64(bitPattern: ident))
+            guard try s.step() else { return nil }
+            let subs = s.isNull(4) ? [] : try Self.decodeSubscriptions(s.blob(4))
+            return ClientFileRecord(ident: ident, salt: UInt64(bitPattern: s.int64(0)), userId: s.string(1),
+                                    acknowledgedClientVersion: UInt64(bitPattern: s.int64(2)),
+                                    subscriptionVersion: UInt64(bitPattern: s.int64(3)), subscriptions: subs)
+        }
+    }
+
+    public func saveSubscriptions(clientFile ident: UInt64, version: UInt64, subscriptions: [Subscription]) throws {
+        try lock.withLock {
+            let s = try db.statement("UPDATE client_files SET sub_version = ?, subs = ? WHERE ident = ?")
+            defer { s.reset() }
+            s.bind(1, Int64(bitPattern: version)); s.bind(2, blob: Self.encodeSubscriptions(subscriptions)); s.bind(3, Int64(bitPattern: ident))
+            try s.run()
+        }
+    }
+
+    public func object(_ key: ObjectKey, schema: ObjectSchema) throws -> StoredObject? {
+        try lock.withLock {
+            let s = try db.statement("SELECT doc, lists FROM objects WHERE tbl = ? AND pk = ?")
+            defer { s.reset() }
+            s.bind(1, key.table); s.bind(2, blob: ValueCodec.encode(key.key))
+            guard try s.step() else { return nil }
+            let object = s.isNull(0) ? nil : try StampedObject.decode(s.blob(0), schema: schema)
+            var lists = ListOperationLog()
+            if !s.isNull(1) {
+                var r = ByteReader(s.blob(1))
+                lists = try ListOperationLog.decode(from: &r)
+            }
+            return StoredObject(object: object, lists: lists)
+        }
+    }
+
+    public func commit(version: UInt64, objects: [ObjectKey: StoredObject], clientFile: UInt64, clientVersion: UInt64) throws {
+        try lock.withLock {
+            try db.exec("BEGIN IMMEDIATE")
+            do {
+                let put = try db.statement("INSERT OR REPLACE INTO objects (tbl, pk, version, doc, lists) VALUES (?, ?, ?, ?, ?)")
+                for (key, stored) in objects {
+                    put.reset()
+                    put.bind(1, key.table); put.bind(2, blob: ValueCodec.encode(key.key)); put.bind(3, Int64(bitPattern: version))
+                    if let o = stored.object { put.bind(4, blob: o.encode()) } else { put.bindNull(4) }
+                    if stored.lists.entries.isEmpty { put.bindNull(5) } else {
+                        var w = ByteWriter()
+                        stored.lists.encode(into: &w)
+                        put.bind(5, blob: w.bytes)
+                    }
+                    try put.run()
+                }
+                put.reset()
+                let v = try db.statement("UPDATE meta SET value = max(value, ?) WHERE key = 'server_version'")
+                v.bind(1, Int64(bitPattern: version))
+                try v.run()
+                v.reset()
+                let c = try db.statement("UPDATE client_files SET acked = max(acked, ?), last_seen = ? WHERE ident = ?")
+                c.bind(1, Int64(bitPattern: clientVersion)); c.bind(2, Int64(ServerClock.secondsSinceEpoch())); c.bind(3, Int64(bitPattern: clientFile))
+                try c.run()
+                c.reset()
+                try db.exec("COMMIT")
+            } catch {
+                try? db.exec("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public func changes(since version: UInt64, schema: ObjectSchema, _ body: (FerryValue, StampedObject?, UInt64) throws -> Void) throws {
+        try lock.withLock {
+            let s = try db.statement("SELECT pk, doc, version FROM objects WHERE tbl = ? AND version > ? ORDER BY version")
+            defer { s.reset() }
+            s.bind(1, schema.name); s.bind(2, Int64(bitPattern: version))
+            while try s.step() {
+                let key = try ValueCodec.decode(s.blob(0))
+                let object = s.isNull(1) ? nil : try StampedObject.decode(s.blob(1), schema: schema)
+                try body(key, object, UInt64(bitPattern: s.int64(2)))
+            }
+        }
+    }
+
+    public func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) throws -> Void) throws {
+        try lock.withLock {
+            let s = try db.statement("SELECT pk, doc FROM objects WHERE tbl = ? AND doc IS NOT NULL")
+            defer { s.reset() }
+            s.bind(1, schema.name)
+            while try s.step() {
+                try body(try ValueCodec.decode(s.blob(0)), try StampedObject.decode(s.blob(1), schema: schema))
+            }
+        }
+    }
+
+    static func encodeSubscriptions(_ subs: [Subscription]) -> [UInt8] {
+        var w = ByteWriter()
+        w.varint(UInt64(subs.count))
+        for s in subs { w.string(s.name); w.string(s.objectType); w.string(s.query) }
+        return w.bytes
+    }
+
+    static func decodeSubscriptions(_ bytes: [UInt8]) throws -> [Subscription] {
+        var r = ByteReader(bytes)
+        let n = try r.count(minSize: 3)
+        var out: [Subscription] = []
+        for _ in 0..<n { out.append(Subscription(name: try r.string(), objectType: try r.string(), query: try r.string())) }
+        return out
+    }
+}

@@ -1,0 +1,80 @@
+import FerryAppConfig
+import FerryCore
+
+/// What one session may see: per class, the compiled subscription queries and the user's
+/// read permission. An object is in the view when its class is subscribed, one of the class's
+/// queries matches it and the user's role may read it (SPEC F-VIEW).
+struct SessionView: Sendable {
+    let user: UserContext
+    /// Queries by class name.
+    let queries: [String: [CompiledQuery]]
+    /// The applicable role by class name (nil: no role applies, nothing readable).
+    let roles: [String: Role?]
+
+    static func empty(user: UserContext) -> SessionView { SessionView(user: user, queries: [:], roles: [:]) }
+
+    /// Compiles a subscription set, or says what is wrong with it (a clear message for the
+    /// client's subscription set error).
+    static func make(_ subscriptions: [Subscription], user: UserContext, app: AppConfiguration, schema: Schema) -> Result<SessionView, SubscriptionError> {
+        var queries: [String: [CompiledQuery]] = [:]
+        var roles: [String: Role?] = [:]
+        for s in subscriptions {
+            guard let os = schema.objectSchema(named: s.objectType) else {
+                return .failure(SubscriptionError("subscription '\(s.name)': no object type '\(s.objectType)' in the app's schema"))
+            }
+            if os.isAsymmetric || app.sync.asymmetricTables.contains(os.name) {
+                return .failure(SubscriptionError("subscription '\(s.name)': '\(s.objectType)' is an asymmetric (ingest-only) type and cannot be subscribed to"))
+            }
+            let q: CompiledQuery
+            do { q = try CompiledQuery(s.query, on: os) } catch let e as FerryError {
+                return .failure(SubscriptionError("subscription '\(s.name)': invalid query '\(s.query)' on '\(s.objectType)': \(e.message)"))
+            } catch {
+                return .failure(SubscriptionError("subscription '\(s.name)': invalid query '\(s.query)'"))
+            }
+            let allowed = Set(app.sync.queryableFields + (app.sync.collectionQueryableFields[os.name] ?? []) + [os.primaryKey.name])
+            for p in q.predicate.properties.sorted() where !allowed.contains(os.properties[p].name) {
+                return .failure(SubscriptionError(
+                    "subscription '\(s.name)': the query '\(s.query)' on '\(s.objectType)' uses the field '\(os.properties[p].name)', which is not queryable; queryable fields: \(allowed.sorted().joined(separator: ", "))"))
+            }
+            queries[os.name, default: []].append(q)
+            if roles[os.name] == nil { roles[os.name] = .some(app.rules(for: os.name)?.role(for: user)) }
+        }
+        return .success(SessionView(user: user, queries: queries, roles: roles))
+    }
+
+    var classes: [String] { Array(queries.keys) }
+
+    func contains(_ values: [FerryValue], of os: ObjectSchema) -> Bool {
+        guard let qs = queries[os.name], case .some(.some(let role)) = roles[os.name] else { return false }
+        guard qs.contains(where: { $0.matches(values) }) else { return false }
+        return role.canRead(user: user) { name in os.propertyIndex(named: name).map { values[$0] } }
+    }
+
+    /// The queries of a class for write validation (an empty list puts every write outside).
+    func subscriptions(of table: String) -> [CompiledQuery] { queries[table] ?? [] }
+}
+
+struct SubscriptionError: Error, Sendable {
+    let message: String
+    init(_ message: String) { self.message = message }
+}
+
+extension Predicate {
+    /// Every property the predicate reads.
+    var properties: Set<Int> {
+        switch self {
+        case .constant: return []
+        case .and(let items), .or(let items): return items.reduce(into: Set<Int>()) { $0.formUnion($1.properties) }
+        case .not(let p): return p.properties
+        case .compare(let p, _, _, _, _), .inSet(let p, _, _, _), .count(let p, _, _): return [p]
+        case .compareProperties(let l, _, let r, _): return [l, r]
+        }
+    }
+}
+
+extension AppConfiguration {
+    /// The rules of a collection, or the default rules.
+    func rules(for table: String) -> CollectionRules? {
+        collections.first { $0.objectSchema.name == table }?.rules ?? defaultRules
+    }
+}

@@ -1,0 +1,192 @@
+import FerryCore
+
+/// A synced file's sync state, kept in the file itself so it survives restarts and crashes
+/// together with the data it describes.
+public struct SyncMetadata: Sendable, Equatable {
+    /// The server's identity for this file (0 until the server assigned one).
+    public var clientFileIdent: UInt64 = 0
+    public var clientFileSalt: UInt64 = 0
+    /// The last server version integrated here.
+    public var serverVersion: UInt64 = 0
+    /// The last local version (history version) the server made durable.
+    public var acknowledged: UInt64 = 0
+}
+
+/// A local changeset waiting for upload.
+public struct PendingChangeset: Sendable {
+    public var version: UInt64
+    /// The server version the change was made on (what the device had integrated then).
+    public var base: UInt64
+    public var bytes: [UInt8]
+}
+
+/// The sync engine's access to a database: its metadata, the local changes to upload, and
+/// the integration of downloaded objects. Downloaded changes are not written to the history
+/// (they are not the device's to upload) but fire notifications like local commits.
+extension Database {
+    private static let metaKeys = ["sync.ident", "sync.salt", "sync.server_version", "sync.acknowledged"]
+
+    public func syncMetadata() throws -> SyncMetadata {
+        try readingStore { c in
+            var m = SyncMetadata()
+            let s = try c.statement("SELECT key, value FROM __ferry_meta WHERE key LIKE 'sync.%'")
+            defer { s.resetKeepingBindings() }
+            while try s.step() {
+                let v = UInt64(bitPattern: s.int64(1))
+                switch s.string(0) {
+                case "sync.ident": m.clientFileIdent = v
+                case "sync.salt": m.clientFileSalt = v
+                case "sync.server_version": m.serverVersion = v
+                case "sync.acknowledged": m.acknowledged = v
+                default: break
+                }
+            }
+            return m
+        }
+    }
+
+    /// Stores the identity the server gave this file.
+    public func setClientFile(ident: UInt64, salt: UInt64) throws {
+        try writingStore { c in
+            try Self.putMeta(c, "sync.ident", ident)
+            try Self.putMeta(c, "sync.salt", salt)
+            return nil
+        }
+    }
+
+    /// A value kept for the sync engine in the file (e.g. the subscription sets), by key.
+    public func syncValue(_ key: String) throws -> [UInt8]? {
+        try readingStore { c in
+            let s = try c.statement("SELECT value FROM __ferry_meta WHERE key = ?")
+            defer { s.resetKeepingBindings() }
+            s.bind(1, "sync.value." + key)
+            return try s.step() && !s.isNull(0) ? s.blob(0) : nil
+        }
+    }
+
+    public func setSyncValue(_ key: String, _ value: [UInt8]) throws {
+        try writingStore { c in
+            let s = try c.statement("INSERT OR REPLACE INTO __ferry_meta (key, value) VALUES (?, ?)")
+            defer { s.resetKeepingBindings() }
+            s.bind(1, "sync.value." + key); s.bind(2, blob: value)
+            try s.run()
+            return nil
+        }
+    }
+
+    /// The local changesets after `version`, oldest first, up to about `maxBytes` (at least one).
+    public func pendingChangesets(after version: UInt64, maxBytes: Int = 1 << 20) throws -> [PendingChangeset] {
+        try readingStore { c in
+            var bases: [(UInt64, UInt64)] = []
+            let b = try c.statement("SELECT history_version, server_version FROM __ferry_sync_bases ORDER BY history_version")
+            while try b.step() { bases.append((UInt64(bitPattern: b.int64(0)), UInt64(bitPattern: b.int64(1)))) }
+            b.resetKeepingBindings()
+            let s = try c.statement("SELECT version, changeset FROM __ferry_history WHERE version > ? ORDER BY version")
+            defer { s.resetKeepingBindings() }
+            s.bind(1, Int64(bitPattern: version))
+            var out: [PendingChangeset] = []
+            var total = 0
+            while try s.step() {
+                let v = UInt64(bitPattern: s.int64(0))
+                let bytes = s.blob(1)
+                // The base is the server version of the last integration before this commit.
+                let base = bases.last(where: { $0.0 < v })?.1 ?? 0
+                out.append(PendingChangeset(version: v, base: base, bytes: bytes))
+                total += bytes.count
+                if total >= maxBytes { break }
+            }
+            return out
+        }
+    }
+
+    /// The newest local version (0 when nothing was ever written).
+    public func latestLocalVersion() throws -> UInt64 {
+        try readingStore { c in
+            let s = try c.statement("SELECT COALESCE(MAX(version), 0) FROM __ferry_history")
+            defer { s.resetKeepingBindings() }
+            _ = try s.step()
+            return UInt64(bitPattern: s.int64(0))
+        }
+    }
+
+    /// Integrates one download in one transaction: `objects` are whole objects (creates carry
+    /// every property) and erases from the server. Local changes not yet acknowledged are
+    /// applied again on top of the objects they touch, so the device keeps showing them until
+    /// the server's merged result comes back. Then records the server version (when given)
+    /// and the acknowledgement. Returns the instructions integrated.
+    @discardableResult
+    public func integrate(_ objects: [Instruction], serverVersion: UInt64?, acknowledged: UInt64) throws -> Int {
+        try writingStore { c in
+            let store = self.storeForSync
+            var touched: Set<ObjectKeyRef> = []
+            var applied: [Instruction] = []
+            for i in objects {
+                guard let ci = try? store.classIndex(named: i.table) else { continue } // a class this device does not have
+                let exists = try store.readRow(c, ci, key: i.key) != nil
+                switch i {
+                case .create:
+                    if exists { try store.deleteRow(c, ci, key: i.key) }
+                    try store.apply(i, on: c)
+                case .erase:
+                    guard exists else { continue }
+                    try store.deleteRow(c, ci, key: i.key)
+                default:
+                    if exists { try? store.apply(i, on: c) }
+                }
+                touched.insert(ObjectKeyRef(table: i.table, key: i.key))
+                applied.append(i)
+            }
+            let previous = try Self.getMeta(c, "sync.acknowledged")
+            let ack = max(previous, acknowledged)
+            if !touched.isEmpty {
+                let s = try c.statement("SELECT changeset FROM __ferry_history WHERE version > ? ORDER BY version")
+                s.bind(1, Int64(bitPattern: ack))
+                var local: [Instruction] = []
+                while try s.step() { local += (try? ChangesetCodec.decode(s.blob(0)).instructions) ?? [] }
+                s.resetKeepingBindings()
+                for i in local where touched.contains(ObjectKeyRef(table: i.table, key: i.key)) {
+                    // A local change that no longer applies (its object erased by the server)
+                    // is dropped here; the server decides its fate when it is uploaded.
+                    if case .create = i, let ci = try? store.classIndex(named: i.table), try store.readRow(c, ci, key: i.key) != nil {
+                        continue
+                    }
+                    do { try store.apply(i, on: c); applied.append(i) } catch {}
+                }
+            }
+            try Self.putMeta(c, "sync.acknowledged", ack)
+            if let serverVersion {
+                try Self.putMeta(c, "sync.server_version", serverVersion)
+                let h = try c.statement("INSERT OR REPLACE INTO __ferry_sync_bases (history_version, server_version) VALUES ((SELECT COALESCE(MAX(version), 0) FROM __ferry_history), ?)")
+                h.bind(1, Int64(bitPattern: serverVersion))
+                try h.run()
+                h.resetKeepingBindings()
+            }
+            return applied.isEmpty ? nil : applied
+        }
+        return objects.count
+    }
+
+    private static func getMeta(_ c: SQLiteConnection, _ key: String) throws -> UInt64 {
+        let s = try c.statement("SELECT value FROM __ferry_meta WHERE key = ?")
+        defer { s.resetKeepingBindings() }
+        s.bind(1, key)
+        return try s.step() ? UInt64(bitPattern: s.int64(0)) : 0
+    }
+
+    private static func putMeta(_ c: SQLiteConnection, _ key: String, _ value: UInt64) throws {
+        let s = try c.statement("INSERT OR REPLACE INTO __ferry_meta (key, value) VALUES (?, ?)")
+        defer { s.resetKeepingBindings() }
+        s.bind(1, key); s.bind(2, Int64(bitPattern: value))
+        try s.run()
+    }
+}
+
+private struct ObjectKeyRef: Hashable {
+    let table: String
+    let key: FerryValue
+}
+
+/// The owner of the sync engine's write transactions (the write lock is held per owner).
+final class SyncWriter: Sendable {
+    static let shared = SyncWriter()
+}
