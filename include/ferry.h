@@ -499,6 +499,217 @@ int ferry_db_history_count(uint64_t *out, ferry_db_t *db);
  *  tools: it reads the whole database. */
 int ferry_db_verify_history(ferry_db_t *db);
 
+
+/* ============================================================================================
+ * Sync: Apps, users, synced databases, subscriptions, errors
+ *
+ * An App talks to one Ferry server (ferry-server) and one app on it. Its network work runs on
+ * Ferry's event-loop thread; every completion callback and the sync error handler run on that
+ * thread, must not block it for long, and may call any Ferry function except the ones that
+ * wait for the loop (ferry_app_free, ferry_sync_session_close, ferry_sync_session_free: call
+ * those from the host's own threads). Handles (app, user, session, subscription set) are owned
+ * by the caller and freed with their _free function; NULL is a no-op for every _free.
+ * ========================================================================================== */
+
+typedef struct ferry_app ferry_app_t;
+typedef struct ferry_user ferry_user_t;
+typedef struct ferry_sync_session ferry_sync_session_t;
+typedef struct ferry_subscription_set ferry_subscription_set_t;
+
+typedef enum ferry_log_level {
+  FERRY_LOG_ALL = 0, FERRY_LOG_TRACE, FERRY_LOG_DEBUG, FERRY_LOG_DETAIL, FERRY_LOG_INFO,
+  FERRY_LOG_WARN, FERRY_LOG_ERROR, FERRY_LOG_FATAL, FERRY_LOG_OFF
+} ferry_log_level_t;
+
+/** A log line of the App (message lent for the call). Called on the loop thread. */
+typedef void (*ferry_log_cb)(void *userdata, int32_t level, const char *message);
+
+/** Completion of an asynchronous call: error is NULL on success, else the failure (lent for
+ *  the call). Called exactly once, on the loop thread. */
+typedef void (*ferry_status_cb)(void *userdata, const ferry_error_t *error);
+
+#define FERRY_APP_OPTIONS_VERSION 1
+
+typedef struct ferry_app_options {
+  uint32_t version;            /* FERRY_APP_OPTIONS_VERSION */
+  const char *app_id;          /* required: the app id of the server's app configuration */
+  const char *base_url;        /* required: http://host:port or https://host:port */
+  const char *base_directory;  /* required, must exist: the user cache lives here */
+  const char *ca_file;         /* PEM CA bundle for https/wss; NULL: the system's CAs */
+  bool verify_peer;            /* default true; false disables certificate checks (tests only) */
+  uint64_t request_timeout_ms; /* default 60000 */
+  int32_t log_level;           /* ferry_log_level_t, default FERRY_LOG_INFO */
+  ferry_log_cb log_callback;   /* NULL: no logging */
+  void *log_userdata;
+} ferry_app_options_t;
+
+/** Fills *opts with defaults. Errors: FERRY_ERR_INVALID_ARGUMENT (NULL, unknown version). */
+int ferry_app_options_init(ferry_app_options_t *opts, uint32_t version);
+
+/** Creates an App. Users who logged in earlier on this device are loaded from the cache in
+ *  base_directory (they survive restarts and are available offline). Any thread.
+ *  Errors: FERRY_ERR_INVALID_ARGUMENT (missing or malformed option), FERRY_ERR_IO. */
+int ferry_app_new(ferry_app_t **out, const ferry_app_options_t *opts);
+
+/** Closes the App's connections and frees it. Sessions opened through it stop syncing;
+ *  their database handles stay usable locally. Not from the loop thread. */
+void ferry_app_free(ferry_app_t *app);
+
+typedef enum ferry_credentials_kind {
+  FERRY_CREDENTIALS_ANONYMOUS = 0,
+  FERRY_CREDENTIALS_EMAIL_PASSWORD = 1, /* email, password */
+  FERRY_CREDENTIALS_JWT = 2,            /* token: a JWT of the host's auth system */
+  FERRY_CREDENTIALS_API_KEY = 3         /* token: the API key */
+} ferry_credentials_kind_t;
+
+typedef struct ferry_credentials {
+  int32_t kind; /* ferry_credentials_kind_t */
+  const char *email;
+  const char *password;
+  const char *token;
+} ferry_credentials_t;
+
+/** Login completion: on success user is a new handle owned by the callee (free it with
+ *  ferry_user_free) and error is NULL; on failure user is NULL. */
+typedef void (*ferry_user_cb)(void *userdata, ferry_user_t *user, const ferry_error_t *error);
+
+/** Logs in with credentials (copied before the call returns). The completion gets
+ *  FERRY_ERR_AUTH for refused credentials, FERRY_ERR_NETWORK when the server cannot be
+ *  reached, FERRY_ERR_TIMEOUT. Errors of the call itself: FERRY_ERR_INVALID_HANDLE,
+ *  FERRY_ERR_INVALID_ARGUMENT. */
+int ferry_app_log_in(ferry_app_t *app, const ferry_credentials_t *credentials, ferry_user_cb callback, void *userdata);
+
+/** Registers an email/password user (log in afterwards). */
+int ferry_app_register_email(ferry_app_t *app, const char *email, const char *password,
+                             ferry_status_cb callback, void *userdata);
+
+/** Logs a user out: the server revokes its refresh token (best effort: works offline), its
+ *  sessions stop with a fatal error, and it stays cached as logged out. */
+int ferry_app_log_out(ferry_app_t *app, ferry_user_t *user, ferry_status_cb callback, void *userdata);
+
+/** The most recently logged-in user still logged in; *out is NULL when there is none
+ *  (FERRY_OK). A new handle owned by the caller. */
+int ferry_app_current_user(ferry_user_t **out, ferry_app_t *app);
+
+/** The number of cached users, and the one at index (most recent first; a new handle). */
+int ferry_app_user_count(size_t *out, ferry_app_t *app);
+int ferry_app_get_user(ferry_user_t **out, ferry_app_t *app, size_t index);
+
+typedef enum ferry_user_state {
+  FERRY_USER_LOGGED_OUT = 0, FERRY_USER_LOGGED_IN = 1, FERRY_USER_REMOVED = 2
+} ferry_user_state_t;
+
+/** The user's id (lent for the handle's lifetime) and state. */
+int ferry_user_id(const char **out, const ferry_user_t *user);
+int ferry_user_state(int32_t *out, const ferry_user_t *user);
+void ferry_user_free(ferry_user_t *user);
+
+/* --- Errors ---------------------------------------------------------------------------- */
+
+typedef enum ferry_sync_action {
+  FERRY_SYNC_ACTION_WARNING = 0, FERRY_SYNC_ACTION_TRANSIENT, FERRY_SYNC_ACTION_APPLICATION_BUG,
+  FERRY_SYNC_ACTION_PROTOCOL_VIOLATION, FERRY_SYNC_ACTION_DELETE_DATABASE, FERRY_SYNC_ACTION_CLIENT_RESET,
+  FERRY_SYNC_ACTION_CLIENT_RESET_NO_RECOVERY, FERRY_SYNC_ACTION_REVERT_TO_PBS, FERRY_SYNC_ACTION_REFRESH_USER,
+  FERRY_SYNC_ACTION_REFRESH_LOCATION, FERRY_SYNC_ACTION_LOG_OUT_USER
+} ferry_sync_action_t;
+
+/** One object of a write the server rejected and reverted (SPEC F-CWINFO). */
+typedef struct ferry_compensating_write {
+  const char *object_type;
+  ferry_value_t primary_key;
+  const char *reason; /* e.g. write to "<pk>" in table "Item" not allowed; object is outside of the current query view */
+} ferry_compensating_write_t;
+
+/** A sync error; everything is lent for the handler's call. Code 231 is a compensating write
+ *  (is_fatal false, action WARNING); 226 a rejected subscription set. */
+typedef struct ferry_sync_error {
+  int32_t code;
+  const char *message;
+  bool is_fatal;        /* the session stopped syncing */
+  int32_t action;       /* ferry_sync_action_t */
+  const ferry_compensating_write_t *compensating_writes;
+  size_t compensating_writes_count;
+} ferry_sync_error_t;
+
+/** The App's sync error handler. session is lent for the call (do not free it). It runs after
+ *  the server's revert has been integrated, so a rejected object is already gone locally. */
+typedef void (*ferry_sync_error_cb)(void *userdata, ferry_sync_session_t *session, const ferry_sync_error_t *error);
+
+/** Sets (or with NULL clears) the App's sync error handler; a previous userdata is freed with
+ *  its userdata_free. */
+int ferry_app_set_sync_error_handler(ferry_app_t *app, ferry_sync_error_cb callback, void *userdata,
+                                     ferry_free_fn userdata_free);
+
+/* --- Synced databases ------------------------------------------------------------------- */
+
+#define FERRY_SYNC_OPTIONS_VERSION 1
+
+typedef struct ferry_sync_options {
+  uint32_t version;              /* FERRY_SYNC_OPTIONS_VERSION */
+  const char *path;              /* required: the database file (created if missing) */
+  const ferry_schema_t *schema;  /* required */
+} ferry_sync_options_t;
+
+int ferry_sync_options_init(ferry_sync_options_t *opts, uint32_t version);
+
+/** Opens a flexible-sync database of a logged-in user (download before open: never; the
+ *  database opens at once, offline too) and starts its sync session. *out_db is an ordinary
+ *  database handle (notifications on the loop thread; integrated downloads fire them);
+ *  *out_session drives sync. Free both; freeing the session stops syncing.
+ *  Nothing syncs down until the subscription set has a subscription (SPEC F-REQSUB).
+ *  Errors: FERRY_ERR_AUTH (logged-out user), FERRY_ERR_MULTIPLE_SYNC_AGENTS, the errors of
+ *  ferry_db_open. */
+int ferry_sync_open(ferry_sync_session_t **out_session, ferry_db_t **out_db, ferry_user_t *user,
+                    const ferry_sync_options_t *opts);
+
+/** Calls back once every local change committed before this call is durable on the server,
+ *  or with the error that stopped the session (a wait never hangs on a dead session). */
+int ferry_sync_wait_for_upload(ferry_sync_session_t *session, ferry_status_cb callback, void *userdata);
+
+/** Calls back once everything the server had when the request reached it is integrated. */
+int ferry_sync_wait_for_download(ferry_sync_session_t *session, ferry_status_cb callback, void *userdata);
+
+/** Stops the session (pending waits complete with FERRY_ERR_CLOSED) and frees it. Not from
+ *  the loop thread. */
+void ferry_sync_session_free(ferry_sync_session_t *session);
+
+/* --- Subscriptions (SPEC F-SUBS) --------------------------------------------------------- */
+
+typedef enum ferry_subscription_state {
+  FERRY_SUBSCRIPTIONS_PENDING = 0,   /* not yet complete on the server */
+  FERRY_SUBSCRIPTIONS_COMPLETE = 1,  /* the server sent everything it matches */
+  FERRY_SUBSCRIPTIONS_ERROR = 2,     /* rejected: see ferry_subscription_set_error */
+  FERRY_SUBSCRIPTIONS_SUPERSEDED = 3
+} ferry_subscription_state_t;
+
+/** A copy of the session's current subscription set, owned by the caller. Edit it with the
+ *  functions below and commit it with ferry_sync_update_subscriptions. */
+int ferry_sync_subscriptions(ferry_subscription_set_t **out, ferry_sync_session_t *session);
+void ferry_subscription_set_free(ferry_subscription_set_t *set);
+int ferry_subscription_set_version(uint64_t *out, const ferry_subscription_set_t *set);
+int ferry_subscription_set_state(int32_t *out, const ferry_subscription_set_t *set);
+/** The server's message for a rejected set ("" otherwise); lent until the set is freed or edited. */
+int ferry_subscription_set_error(const char **out, const ferry_subscription_set_t *set);
+int ferry_subscription_set_count(size_t *out, const ferry_subscription_set_t *set);
+/** The subscription at index; strings lent until the set is freed or edited. Any out may be NULL. */
+int ferry_subscription_set_get(const char **out_name, const char **out_object_type, const char **out_query,
+                               const ferry_subscription_set_t *set, size_t index);
+/** Adds a named query on an object type, replacing a subscription of the same name. */
+int ferry_subscription_set_add(ferry_subscription_set_t *set, const char *name, const char *object_type, const char *query);
+/** Removes by name (*out_removed, may be NULL, says whether it existed). */
+int ferry_subscription_set_remove(bool *out_removed, ferry_subscription_set_t *set, const char *name);
+/** Removes every subscription on an object type (*out_removed, may be NULL: how many). */
+int ferry_subscription_set_remove_type(size_t *out_removed, ferry_subscription_set_t *set, const char *object_type);
+int ferry_subscription_set_remove_all(ferry_subscription_set_t *set);
+
+/** Replaces the session's subscription set with set's subscriptions, atomically, as the next
+ *  version (*out_version, may be NULL), state pending, and sends it to the server. */
+int ferry_sync_update_subscriptions(uint64_t *out_version, ferry_sync_session_t *session, const ferry_subscription_set_t *set);
+
+/** Calls back once the set of this version (or a later one) is complete, or with
+ *  FERRY_ERR_SYNC and the server's message when it was rejected. */
+int ferry_sync_wait_for_subscriptions(ferry_sync_session_t *session, uint64_t version, ferry_status_cb callback, void *userdata);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@ import Glibc
 /// and wrong-kind handles come back as FERRY_ERR_INVALID_HANDLE instead of a crash.
 enum HandleKind: String {
     case schema = "schema", database = "database", object = "object", results = "results", token = "notification token"
+    case app = "app", user = "user", session = "sync session", subscriptionSet = "subscription set"
 }
 
 final class HandleTable: @unchecked Sendable {

@@ -109,6 +109,7 @@ public final class SyncSession: @unchecked Sendable {
         }
         if !app.loop.isCurrent { done.wait() }
         database.close()
+        database.scheduler.shutdown()
     }
 
     // MARK: the connection's side (loop thread)

@@ -12,7 +12,7 @@ public final class SyncUser: @unchecked Sendable {
     private var _accessToken: String
     private var _refreshToken: String
     private var _state: State
-    weak var app: App?
+    public internal(set) weak var app: App?
 
     init(id: String, provider: String, accessToken: String, refreshToken: String, state: State, app: App) {
         self.id = id

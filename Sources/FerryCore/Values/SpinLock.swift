@@ -2,9 +2,10 @@ import Synchronization
 
 /// A tiny mutual-exclusion lock for short critical sections in FerryCore, which has no
 /// platform dependency beyond the standard library's Synchronization module.
-final class SpinLock: @unchecked Sendable {
+public final class SpinLock: @unchecked Sendable {
+    public init() {}
     private let mutex = Mutex<Void>(())
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    public func withLock<T>(_ body: () throws -> T) rethrows -> T {
         try mutex.withLock { _ in try body() }
     }
 }

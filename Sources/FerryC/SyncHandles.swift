@@ -1,0 +1,128 @@
+import CFerry
+import FerryClient
+import FerryCore
+import FerryStore
+
+/// The object behind a `ferry_app_t *`, with the host's error handler and log callback.
+final class AppHandle: @unchecked Sendable {
+    let app: App
+    private let lock = SpinLock()
+    private var handlerUserdata: UnsafeMutableRawPointer?
+    private var handlerFree: ferry_free_fn?
+
+    init(app: App) { self.app = app }
+
+    func setErrorHandler(_ cb: ferry_sync_error_cb?, _ userdata: UnsafeMutableRawPointer?, _ userdataFree: ferry_free_fn?) {
+        let previous = lock.withLock { () -> (UnsafeMutableRawPointer?, ferry_free_fn?) in
+            defer { handlerUserdata = userdata; handlerFree = userdataFree }
+            return (handlerUserdata, handlerFree)
+        }
+        if let cb {
+            let box = CCallback(userdata: userdata)
+            app.errorHandler = { session, error in
+                let h = SessionHandle.lent(session)
+                withSyncError(error) { e in cb(box.userdata, h, e) }
+            }
+        } else {
+            app.errorHandler = nil
+        }
+        previous.1?(previous.0)
+    }
+
+    func release() {
+        app.close()
+        let (u, f) = lock.withLock { (handlerUserdata, handlerFree) }
+        f?(u)
+    }
+}
+
+/// The object behind a `ferry_user_t *`, lending its id.
+final class UserHandle {
+    let user: SyncUser
+    let id: UnsafePointer<CChar>
+    private let storage = CValueStorage()
+    init(user: SyncUser) {
+        self.user = user
+        self.id = storage.cString(user.id)
+    }
+}
+
+/// The object behind a `ferry_sync_session_t *`. The error handler gets a handle of the same
+/// session (registered while the session lives, so a handler may call the session's functions).
+final class SessionHandle: @unchecked Sendable {
+    let session: SyncSession
+    private(set) var pointer: OpaquePointer?
+    nonisolated(unsafe) private static var bySession: [ObjectIdentifier: OpaquePointer] = [:]
+    private static let lock = SpinLock()
+
+    init(session: SyncSession) { self.session = session }
+
+    func register() -> OpaquePointer {
+        let p = HandleTable.shared.register(self, kind: .session)
+        pointer = p
+        Self.lock.withLock { Self.bySession[ObjectIdentifier(session)] = p }
+        return p
+    }
+
+    func unregister() { _ = Self.lock.withLock { Self.bySession.removeValue(forKey: ObjectIdentifier(session)) } }
+
+    /// The host's handle of a session (nil if the host freed it).
+    static func lent(_ s: SyncSession) -> OpaquePointer? { lock.withLock { bySession[ObjectIdentifier(s)] } }
+}
+
+/// The object behind a `ferry_subscription_set_t *`: an editable copy with lent strings.
+final class SubscriptionSetHandle {
+    var set: SubscriptionSet
+    private var storage = CValueStorage()
+    private var lent: [(UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafePointer<CChar>)]? = nil
+    private var lentError: UnsafePointer<CChar>?
+
+    init(set: SubscriptionSet) { self.set = set }
+
+    func edited() {
+        lent = nil
+        lentError = nil
+        storage = CValueStorage()
+    }
+
+    func strings(_ i: Int) -> (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafePointer<CChar>) {
+        if lent == nil { lent = set.subscriptions.map { (storage.cString($0.name), storage.cString($0.objectType), storage.cString($0.query)) } }
+        return lent![i]
+    }
+
+    var errorMessage: UnsafePointer<CChar> {
+        if let e = lentError { return e }
+        let e = storage.cString(set.errorMessage)
+        lentError = e
+        return e
+    }
+}
+
+/// A host userdata pointer carried into Swift closures.
+struct CCallback: @unchecked Sendable {
+    let userdata: UnsafeMutableRawPointer?
+}
+
+/// Calls `body` with a C view of a sync error, valid for the call.
+func withSyncError(_ e: SyncError, _ body: (UnsafePointer<ferry_sync_error_t>) -> Void) {
+    let storage = CValueStorage()
+    var writes: [ferry_compensating_write_t] = e.compensatingWrites.map {
+        ferry_compensating_write_t(object_type: storage.cString($0.objectType), primary_key: storage.cValue($0.primaryKey), reason: storage.cString($0.reason))
+    }
+    let message = storage.cString(e.message)
+    withExtendedLifetime(storage) {
+        writes.withUnsafeMutableBufferPointer { buf in
+            var c = ferry_sync_error_t(code: e.code, message: message, is_fatal: e.isFatal, action: Int32(e.action.rawValue),
+                                       compensating_writes: buf.isEmpty ? nil : UnsafePointer(buf.baseAddress), compensating_writes_count: buf.count)
+            withUnsafePointer(to: &c) { body($0) }
+        }
+    }
+}
+
+/// Calls a status callback with nil or a C view of the error.
+func callStatus(_ cb: ferry_status_cb, _ box: CCallback, _ error: FerryError?) {
+    guard let error else { return cb(box.userdata, nil) }
+    let storage = CValueStorage()
+    var e = ferry_error_t(code: error.code.rawValue, message: storage.cString(error.message))
+    withExtendedLifetime(storage) { withUnsafePointer(to: &e) { cb(box.userdata, $0) } }
+}

@@ -1,0 +1,173 @@
+import FerryClient
+import FerryCore
+import FerryServer
+import FerryStore
+import Foundation
+import Hummingbird
+import Logging
+import Testing
+
+/// A real ferry-server on the seeds' Item app, in-process on 127.0.0.1 and an OS-chosen port.
+enum SyncTestServer {
+    static let appDirectory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("examples/item-app").path
+
+    static func temporaryDirectory(_ name: String) -> String {
+        let dir = NSTemporaryDirectory() + "ferry-\(name)-\(UInt64.random(in: 0...UInt64.max))"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    static func withServer(_ body: (String) async throws -> Void) async throws {
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        var logger = Logger(label: "ferry-server-test")
+        logger.logLevel = .warning
+        let config = ServerConfiguration(appDirectory: appDirectory, dataDirectory: temporaryDirectory("server"),
+                                         secrets: ["jwtSigningKey": "a-host-signing-key-of-at-least-32-bytes!"])
+        let app = try await FerryServer.make(config, logger: logger) { port in
+            portSink.yield(port)
+            portSink.finish()
+        }
+        let server = Task { try await app.runService(gracefulShutdownSignals: []) }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next(), port > 0 else {
+            server.cancel()
+            Issue.record("the server did not start")
+            return
+        }
+        do { try await body("http://127.0.0.1:\(port)") } catch {
+            server.cancel()
+            _ = await server.result
+            throw error
+        }
+        server.cancel()
+        _ = await server.result
+    }
+}
+
+/// The seeds' Item schema as the device declares it.
+let itemSchema: Schema = {
+    let os = try! ObjectSchema(name: "Item", properties: [
+        Property(name: "_id", type: .objectId, isPrimaryKey: true),
+        Property(name: "ownerId", type: .string),
+        Property(name: "itemName", type: .string),
+        Property(name: "complexity", type: .int),
+    ])
+    return try! Schema([os])
+}()
+
+/// One device: an App with its own base directory, a logged-in user, a synced database.
+final class TestDevice: @unchecked Sendable {
+    let app: App
+    let user: SyncUser
+    let session: SyncSession
+    var db: Database { session.database }
+    let errors = ErrorLog()
+
+    init(baseURL: String, credentials: Credentials, register: (String, String)? = nil) async throws {
+        let dir = SyncTestServer.temporaryDirectory("device")
+        app = try App(App.Configuration(appId: "item-app-seeds", baseURL: baseURL, baseDirectory: dir, logLevel: .warn))
+        let errors = self.errors
+        app.errorHandler = { _, e in errors.add(e) }
+        if let (email, password) = register {
+            let r = Arrival<Result<Void, FerryError>>()
+            app.register(email: email, password: password) { r.deliver($0) }
+            _ = await r.wait()
+        }
+        let login = Arrival<Result<SyncUser, FerryError>>()
+        app.login(credentials) { login.deliver($0) }
+        guard let result = await login.wait() else { throw FerryError(.timeout, "login timed out") }
+        user = try result.get()
+        session = try app.openSynced(user: user, path: dir + "/items.ferry", schema: itemSchema)
+    }
+
+    func subscribe(_ query: String, name: String = "items") async throws {
+        let v = try session.updateSubscriptions { $0.add(name: name, objectType: "Item", query: query) }
+        let done = Arrival<FerryError?>()
+        session.waitForSubscriptions(version: v) { done.deliver($0) }
+        guard let r = await done.wait() else { throw FerryError(.timeout, "subscription wait timed out") }
+        if let e = r { throw e }
+    }
+
+    func waitUpload() async throws {
+        let done = Arrival<FerryError?>()
+        session.waitForUpload { done.deliver($0) }
+        guard let r = await done.wait() else { throw FerryError(.timeout, "upload wait timed out") }
+        if let e = r { throw e }
+    }
+
+    func waitDownload() async throws {
+        let done = Arrival<FerryError?>()
+        session.waitForDownload { done.deliver($0) }
+        guard let r = await done.wait() else { throw FerryError(.timeout, "download wait timed out") }
+        if let e = r { throw e }
+    }
+
+    func sync() async throws {
+        try await waitUpload()
+        try await waitDownload()
+    }
+
+    func write(_ body: (Database) throws -> Void) throws {
+        try db.beginWrite()
+        do { try body(db); try db.commit() } catch { try? db.cancel(); throw error }
+    }
+
+    func createItem(_ id: ObjectId, owner: String, name: String, complexity: Int64) throws {
+        try write { try $0.create(classIndex: 0, values: [(0, .objectId(id)), (1, .string(owner)), (2, .string(name)), (3, .int(complexity))]) }
+    }
+
+    func item(_ id: ObjectId) throws -> [FerryValue]? { try db.object(classIndex: 0, key: .objectId(id)) }
+
+    func allItems() throws -> [[FerryValue]] { try db.query(classIndex: 0, query: "TRUEPREDICATE", arguments: []) }
+
+    func close() {
+        session.close()
+        app.close()
+    }
+}
+
+final class ErrorLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var errors: [SyncError] = []
+    private var waiters: [(Int, CheckedContinuation<Void, Never>)] = []
+    func add(_ e: SyncError) {
+        lock.lock()
+        errors.append(e)
+        let ready = waiters.filter { $0.0 <= errors.count }
+        waiters.removeAll { $0.0 <= errors.count }
+        lock.unlock()
+        for w in ready { w.1.resume() }
+    }
+    var all: [SyncError] { lock.withLock { errors } }
+
+    /// Waits until at least `count` errors arrived (or the timeout).
+    func wait(count: Int, seconds: Double = 20) async -> [SyncError] {
+        let timeout = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(seconds))
+            self?.expire()
+        }
+        defer { timeout.cancel() }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            lock.lock()
+            if errors.count >= count { lock.unlock(); c.resume(); return }
+            waiters.append((count, c))
+            lock.unlock()
+        }
+        return all
+    }
+
+    private func expire() {
+        lock.lock()
+        let w = waiters
+        waiters.removeAll()
+        lock.unlock()
+        for x in w { x.1.resume() }
+    }
+}
+
+extension ObjectId {
+    static func generate() -> ObjectId { generate(secondsSinceEpoch: UInt32(Date().timeIntervalSince1970)) }
+    var hexString: String { description }
+}
