@@ -10,6 +10,13 @@ public struct User: Sendable, Equatable {
     public var disabled: Bool
 
     public var context: UserContext { UserContext(id: id, data: data) }
+
+    public init(id: String, identities: [Identity], data: [String: FerryValue], disabled: Bool) {
+        self.id = id
+        self.identities = identities
+        self.data = data
+        self.disabled = disabled
+    }
 }
 
 public struct Identity: Sendable, Equatable, Hashable {
@@ -17,6 +24,11 @@ public struct Identity: Sendable, Equatable, Hashable {
     public var provider: String
     /// The user's id at that provider (the email, the JWT subject, a generated id).
     public var providerUserId: String
+
+    public init(provider: String, providerUserId: String) {
+        self.provider = provider
+        self.providerUserId = providerUserId
+    }
 }
 
 /// Where users, password hashes, API keys and refresh-token hashes are kept. The in-memory
@@ -35,6 +47,10 @@ public protocol UserDirectory: Sendable {
     /// The user of a live refresh token, or nil (unknown, revoked or expired at `now`).
     func refreshTokenUser(hash: String, now: Date) async throws -> String?
     func revokeRefreshToken(hash: String) async throws
+    /// Every user, for the admin API.
+    func allUsers() async throws -> [User]
+    /// Disables or enables a user: a disabled user cannot log in, refresh or sync.
+    func setDisabled(userId: String, _ disabled: Bool) async throws
 }
 
 /// A `UserDirectory` in memory (tests, development).
@@ -72,4 +88,6 @@ public actor InMemoryUserDirectory: UserDirectory {
     }
 
     public func revokeRefreshToken(hash: String) { refreshTokens[hash] = nil }
+    public func allUsers() -> [User] { users.values.sorted { $0.id < $1.id } }
+    public func setDisabled(userId: String, _ disabled: Bool) { users[userId]?.disabled = disabled }
 }

@@ -7,7 +7,6 @@ import Logging
 
 /// A Ferry server: reads the app directory, prepares its data directory and authentication,
 /// and serves HTTP. `ferry-server` is a thin executable over it; tests run it in-process.
-/// (Users are kept in memory until the storage layer lands: a restart forgets them.)
 public enum FerryServer {
     /// Builds the application; run it with `runService()` (SIGTERM/SIGINT stop it cleanly).
     /// `onRunning` receives the bound port (useful with port 0).
@@ -24,14 +23,17 @@ public enum FerryServer {
         if let provider = app.authProviders.first(where: { $0.type == "custom-token" && !$0.disabled }) {
             customJWT = try await customVerifier(provider, configuration)
         }
-        let auth = AuthService(providers: app.authProviders, directory: InMemoryUserDirectory(), tokens: tokens, customJWT: customJWT)
+        let directory = try SQLiteUserDirectory(path: configuration.dataDirectory + "/users.sqlite")
+        let auth = AuthService(providers: app.authProviders, directory: directory, tokens: tokens, customJWT: customJWT)
 
         let router = Router()
         router.add(middleware: AuthErrorMiddleware())
         router.get("health") { _, _ in "ok" }
         AuthRoutes(appId: app.appId, auth: auth).add(to: router)
         let storage = try SQLiteSyncStorage(path: configuration.dataDirectory + "/sync.sqlite")
-        let hub = try SyncHub(app: app, storage: storage, logger: logger)
+        let events = ServerEventLog()
+        let hub = try SyncHub(app: app, storage: storage, logger: logger, events: events)
+        AdminRoutes(token: configuration.secrets["FERRY_ADMIN_TOKEN"], directory: directory, hub: hub, events: events).add(to: router)
         let syncRouter = Router(context: BasicWebSocketRequestContext.self)
         SyncRoutes(appId: app.appId, auth: auth, hub: hub, logger: logger).add(to: syncRouter)
         logger.info("serving app '\(app.name)' (\(app.appId)): \(app.collections.count) collection(s), providers \(app.authProviders.filter { !$0.disabled }.map(\.type).sorted())")

@@ -25,13 +25,24 @@ struct FerryServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(name: .customLong("port-file"), help: "Write the port to this file once listening (for tests and scripts with --port 0).")
+    var portFile: String?
+
     func run() async throws {
         var logger = Logger(label: "ferry-server")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let config = ServerConfiguration(appDirectory: appDir, dataDirectory: data, host: host, port: port,
                                          secrets: ProcessInfo.processInfo.environment)
         do {
-            let app = try await FerryServer.make(config, logger: logger)
+            let portFile = self.portFile
+            let app = try await FerryServer.make(config, logger: logger) { port in
+                guard let portFile else { return }
+                // Written whole then renamed, so a reader never sees a partial number.
+                let tmp = portFile + ".tmp"
+                FileManager.default.createFile(atPath: tmp, contents: Data("\(port)\n".utf8))
+                _ = try? FileManager.default.replaceItemAt(URL(fileURLWithPath: portFile), withItemAt: URL(fileURLWithPath: tmp))
+                if !FileManager.default.fileExists(atPath: portFile) { try? FileManager.default.moveItem(atPath: tmp, toPath: portFile) }
+            }
             try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
         } catch let e as ServerStartError {
             logger.critical("\(e.description)")

@@ -15,7 +15,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
             CREATE TABLE IF NOT EXISTS objects (tbl TEXT NOT NULL, pk BLOB NOT NULL, version INTEGER NOT NULL,
                 doc BLOB, lists BLOB, PRIMARY KEY (tbl, pk)) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS objects_by_version ON objects (tbl, version);
-            CREATE TABLE IF NOT EXISTS client_files (ident INTEGER PRIMARY KEY, salt INTEGER NOT NULL,
+            CREATE TABLE IF NOT EXISTS client_files (ident INTEGER PRIMARY KEY AUTOINCREMENT, salt INTEGER NOT NULL,
                 user_id TEXT NOT NULL, acked INTEGER NOT NULL DEFAULT 0, sub_version INTEGER NOT NULL DEFAULT 0,
                 subs BLOB, last_seen INTEGER NOT NULL DEFAULT 0);
             INSERT OR IGNORE INTO meta VALUES ('server_version', 0);
@@ -23,6 +23,10 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     }
 
     public func close() { lock.withLock { db.close() } }
+
+    public func forgetClientFiles() throws {
+        try lock.withLock { try db.exec("DELETE FROM client_files") }
+    }
 
     public func serverVersion() throws -> UInt64 {
         try lock.withLock {

@@ -49,5 +49,7 @@ public protocol SyncStorage: AnyObject, Sendable {
     func changes(since version: UInt64, schema: ObjectSchema, _ body: (FerryValue, StampedObject?, UInt64) throws -> Void) throws
     /// Every live object of a class.
     func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) throws -> Void) throws
+    /// Forgets every client file (sync terminated and enabled again: devices must reset).
+    func forgetClientFiles() throws
     func close()
 }

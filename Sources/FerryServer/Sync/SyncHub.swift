@@ -13,6 +13,10 @@ actor SyncHub {
     let schema: Schema
     let storage: SyncStorage
     let logger: Logger
+    let events: ServerEventLog
+    /// False between an admin's terminate and enable: nothing syncs.
+    private(set) var syncEnabled = true
+    private var connections: [UInt64: ConnectionOutbox] = [:]
     private var sessions: [SessionKey: ServerSession] = [:]
     private var version: UInt64
     private var nextConnection: UInt64 = 1
@@ -23,7 +27,10 @@ actor SyncHub {
     static let badClientFileCode: Int32 = 208
     static let badChangesetCode: Int32 = 212
 
-    init(app: AppConfiguration, storage: SyncStorage, logger: Logger) throws {
+    static let syncDisabledCode: Int32 = 240
+
+    init(app: AppConfiguration, storage: SyncStorage, logger: Logger, events: ServerEventLog) throws {
+        self.events = events
         self.app = app
         self.schema = try app.schema
         self.storage = storage
@@ -33,24 +40,65 @@ actor SyncHub {
 
     func openConnection(user: UserContext) -> ConnectionOutbox {
         defer { nextConnection += 1 }
-        return ConnectionOutbox(id: nextConnection, user: user)
+        let outbox = ConnectionOutbox(id: nextConnection, user: user)
+        connections[outbox.id] = outbox
+        if !syncEnabled {
+            outbox.send(.error(ProtocolError(session: 0, code: Self.syncDisabledCode, message: "sync is disabled on the server", tryAgain: true, action: .transient)))
+            outbox.finish()
+        }
+        return outbox
     }
 
     func closeConnection(_ outbox: ConnectionOutbox) {
         sessions = sessions.filter { $0.key.connection != outbox.id }
+        connections[outbox.id] = nil
         outbox.finish()
     }
 
+    /// Ends every connection of a user (disabled by an admin).
+    func disconnect(userId: String) {
+        for c in connections.values where c.userId == userId {
+            c.send(.error(ProtocolError(session: 0, code: 401, message: "the user was disabled", tryAgain: false, action: .logOutUser)))
+            closeConnection(c)
+        }
+    }
+
+    /// Admin: stops sync for everyone. Devices keep their data and retry until sync is enabled.
+    func terminateSync() async {
+        syncEnabled = false
+        for c in connections.values {
+            c.send(.error(ProtocolError(session: 0, code: Self.syncDisabledCode, message: "sync was terminated on the server", tryAgain: true, action: .transient)))
+            closeConnection(c)
+        }
+        await events.record(kind: "sync_terminated", userId: nil, message: "sync terminated by an admin")
+    }
+
+    /// Admin: enables sync again with a new server file identity: every device known before
+    /// must reset (its next BIND is answered with a client-reset error).
+    func enableSync() async throws {
+        guard !syncEnabled else { return }
+        try storage.forgetClientFiles()
+        syncEnabled = true
+        await events.record(kind: "sync_enabled", userId: nil, message: "sync enabled by an admin; known client files were forgotten")
+    }
+
     /// Handles one decoded message from a connection.
-    func receive(_ message: ProtocolMessage, from outbox: ConnectionOutbox) {
+    func receive(_ message: ProtocolMessage, from outbox: ConnectionOutbox) async {
+        guard syncEnabled else { return }
         do {
             switch message {
             case let .bind(session, _, ident, salt, lastServerVersion):
                 try bind(outbox, session, ident, salt, lastServerVersion)
             case let .query(session, v, subscriptions):
-                try query(outbox, session, v, subscriptions)
+                if let e = try query(outbox, session, v, subscriptions) {
+                    await events.record(kind: "subscription_error", userId: outbox.userId, message: e)
+                }
             case let .upload(session, changesets):
-                try upload(outbox, session, changesets)
+                let rejected = try upload(outbox, session, changesets)
+                for cw in rejected {
+                    await events.record(kind: "compensating_write", userId: outbox.userId,
+                                        message: "\"\(cw.objectType)\": { \"\(cw.primaryKey.keyText)\": \"\(cw.reason.replacingAll("\"", with: "\\\""))\" }")
+                }
             case let .mark(session, request):
                 outbox.send(.mark(session: session, request: request))
             case let .unbind(session):
@@ -63,6 +111,7 @@ actor SyncHub {
             }
         } catch let e as SessionFailure {
             logger.warning("connection \(outbox.id) session \(e.session): \(e.message)")
+            await events.record(kind: "session_error", userId: outbox.userId, message: "error \(e.code): \(e.message)")
             sessions[SessionKey(connection: outbox.id, session: e.session)] = nil
             outbox.send(.error(ProtocolError(session: e.session, code: e.code, message: e.message, tryAgain: false, action: e.action)))
         } catch {
@@ -111,7 +160,8 @@ actor SyncHub {
 
     // MARK: QUERY
 
-    private func query(_ outbox: ConnectionOutbox, _ id: UInt64, _ setVersion: UInt64, _ subscriptions: [Subscription]) throws {
+    /// Returns the rejection message of a bad subscription set.
+    private func query(_ outbox: ConnectionOutbox, _ id: UInt64, _ setVersion: UInt64, _ subscriptions: [Subscription]) throws -> String? {
         var s = try session(outbox, id)
         let newView: SessionView
         switch SessionView.make(subscriptions, user: outbox.user, app: app, schema: schema) {
@@ -120,7 +170,7 @@ actor SyncHub {
             logger.info("client file \(s.clientFile): subscription set \(setVersion) rejected: \(e.message)")
             outbox.send(.error(ProtocolError(session: id, code: Self.badQueryCode, message: e.message, tryAgain: false, action: .warning)))
             if !s.hasQuery { s.hasQuery = true; sessions[s.key] = s }
-            return
+            return e.message
         case .success(let v): newView = v
         }
         let oldView = s.view
@@ -156,11 +206,13 @@ actor SyncHub {
         s.bindVersion = version
         sessions[s.key] = s
         batch.finish(serverVersion: version, acknowledged: s.acknowledged, subscriptionVersion: setVersion, to: outbox)
+        return nil
     }
 
     // MARK: UPLOAD
 
-    private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ changesets: [UploadChangeset]) throws {
+    /// Returns the compensating writes (already sent to the client).
+    private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ changesets: [UploadChangeset]) throws -> [CompensatingWrite] {
         var s = try session(outbox, id)
         let newVersion = version + 1
         var working: [ObjectKey: StoredObject] = [:]
@@ -255,6 +307,7 @@ actor SyncHub {
             outbox.send(.error(ProtocolError(session: id, code: SyncErrorText.compensatingWriteCode, message: SyncErrorText.compensatingWriteMessage,
                                              tryAgain: true, action: .warning, compensatingWrites: compensating)))
         }
+        return compensating
     }
 }
 

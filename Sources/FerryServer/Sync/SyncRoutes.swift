@@ -31,30 +31,37 @@ struct SyncRoutes {
             let user = try await user(context.request)
             let outbox = await hub.openConnection(user: user.context)
             logger.info("sync connection \(outbox.id) opened for user \(user.id)")
-            try await withThrowingTaskGroup(of: Void.self) { group in
+            // The writer ends when the hub finishes the outbox (the connection is closed by the
+            // server); the reader when the client goes away. Either ends the connection.
+            await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await frame in outbox.frames {
-                        try await outbound.write(.binary(ByteBuffer(bytes: frame)))
+                        do { try await outbound.write(.binary(ByteBuffer(bytes: frame))) } catch { break }
                     }
                 }
-                do {
-                    for try await message in inbound.messages(maxSize: ProtocolCodec.maxFrameBytes) {
-                        guard case .binary(let buffer) = message else {
-                            outbox.send(.error(ProtocolError(session: 0, code: 201, message: "sync messages are binary frames", tryAgain: false, action: .protocolViolation)))
-                            break
+                group.addTask {
+                    do {
+                        for try await message in inbound.messages(maxSize: ProtocolCodec.maxFrameBytes) {
+                            guard case .binary(let buffer) = message else {
+                                outbox.send(.error(ProtocolError(session: 0, code: 201, message: "sync messages are binary frames", tryAgain: false, action: .protocolViolation)))
+                                break
+                            }
+                            let decoded: ProtocolMessage
+                            do { decoded = try ProtocolCodec.decode(Array(buffer: buffer)) } catch {
+                                outbox.send(.error(ProtocolError(session: 0, code: 201, message: "malformed message: \(error)", tryAgain: false, action: .protocolViolation)))
+                                break
+                            }
+                            await hub.receive(decoded, from: outbox)
                         }
-                        let decoded: ProtocolMessage
-                        do { decoded = try ProtocolCodec.decode(Array(buffer: buffer)) } catch {
-                            outbox.send(.error(ProtocolError(session: 0, code: 201, message: "malformed message: \(error)", tryAgain: false, action: .protocolViolation)))
-                            break
-                        }
-                        await hub.receive(decoded, from: outbox)
+                    } catch {
+                        logger.info("sync connection \(outbox.id): \(error)")
                     }
-                } catch {
-                    logger.info("sync connection \(outbox.id): \(error)")
                 }
+                await group.next()
                 await hub.closeConnection(outbox)
-                try await group.waitForAll()
+                group.cancelAll()
+                // Let the writer flush what the hub sent last (an error) before the socket closes.
+                await group.next()
             }
             logger.info("sync connection \(outbox.id) closed")
         })

@@ -1,0 +1,25 @@
+import Foundation
+import Logging
+
+/// The recent rejected writes and sync errors, for the admin API (`GET /api/admin/v1/logs`).
+/// Kept in memory (the last `capacity` entries); every entry also goes to the server log.
+actor ServerEventLog {
+    struct Entry: Sendable, Encodable {
+        var time: String
+        var kind: String
+        var user_id: String?
+        var message: String
+    }
+
+    private var entries: [Entry] = []
+    private let capacity: Int
+
+    init(capacity: Int = 1000) { self.capacity = capacity }
+
+    func record(kind: String, userId: String?, message: String) {
+        entries.append(Entry(time: ISO8601DateFormatter().string(from: Date()), kind: kind, user_id: userId, message: message))
+        if entries.count > capacity { entries.removeFirst(entries.count - capacity) }
+    }
+
+    func recent(limit: Int) -> [Entry] { Array(entries.suffix(max(0, limit))) }
+}
