@@ -1,3 +1,4 @@
+import Crypto
 import FerryClient
 import FerryCore
 import FerryServer
@@ -19,7 +20,10 @@ enum SyncTestServer {
         return dir
     }
 
-    static func withServer(_ body: (String) async throws -> Void) async throws {
+    static let convergenceAppDirectory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/convergence-app").path
+
+    static func withServer(appDirectory: String = appDirectory, _ body: (String) async throws -> Void) async throws {
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "ferry-server-test")
         logger.logLevel = .warning
@@ -170,4 +174,17 @@ final class ErrorLog: @unchecked Sendable {
 extension ObjectId {
     static func generate() -> ObjectId { generate(secondsSinceEpoch: UInt32(Date().timeIntervalSince1970)) }
     var hexString: String { description }
+}
+
+/// A custom-token (HS256) JWT for the test apps' provider: the same subject is the same user,
+/// and no password hashing slows the login down.
+func testJWT(subject: String, key: String = "a-host-signing-key-of-at-least-32-bytes!", audience: String = "item-app") -> String {
+    func b64(_ d: Data) -> String {
+        d.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+    let header = b64(Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+    let exp = Int(Date().timeIntervalSince1970) + 3600
+    let payload = b64(Data(#"{"sub":"\#(subject)","aud":"\#(audience)","exp":\#(exp)}"#.utf8))
+    let mac = HMAC<SHA256>.authenticationCode(for: Data((header + "." + payload).utf8), using: SymmetricKey(data: Data(key.utf8)))
+    return header + "." + payload + "." + b64(Data(mac))
 }

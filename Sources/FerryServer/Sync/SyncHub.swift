@@ -219,6 +219,13 @@ actor SyncHub {
         var before: [ObjectKey: StampedObject?] = [:]
         var changed: Set<ObjectKey> = []
         var reverted: [ObjectKey] = []
+        /// Every object the upload touched: the uploader gets their merged state back even when
+        /// the merge kept the server's values (its write lost), so it converges.
+        var touched: Set<ObjectKey> = []
+        /// Objects where every instruction applied as the client made it, with no concurrent
+        /// server change: the uploader already has exactly the merged state (no echo needed).
+        var exact: Set<ObjectKey> = []
+        var inexact: Set<ObjectKey> = []
         var compensating: [CompensatingWrite] = []
         var lastClientVersion = s.acknowledged
 
@@ -246,21 +253,25 @@ actor SyncHub {
                 byObject[k, default: []].append(i)
             }
             for k in order {
+                touched.insert(k)
                 guard let os = schema.objectSchema(named: k.table) else {
                     throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): no object type '\(k.table)' in the app's schema", .protocolViolation)
                 }
                 let start = try load(k, os)
                 var next = start
                 var didChange = false
+                var asIs = (start.object?.versions.max() ?? 0) <= upload.lastIntegratedServerVersion
                 for i in byObject[k] ?? [] {
                     do {
-                        didChange = try ObjectMerge.apply(i, to: &next.object, schema: os, stamp: stamp, base: upload.lastIntegratedServerVersion,
-                                                          version: newVersion, lists: &next.lists) || didChange
+                        let applied = try ObjectMerge.apply(i, to: &next.object, schema: os, stamp: stamp, base: upload.lastIntegratedServerVersion,
+                                                            version: newVersion, lists: &next.lists)
+                        didChange = applied || didChange
+                        asIs = asIs && applied
                     } catch let e as FerryError {
                         throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
                     }
                 }
-                guard didChange else { continue }
+                guard didChange else { exact.remove(k); inexact.insert(k); continue }
                 let rules = app.rules(for: os.name) ?? CollectionRules(roles: [])
                 let validator = WriteValidator(objectSchema: os, rules: rules, subscriptions: s.view.subscriptions(of: os.name))
                 if let cw = validator.check(user: outbox.user, before: start.object?.values, after: next.object?.values) {
@@ -270,6 +281,7 @@ actor SyncHub {
                 }
                 working[k] = next
                 changed.insert(k)
+                if asIs && !inexact.contains(k) { exact.insert(k) } else { exact.remove(k); inexact.insert(k) }
             }
         }
         let toStore = working.filter { changed.contains($0.key) }
@@ -287,7 +299,7 @@ actor SyncHub {
         for (key, other) in sessions where other.hasQuery || key == s.key {
             let isOrigin = key == s.key
             var batch = DownloadBatch(session: other.id, hub: self)
-            for k in changed {
+            for k in changed where !(isOrigin && exact.contains(k)) {
                 guard let os = schema.objectSchema(named: k.table) else { continue }
                 let after = working[k]?.object
                 if let after, other.view.contains(after.values, of: os) { batch.add(after.fullState(os)) }
@@ -295,9 +307,21 @@ actor SyncHub {
                 else if isOrigin && after == nil { batch.add(.erase(table: k.table, key: k.key)) }
             }
             if isOrigin {
+                let rejected = Set(reverted)
+                for k in touched where !changed.contains(k) && !rejected.contains(k) {
+                    guard let os = schema.objectSchema(named: k.table) else { continue }
+                    if let current = working[k]?.object {
+                        if other.view.contains(current.values, of: os) { batch.add(current.fullState(os)) } else { batch.add(.erase(table: k.table, key: k.key)) }
+                    } else {
+                        batch.add(.erase(table: k.table, key: k.key))
+                    }
+                }
                 for k in reverted {
                     guard let os = schema.objectSchema(named: k.table) else { continue }
-                    if let current = before[k] ?? nil { batch.add(current.fullState(os)) } else { batch.add(.erase(table: k.table, key: k.key)) }
+                    // The revert restores what the user may see: the server's object when it
+                    // is in the session's view, otherwise nothing (never another user's data).
+                    if let current = before[k] ?? nil, other.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
+                    else { batch.add(.erase(table: k.table, key: k.key)) }
                 }
             }
             guard isOrigin || !batch.isEmpty else { continue }
