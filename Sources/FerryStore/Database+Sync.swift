@@ -118,27 +118,39 @@ extension Database {
     public func integrate(_ objects: [Instruction], serverVersion: UInt64?, acknowledged: UInt64) throws -> Int {
         try writingStore { c in
             let store = self.storeForSync
-            var touched: Set<ObjectKeyRef> = []
-            var applied: [Instruction] = []
-            for i in objects {
-                guard let ci = try? store.classIndex(named: i.table) else { continue } // a class this device does not have
-                let exists = try store.readRow(c, ci, key: i.key) != nil
-                switch i {
-                case .create:
-                    if exists { try store.deleteRow(c, ci, key: i.key) }
-                    try store.apply(i, on: c)
-                case .erase:
-                    guard exists else { continue }
-                    try store.deleteRow(c, ci, key: i.key)
-                default:
-                    if exists { try? store.apply(i, on: c) }
-                }
-                touched.insert(ObjectKeyRef(table: i.table, key: i.key))
-                applied.append(i)
-            }
             let previous = try Self.getMeta(c, "sync.acknowledged")
             let ack = max(previous, acknowledged)
-            if !touched.isEmpty {
+            // Local changes the server has not acknowledged are applied again on top of the
+            // downloaded objects they touch; without any, nothing needs tracking.
+            let latest = try Self.latestVersion(c)
+            let hasLocal = latest > ack
+            var touched: Set<ObjectKeyRef> = []
+            var classes: [String: Int] = [:]
+            var applied: [Instruction] = []
+            let observed = store.hasObservers
+            for i in objects {
+                let ci: Int
+                if let known = classes[i.table] { ci = known } else {
+                    guard let found = try? store.classIndex(named: i.table) else { continue } // a class this device does not have
+                    classes[i.table] = found
+                    ci = found
+                }
+                switch i {
+                case let .create(_, key, fields):
+                    let layout = store.layout(ci)
+                    var values = layout.defaults
+                    values[layout.primaryKeyIndex] = key
+                    for f in fields { if let p = layout.objectSchema.propertyIndex(named: f.name) { values[p] = f.value } }
+                    try store.upsertRow(c, ci, values)
+                case let .erase(_, key):
+                    guard try store.deleteRowIfExists(c, ci, key: key) else { continue }
+                default:
+                    if try store.readRow(c, ci, key: i.key) != nil { try? store.apply(i, on: c) }
+                }
+                if hasLocal { touched.insert(ObjectKeyRef(table: i.table, key: i.key)) }
+                if observed { applied.append(i) }
+            }
+            if hasLocal && !touched.isEmpty {
                 let s = try c.statement("SELECT changeset FROM __ferry_history WHERE version > ? ORDER BY version")
                 s.bind(1, Int64(bitPattern: ack))
                 var local: [Instruction] = []
@@ -150,20 +162,30 @@ extension Database {
                     if case .create = i, let ci = try? store.classIndex(named: i.table), try store.readRow(c, ci, key: i.key) != nil {
                         continue
                     }
-                    do { try store.apply(i, on: c); applied.append(i) } catch {}
+                    do {
+                        try store.apply(i, on: c)
+                        if observed { applied.append(i) }
+                    } catch {}
                 }
             }
             try Self.putMeta(c, "sync.acknowledged", ack)
             if let serverVersion {
                 try Self.putMeta(c, "sync.server_version", serverVersion)
-                let h = try c.statement("INSERT OR REPLACE INTO __ferry_sync_bases (history_version, server_version) VALUES ((SELECT COALESCE(MAX(version), 0) FROM __ferry_history), ?)")
-                h.bind(1, Int64(bitPattern: serverVersion))
+                let h = try c.statement("INSERT OR REPLACE INTO __ferry_sync_bases (history_version, server_version) VALUES (?, ?)")
+                h.bind(1, Int64(bitPattern: latest)); h.bind(2, Int64(bitPattern: serverVersion))
                 try h.run()
                 h.resetKeepingBindings()
             }
             return applied.isEmpty ? nil : applied
         }
         return objects.count
+    }
+
+    private static func latestVersion(_ c: SQLiteConnection) throws -> UInt64 {
+        let s = try c.statement("SELECT COALESCE(MAX(version), 0) FROM __ferry_history")
+        defer { s.resetKeepingBindings() }
+        _ = try s.step()
+        return UInt64(bitPattern: s.int64(0))
     }
 
     private static func getMeta(_ c: SQLiteConnection, _ key: String) throws -> UInt64 {
@@ -186,7 +208,5 @@ private struct ObjectKeyRef: Hashable {
     let key: FerryValue
 }
 
-/// The owner of the sync engine's write transactions (the write lock is held per owner).
-final class SyncWriter: Sendable {
-    static let shared = SyncWriter()
-}
+/// The owner of one sync write transaction (the store's write lock is held per owner).
+final class SyncWriter: Sendable {}

@@ -384,9 +384,12 @@ public final class Database: @unchecked Sendable {
     /// returns the instructions it applied, which observers are told about.
     func writingStore(_ body: (SQLiteConnection) throws -> [Instruction]?) throws {
         try locked { }
-        let owner = ObjectIdentifier(SyncWriter.shared)
+        // A fresh owner per call: sync writes from the loop thread and from the host's
+        // threads (subscription updates) wait for each other like any two handles.
+        let token = SyncWriter()
+        let owner = ObjectIdentifier(token)
         try store.acquireWriteLock(for: owner)
-        defer { store.releaseWriteLock(for: owner) }
+        defer { withExtendedLifetime(token) { store.releaseWriteLock(for: owner) } }
         do {
             let applied = try body(store.writer)
             let changes = applied.flatMap { store.hasObservers ? CommittedChanges($0) : nil }

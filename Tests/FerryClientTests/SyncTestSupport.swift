@@ -149,7 +149,8 @@ final class ErrorLog: @unchecked Sendable {
     /// Waits until at least `count` errors arrived (or the timeout).
     func wait(count: Int, seconds: Double = 20) async -> [SyncError] {
         let timeout = Task { [weak self] in
-            try? await Task.sleep(for: .seconds(seconds))
+            // A cancelled sleep returns at once: only a real timeout may expire the waiters.
+            guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
             self?.expire()
         }
         defer { timeout.cancel() }

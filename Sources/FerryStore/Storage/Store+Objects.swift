@@ -48,6 +48,25 @@ extension Store {
         }
     }
 
+    /// Writes a whole object (sync integration): inserted, or overwritten in place.
+    func upsertRow(_ c: SQLiteConnection, _ classIndex: Int, _ values: [FerryValue]) throws {
+        let l = layouts[classIndex]
+        let s = try c.statement(key: l.upsertKey, l.upsertSQL)
+        defer { s.resetKeepingBindings() }
+        for (i, v) in values.enumerated() { ColumnCodec.bind(v, to: s, at: Int32(i + 1)) }
+        try s.run()
+    }
+
+    /// Deletes an object if it exists; returns whether it did.
+    func deleteRowIfExists(_ c: SQLiteConnection, _ classIndex: Int, key: FerryValue) throws -> Bool {
+        let l = layouts[classIndex]
+        let s = try c.statement(key: l.deleteKey, l.deleteSQL)
+        defer { s.resetKeepingBindings() }
+        ColumnCodec.bind(key, to: s, at: 1)
+        try s.run()
+        return s.changes > 0
+    }
+
     func updateColumn(_ c: SQLiteConnection, _ classIndex: Int, key: FerryValue, property: Int, value: FerryValue) throws {
         let l = layouts[classIndex]
         let s = try c.statement(key: l.updateKey(property), l.updateSQL(property))

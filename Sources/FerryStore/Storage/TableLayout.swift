@@ -16,12 +16,16 @@ final class TableLayout {
     var insertKey: Int { classIndex << 16 | 1 }
     var selectKey: Int { classIndex << 16 | 2 }
     var deleteKey: Int { classIndex << 16 | 3 }
+    var upsertKey: Int { classIndex << 16 | 4 }
     func updateKey(_ property: Int) -> Int { classIndex << 16 | 0x8000 | property }
     let table: String
     let selectColumns: String
     let insertSQL: String
     let selectByKeySQL: String
     let deleteSQL: String
+    /// Inserts or overwrites a whole object, keeping its row (and so its place in unsorted
+    /// results) when it exists: how sync integrates a downloaded object.
+    let upsertSQL: String
     let primaryKeyColumn: String
 
     init(_ objectSchema: ObjectSchema, classIndex: Int) {
@@ -37,6 +41,8 @@ final class TableLayout {
         insertSQL = "INSERT INTO \(table) (\(selectColumns)) VALUES (\(cols.map { _ in "?" }.joined(separator: ", ")))"
         selectByKeySQL = "SELECT \(selectColumns) FROM \(table) WHERE \(primaryKeyColumn) = ?"
         deleteSQL = "DELETE FROM \(table) WHERE \(primaryKeyColumn) = ?"
+        let others = objectSchema.properties.filter { !$0.isPrimaryKey }.map { "\($0.name.sqlIdentifier) = excluded.\($0.name.sqlIdentifier)" }
+        upsertSQL = insertSQL + " ON CONFLICT(\(primaryKeyColumn)) DO " + (others.isEmpty ? "NOTHING" : "UPDATE SET " + others.joined(separator: ", "))
     }
 
     static func tableName(_ className: String) -> String { "class_" + className }
