@@ -65,6 +65,7 @@ let package = Package(
             "FerryCore", "FerryStore", "FerryAppConfig", "FerryAuth",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "ferry-server", dependencies: [

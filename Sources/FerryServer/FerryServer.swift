@@ -2,6 +2,8 @@ import FerryAppConfig
 import FerryAuth
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import HummingbirdWebSocket
 import Logging
 
@@ -37,16 +39,37 @@ public enum FerryServer {
         let syncRouter = Router(context: BasicWebSocketRequestContext.self)
         SyncRoutes(appId: app.appId, auth: auth, hub: hub, logger: logger).add(to: syncRouter)
         logger.info("serving app '\(app.name)' (\(app.appId)): \(app.collections.count) collection(s), providers \(app.authProviders.filter { !$0.disabled }.map(\.type).sorted())")
+        var server: HTTPServerBuilder = .http1WebSocketUpgrade(webSocketRouter: syncRouter)
+        switch (configuration.tlsCertificatePath, configuration.tlsKeyPath) {
+        case (nil, nil): break
+        case let (cert?, key?):
+            server = try .tls(server, tlsConfiguration: try tlsConfiguration(certificate: cert, key: key))
+        default: throw ServerStartError("TLS needs both a certificate (--tls-certificate) and a private key (--tls-key)")
+        }
+        let scheme = configuration.tlsCertificatePath == nil ? "http" : "https"
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: syncRouter),
+            server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ferry-server"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
-                logger.info("ferry-server listening on http://\(configuration.host):\(port)")
+                logger.info("ferry-server listening on \(scheme)://\(configuration.host):\(port)")
                 await onRunning(port)
             },
             logger: logger)
+    }
+
+    static func tlsConfiguration(certificate: String, key: String) throws -> TLSConfiguration {
+        do {
+            let certificates = try NIOSSLCertificate.fromPEMFile(certificate)
+            guard !certificates.isEmpty else { throw ServerStartError("the TLS certificate file \(certificate) holds no certificate") }
+            return TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) },
+                                                            privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+        } catch let e as ServerStartError {
+            throw e
+        } catch {
+            throw ServerStartError("cannot load the TLS certificate \(certificate) or key \(key): \(error)")
+        }
     }
 
     /// The access-token secret: `FERRY_TOKEN_SECRET` if given, else one made once and kept in

@@ -10,9 +10,15 @@ public struct ServerConfiguration: Sendable {
     /// Secret values by name (e.g. `jwtSigningKey` for the custom-token provider, and
     /// `FERRY_TOKEN_SECRET` for access tokens), normally from the environment.
     public var secrets: [String: String]
+    /// PEM files of the TLS certificate chain and private key: with both, the server speaks
+    /// HTTPS and WSS only.
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
 
     public init(appDirectory: String, dataDirectory: String, host: String = "127.0.0.1", port: Int = 0,
-                secrets: [String: String] = [:]) {
+                secrets: [String: String] = [:], tlsCertificatePath: String? = nil, tlsKeyPath: String? = nil) {
+        self.tlsCertificatePath = tlsCertificatePath
+        self.tlsKeyPath = tlsKeyPath
         self.appDirectory = appDirectory
         self.dataDirectory = dataDirectory
         self.host = host

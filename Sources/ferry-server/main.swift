@@ -25,6 +25,12 @@ struct FerryServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(name: .customLong("tls-certificate"), help: "PEM certificate chain: serve HTTPS and WSS (with --tls-key).")
+    var tlsCertificate: String?
+
+    @Option(name: .customLong("tls-key"), help: "PEM private key of the TLS certificate.")
+    var tlsKey: String?
+
     @Option(name: .customLong("port-file"), help: "Write the port to this file once listening (for tests and scripts with --port 0).")
     var portFile: String?
 
@@ -32,7 +38,7 @@ struct FerryServerCommand: AsyncParsableCommand {
         var logger = Logger(label: "ferry-server")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let config = ServerConfiguration(appDirectory: appDir, dataDirectory: data, host: host, port: port,
-                                         secrets: ProcessInfo.processInfo.environment)
+                                         secrets: ProcessInfo.processInfo.environment, tlsCertificatePath: tlsCertificate, tlsKeyPath: tlsKey)
         do {
             let portFile = self.portFile
             let app = try await FerryServer.make(config, logger: logger) { port in

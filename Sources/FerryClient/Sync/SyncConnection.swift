@@ -115,7 +115,9 @@ final class SyncConnection: WebSocketDelegate {
         state = .disconnected
         for s in sessions.values { s.connectionEnded(fatal: nil) }
         guard !shutDown, !sessions.isEmpty else { return }
-        if socket.handshakeStatus == 401 && !refreshedForThisAttempt {
+        // A refused upgrade (Hummingbird answers every refusal with 400, a plain server 401)
+        // may be an expired access token: refresh it once, then retry.
+        if let status = socket.handshakeStatus, (400..<500).contains(status), !refreshedForThisAttempt {
             refreshedForThisAttempt = true
             app.log(.info, "the access token was refused; refreshing it")
             app.refreshAccessToken(user) { [weak self] result in
