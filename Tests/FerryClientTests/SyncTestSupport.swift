@@ -23,12 +23,14 @@ enum SyncTestServer {
     static let convergenceAppDirectory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/convergence-app").path
 
-    static func withServer(appDirectory: String = appDirectory, _ body: (String) async throws -> Void) async throws {
+    static func withServer(appDirectory: String = appDirectory, tls: (certificate: String, key: String)? = nil,
+                           _ body: (String) async throws -> Void) async throws {
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "ferry-server-test")
         logger.logLevel = .warning
         let config = ServerConfiguration(appDirectory: appDirectory, dataDirectory: temporaryDirectory("server"),
-                                         secrets: ["jwtSigningKey": "a-host-signing-key-of-at-least-32-bytes!"])
+                                         secrets: ["jwtSigningKey": "a-host-signing-key-of-at-least-32-bytes!"],
+                                         tlsCertificatePath: tls?.certificate, tlsKeyPath: tls?.key)
         let app = try await FerryServer.make(config, logger: logger) { port in
             portSink.yield(port)
             portSink.finish()
@@ -40,7 +42,7 @@ enum SyncTestServer {
             Issue.record("the server did not start")
             return
         }
-        do { try await body("http://127.0.0.1:\(port)") } catch {
+        do { try await body("\(tls == nil ? "http" : "https")://127.0.0.1:\(port)") } catch {
             server.cancel()
             _ = await server.result
             throw error
@@ -69,9 +71,9 @@ final class TestDevice: @unchecked Sendable {
     var db: Database { session.database }
     let errors = ErrorLog()
 
-    init(baseURL: String, credentials: Credentials, register: (String, String)? = nil) async throws {
+    init(baseURL: String, credentials: Credentials, register: (String, String)? = nil, tls: TLSOptions = TLSOptions()) async throws {
         let dir = SyncTestServer.temporaryDirectory("device")
-        app = try App(App.Configuration(appId: "item-app-seeds", baseURL: baseURL, baseDirectory: dir, logLevel: .warn))
+        app = try App(App.Configuration(appId: "item-app-seeds", baseURL: baseURL, baseDirectory: dir, tls: tls, logLevel: .warn))
         let errors = self.errors
         app.errorHandler = { _, e in errors.add(e) }
         if let (email, password) = register {

@@ -68,7 +68,7 @@ public final class App: @unchecked Sendable {
         guard wasOpen else { return }
         let done = LoopSemaphore()
         loop.post { [self] in
-            for c in connections.values { c.shutdown() }
+            for c in connections.values { c.shutdown(error: SyncError(code: 0, message: "the App was closed", isFatal: true, action: .applicationBug)) }
             connections.removeAll()
             done.signal()
         }
@@ -115,7 +115,7 @@ public final class App: @unchecked Sendable {
                                   headers: [("Content-Type", "application/json")], body: Array(credentials.body.utf8))
         loop.post { [self] in
             HTTPClient.send(request, on: loop, tls: configuration.tls, timeoutMs: configuration.requestTimeoutMs) { [self] result in
-                completion(result.flatMap { response in
+                completion(result.mapError(Self.network).flatMap { response in
                     Result {
                         let json = try Self.check(response, what: "log in")
                         guard let id = json["user_id"]?.stringValue, let access = json["access_token"]?.stringValue,
@@ -136,7 +136,7 @@ public final class App: @unchecked Sendable {
                                   body: Array(JSON.encodeObject([("email", email), ("password", password)]).utf8))
         loop.post { [self] in
             HTTPClient.send(request, on: loop, tls: configuration.tls, timeoutMs: configuration.requestTimeoutMs) { result in
-                completion(result.flatMap { r in Result { _ = try Self.check(r, what: "register") }.mapError { $0 as? FerryError ?? FerryError(.internal, "\($0)") } })
+                completion(result.mapError(Self.network).flatMap { r in Result { _ = try Self.check(r, what: "register") }.mapError { $0 as? FerryError ?? FerryError(.internal, "\($0)") } })
             }
         }
     }
@@ -175,7 +175,7 @@ public final class App: @unchecked Sendable {
     func refreshAccessToken(_ user: SyncUser, completion: @escaping (Result<Void, FerryError>) -> Void) {
         let request = HTTPRequest(method: "POST", url: "\(authBase)/auth/session", headers: [("Authorization", "Bearer \(user.refreshToken)")])
         HTTPClient.send(request, on: loop, tls: configuration.tls, timeoutMs: configuration.requestTimeoutMs) { [self] result in
-            completion(result.flatMap { r in
+            completion(result.mapError(Self.network).flatMap { r in
                 Result {
                     let json = try Self.check(r, what: "refresh the access token")
                     guard let access = json["access_token"]?.stringValue else { throw FerryError(.corrupt, "the refresh answer has no access_token") }
@@ -184,6 +184,13 @@ public final class App: @unchecked Sendable {
                 }.mapError { $0 as? FerryError ?? FerryError(.internal, "\($0)") }
             })
         }
+    }
+
+    /// A transport failure (resolve, connect, TLS, a broken or malformed answer) is a network
+    /// error for the host; a timeout stays a timeout.
+    static func network(_ e: FerryError) -> FerryError {
+        guard e.code == .io else { return e }
+        return FerryError(e.message.contains("timed out") ? .timeout : .network, e.message)
     }
 
     /// The JSON body of a 2xx answer, or the server's error as a FerryError.

@@ -6,7 +6,8 @@ import FerryCore
 final class SyncConnection: WebSocketDelegate {
     enum State: Int32 { case disconnected = 0, connecting = 1, connected = 2 }
 
-    unowned let app: App
+    /// Strong: the App drops its connections when it closes, which ends the cycle.
+    let app: App
     let user: SyncUser
     private(set) var state: State = .disconnected
     private var socket: WebSocketClient?

@@ -9,7 +9,8 @@ public final class SyncSession: @unchecked Sendable {
     public let database: Database
     public let path: String
     let user: SyncUser
-    unowned let app: App
+    /// Strong: a session keeps its App's machinery alive; `App.close()` stops the session.
+    let app: App
     private weak var connection: SyncConnection?
     private(set) var sessionId: UInt64?
     /// Bound and identified: messages may flow.

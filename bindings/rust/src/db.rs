@@ -201,12 +201,18 @@ impl Database {
         let handle = NonNull::new(out).ok_or_else(|| {
             Error::new(ErrorCode::Internal, "ferry_db_open succeeded but returned NULL")
         })?;
-        Ok(Database {
+        Ok(Database::from_handle(handle, options.delivery))
+    }
+
+    /// Wraps a handle the caller owns (from `ferry_db_open` or `ferry_sync_open`); the
+    /// `Database` closes and frees it.
+    pub(crate) fn from_handle(handle: NonNull<sys::ferry_db_t>, delivery: Delivery) -> Database {
+        Database {
             handle: Arc::new(Handle(handle)),
-            delivery: options.delivery,
+            delivery,
             classes: RwLock::new(HashMap::new()),
             tx_lock: TxLock::default(),
-        })
+        }
     }
 
     /// The raw handle, for calling `sys` functions directly. It stays valid while `self` lives.
@@ -473,22 +479,28 @@ impl Database {
         let cquery = c_string(query.as_bytes(), "query")?;
         let raw_args = raw_values(args);
         let key = meta.key;
-        notify::register(&self.handle, meta, callback, |out, cb, userdata, free| {
-            // SAFETY: valid handle, out-parameter and string; raw_args borrows `args`.
-            unsafe {
-                sys::ferry_db_observe_query(
-                    out,
-                    self.ptr(),
-                    key,
-                    cquery.as_ptr(),
-                    raw_args.as_ptr(),
-                    raw_args.len(),
-                    cb,
-                    userdata,
-                    free,
-                )
-            }
-        })
+        notify::register(
+            &self.handle,
+            meta,
+            self.delivery == Delivery::Loop,
+            callback,
+            |out, cb, userdata, free| {
+                // SAFETY: valid handle, out-parameter and string; raw_args borrows `args`.
+                unsafe {
+                    sys::ferry_db_observe_query(
+                        out,
+                        self.ptr(),
+                        key,
+                        cquery.as_ptr(),
+                        raw_args.as_ptr(),
+                        raw_args.len(),
+                        cb,
+                        userdata,
+                        free,
+                    )
+                }
+            },
+        )
     }
 
     /// Calls `callback` when the object with this primary key changes, is created (reported
@@ -506,20 +518,26 @@ impl Database {
         let meta = self.class(class)?;
         let pk = primary_key.into();
         let key = meta.key;
-        notify::register(&self.handle, meta, callback, |out, cb, userdata, free| {
-            // SAFETY: valid handle and out-parameter; the raw value borrows `pk`.
-            unsafe {
-                sys::ferry_db_observe_object(
-                    out,
-                    self.ptr(),
-                    key,
-                    pk.raw().as_ptr(),
-                    cb,
-                    userdata,
-                    free,
-                )
-            }
-        })
+        notify::register(
+            &self.handle,
+            meta,
+            self.delivery == Delivery::Loop,
+            callback,
+            |out, cb, userdata, free| {
+                // SAFETY: valid handle and out-parameter; the raw value borrows `pk`.
+                unsafe {
+                    sys::ferry_db_observe_object(
+                        out,
+                        self.ptr(),
+                        key,
+                        pk.raw().as_ptr(),
+                        cb,
+                        userdata,
+                        free,
+                    )
+                }
+            },
+        )
     }
 
     /// For [`Delivery::Poll`] databases: a file descriptor, owned by Ferry and valid while the

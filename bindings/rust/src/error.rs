@@ -55,6 +55,15 @@ pub enum ErrorCode {
     Corrupt,
     /// `FERRY_ERR_BUSY`: another process held the file's write lock too long.
     Busy,
+    /// `FERRY_ERR_NETWORK`: the server could not be reached, or the connection broke.
+    Network,
+    /// `FERRY_ERR_AUTH`: the server refused the credentials or the token.
+    Auth,
+    /// `FERRY_ERR_SYNC`: the sync server reported an error (for example a rejected
+    /// subscription set).
+    Sync,
+    /// `FERRY_ERR_TIMEOUT`: the operation did not complete within its timeout.
+    Timeout,
     /// `FERRY_ERR_INTERNAL`: a bug in Ferry.
     Internal,
     /// A code this binding does not know.
@@ -86,6 +95,10 @@ impl ErrorCode {
             sys::FERRY_ERR_OUT_OF_RANGE => OutOfRange,
             sys::FERRY_ERR_CORRUPT => Corrupt,
             sys::FERRY_ERR_BUSY => Busy,
+            sys::FERRY_ERR_NETWORK => Network,
+            sys::FERRY_ERR_AUTH => Auth,
+            sys::FERRY_ERR_SYNC => Sync,
+            sys::FERRY_ERR_TIMEOUT => Timeout,
             sys::FERRY_ERR_INTERNAL => Internal,
             other => Unknown(other),
         }
@@ -114,6 +127,10 @@ impl ErrorCode {
             OutOfRange => sys::FERRY_ERR_OUT_OF_RANGE,
             Corrupt => sys::FERRY_ERR_CORRUPT,
             Busy => sys::FERRY_ERR_BUSY,
+            Network => sys::FERRY_ERR_NETWORK,
+            Auth => sys::FERRY_ERR_AUTH,
+            Sync => sys::FERRY_ERR_SYNC,
+            Timeout => sys::FERRY_ERR_TIMEOUT,
             Internal => sys::FERRY_ERR_INTERNAL,
             Unknown(code) => code,
         }
@@ -176,6 +193,20 @@ impl Error {
                 ),
             }
         }
+    }
+
+    /// Copies an error lent to a completion callback (`const ferry_error_t *`).
+    ///
+    /// # Safety
+    /// `raw` must point to a valid `ferry_error_t` whose message is NULL or NUL-terminated.
+    pub(crate) unsafe fn from_lent(raw: *const sys::ferry_error_t) -> Error {
+        let raw = &*raw;
+        let message = if raw.message.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(raw.message).to_string_lossy().into_owned()
+        };
+        Error { code: ErrorCode::from_raw(raw.code), message }
     }
 
     /// Ok for `FERRY_OK`, else the error for `code`.

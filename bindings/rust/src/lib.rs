@@ -10,7 +10,10 @@
 //! - handles ([`Schema`], [`Database`], [`Object`], [`Results`], [`NotificationToken`]) are
 //!   freed by `Drop`;
 //! - notification callbacks are closures;
-//! - classes and properties are named by their names.
+//! - classes and properties are named by their names;
+//! - sync ([`App`], [`User`], [`SyncSession`], subscriptions, [`SyncError`]) offers blocking
+//!   calls with timeouts, and `_with_callback` variants whose closures run on Ferry's loop
+//!   thread.
 //!
 //! # Example
 //!
@@ -68,17 +71,26 @@
 
 #![warn(missing_docs)]
 
+mod app;
+mod completion;
 mod db;
 mod error;
 mod notify;
 mod schema;
+mod sync;
 pub mod sys;
 mod value;
+
+pub use app::{App, AppOptions, Credentials, LogLevel, Logger, User, UserState};
 
 pub use db::{Database, Delivery, Field, Object, Options, Results, ResultsIter, Transaction};
 pub use error::{Error, ErrorCode, Result};
 pub use notify::{ChangeSet, NotificationToken};
 pub use schema::{ClassSchema, Property, PropertyType, Schema};
+pub use sync::{
+    CompensatingWrite, MutableSubscriptionSet, SessionId, SessionRef, Subscription,
+    SubscriptionState, Subscriptions, SyncAction, SyncError, SyncSession,
+};
 pub use value::{ObjectId, Value};
 
 /// The library's version, `"MAJOR.MINOR.PATCH"` (`ferry_version`).

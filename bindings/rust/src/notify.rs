@@ -97,6 +97,8 @@ struct CallbackState<F> {
     // The thread currently running the callback, to detect re-entry (the callback delivering
     // its own notifications) instead of deadlocking on `callback`.
     running_on: Mutex<Option<ThreadId>>,
+    // Whether the database delivers on Ferry's loop thread (`Delivery::Loop`).
+    on_loop: bool,
 }
 
 impl<F: FnMut(&ChangeSet)> CallbackState<F> {
@@ -144,6 +146,7 @@ unsafe extern "C" fn trampoline<F: FnMut(&ChangeSet) + Send>(
         let state = userdata as *const CallbackState<F>;
         Arc::increment_strong_count(state);
         let state = Arc::from_raw(state);
+        let _scope = crate::completion::enter_callback(state.on_loop);
         // SAFETY: the change set is valid for the duration of the callback.
         match ChangeSet::from_raw(&*changes, &state.class) {
             Ok(changes) => state.call(&changes),
@@ -178,6 +181,7 @@ unsafe extern "C" fn free_state<F>(userdata: *mut c_void) {
 pub(crate) fn register<F>(
     db: &Arc<Handle>,
     class: Arc<ClassMeta>,
+    on_loop: bool,
     callback: F,
     register: impl FnOnce(
         *mut *mut sys::ferry_notification_token_t,
@@ -193,6 +197,7 @@ where
         class,
         callback: Mutex::new(callback),
         running_on: Mutex::new(None),
+        on_loop,
     });
     let userdata = Arc::into_raw(state) as *mut c_void;
     let mut out = ptr::null_mut();

@@ -44,6 +44,10 @@ pub const FERRY_ERR_MULTIPLE_SYNC_AGENTS: c_int = -16;
 pub const FERRY_ERR_OUT_OF_RANGE: c_int = -17;
 pub const FERRY_ERR_CORRUPT: c_int = -18;
 pub const FERRY_ERR_BUSY: c_int = -19;
+pub const FERRY_ERR_NETWORK: c_int = -20;
+pub const FERRY_ERR_AUTH: c_int = -21;
+pub const FERRY_ERR_SYNC: c_int = -22;
+pub const FERRY_ERR_TIMEOUT: c_int = -23;
 pub const FERRY_ERR_INTERNAL: c_int = -100;
 
 /// The last error on the calling thread.
@@ -446,6 +450,287 @@ extern "C" {
     pub fn ferry_db_verify_history(db: *mut ferry_db_t) -> c_int;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Sync: Apps, users, synced databases, subscriptions, errors
+// ---------------------------------------------------------------------------------------------
+
+#[repr(C)]
+pub struct ferry_app_t {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+pub struct ferry_user_t {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+pub struct ferry_sync_session_t {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+pub struct ferry_subscription_set_t {
+    _private: [u8; 0],
+}
+
+/// `ferry_log_level_t`.
+pub type ferry_log_level_t = i32;
+pub const FERRY_LOG_ALL: i32 = 0;
+pub const FERRY_LOG_TRACE: i32 = 1;
+pub const FERRY_LOG_DEBUG: i32 = 2;
+pub const FERRY_LOG_DETAIL: i32 = 3;
+pub const FERRY_LOG_INFO: i32 = 4;
+pub const FERRY_LOG_WARN: i32 = 5;
+pub const FERRY_LOG_ERROR: i32 = 6;
+pub const FERRY_LOG_FATAL: i32 = 7;
+pub const FERRY_LOG_OFF: i32 = 8;
+
+/// A log line of the App (message lent for the call). Called on the loop thread.
+pub type ferry_log_cb =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, level: i32, message: *const c_char)>;
+
+/// Completion of an asynchronous call: error is NULL on success. Called exactly once, on the
+/// loop thread.
+pub type ferry_status_cb =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, error: *const ferry_error_t)>;
+
+pub const FERRY_APP_OPTIONS_VERSION: u32 = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_app_options_t {
+    pub version: u32,
+    pub app_id: *const c_char,
+    pub base_url: *const c_char,
+    pub base_directory: *const c_char,
+    pub ca_file: *const c_char,
+    pub verify_peer: bool,
+    pub request_timeout_ms: u64,
+    /// `ferry_log_level_t`.
+    pub log_level: i32,
+    pub log_callback: ferry_log_cb,
+    pub log_userdata: *mut c_void,
+}
+
+/// `ferry_credentials_kind_t`.
+pub type ferry_credentials_kind_t = i32;
+pub const FERRY_CREDENTIALS_ANONYMOUS: i32 = 0;
+pub const FERRY_CREDENTIALS_EMAIL_PASSWORD: i32 = 1;
+pub const FERRY_CREDENTIALS_JWT: i32 = 2;
+pub const FERRY_CREDENTIALS_API_KEY: i32 = 3;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_credentials_t {
+    /// `ferry_credentials_kind_t`.
+    pub kind: i32,
+    pub email: *const c_char,
+    pub password: *const c_char,
+    pub token: *const c_char,
+}
+
+/// Login completion: a new user handle owned by the callee and a NULL error, or NULL and the
+/// failure (lent for the call).
+pub type ferry_user_cb = Option<
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        user: *mut ferry_user_t,
+        error: *const ferry_error_t,
+    ),
+>;
+
+/// `ferry_user_state_t`.
+pub type ferry_user_state_t = i32;
+pub const FERRY_USER_LOGGED_OUT: i32 = 0;
+pub const FERRY_USER_LOGGED_IN: i32 = 1;
+pub const FERRY_USER_REMOVED: i32 = 2;
+
+/// `ferry_sync_action_t`.
+pub type ferry_sync_action_t = i32;
+pub const FERRY_SYNC_ACTION_WARNING: i32 = 0;
+pub const FERRY_SYNC_ACTION_TRANSIENT: i32 = 1;
+pub const FERRY_SYNC_ACTION_APPLICATION_BUG: i32 = 2;
+pub const FERRY_SYNC_ACTION_PROTOCOL_VIOLATION: i32 = 3;
+pub const FERRY_SYNC_ACTION_DELETE_DATABASE: i32 = 4;
+pub const FERRY_SYNC_ACTION_CLIENT_RESET: i32 = 5;
+pub const FERRY_SYNC_ACTION_CLIENT_RESET_NO_RECOVERY: i32 = 6;
+pub const FERRY_SYNC_ACTION_REVERT_TO_PBS: i32 = 7;
+pub const FERRY_SYNC_ACTION_REFRESH_USER: i32 = 8;
+pub const FERRY_SYNC_ACTION_REFRESH_LOCATION: i32 = 9;
+pub const FERRY_SYNC_ACTION_LOG_OUT_USER: i32 = 10;
+
+/// One object of a write the server rejected and reverted.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_compensating_write_t {
+    pub object_type: *const c_char,
+    pub primary_key: ferry_value_t,
+    pub reason: *const c_char,
+}
+
+/// A sync error; everything is lent for the handler's call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_sync_error_t {
+    pub code: i32,
+    pub message: *const c_char,
+    pub is_fatal: bool,
+    /// `ferry_sync_action_t`.
+    pub action: i32,
+    pub compensating_writes: *const ferry_compensating_write_t,
+    pub compensating_writes_count: usize,
+}
+
+pub type ferry_sync_error_cb = Option<
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        session: *mut ferry_sync_session_t,
+        error: *const ferry_sync_error_t,
+    ),
+>;
+
+pub const FERRY_SYNC_OPTIONS_VERSION: u32 = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_sync_options_t {
+    pub version: u32,
+    pub path: *const c_char,
+    pub schema: *const ferry_schema_t,
+}
+
+/// `ferry_subscription_state_t`.
+pub type ferry_subscription_state_t = i32;
+pub const FERRY_SUBSCRIPTIONS_PENDING: i32 = 0;
+pub const FERRY_SUBSCRIPTIONS_COMPLETE: i32 = 1;
+pub const FERRY_SUBSCRIPTIONS_ERROR: i32 = 2;
+pub const FERRY_SUBSCRIPTIONS_SUPERSEDED: i32 = 3;
+
+extern "C" {
+    // Apps
+    pub fn ferry_app_options_init(opts: *mut ferry_app_options_t, version: u32) -> c_int;
+    pub fn ferry_app_new(out: *mut *mut ferry_app_t, opts: *const ferry_app_options_t) -> c_int;
+    pub fn ferry_app_free(app: *mut ferry_app_t);
+    pub fn ferry_app_log_in(
+        app: *mut ferry_app_t,
+        credentials: *const ferry_credentials_t,
+        callback: ferry_user_cb,
+        userdata: *mut c_void,
+    ) -> c_int;
+    pub fn ferry_app_register_email(
+        app: *mut ferry_app_t,
+        email: *const c_char,
+        password: *const c_char,
+        callback: ferry_status_cb,
+        userdata: *mut c_void,
+    ) -> c_int;
+    pub fn ferry_app_log_out(
+        app: *mut ferry_app_t,
+        user: *mut ferry_user_t,
+        callback: ferry_status_cb,
+        userdata: *mut c_void,
+    ) -> c_int;
+    pub fn ferry_app_current_user(out: *mut *mut ferry_user_t, app: *mut ferry_app_t) -> c_int;
+    pub fn ferry_app_user_count(out: *mut usize, app: *mut ferry_app_t) -> c_int;
+    pub fn ferry_app_get_user(
+        out: *mut *mut ferry_user_t,
+        app: *mut ferry_app_t,
+        index: usize,
+    ) -> c_int;
+
+    // Users
+    pub fn ferry_user_id(out: *mut *const c_char, user: *const ferry_user_t) -> c_int;
+    pub fn ferry_user_state(out: *mut i32, user: *const ferry_user_t) -> c_int;
+    pub fn ferry_user_free(user: *mut ferry_user_t);
+
+    // Errors
+    pub fn ferry_app_set_sync_error_handler(
+        app: *mut ferry_app_t,
+        callback: ferry_sync_error_cb,
+        userdata: *mut c_void,
+        userdata_free: ferry_free_fn,
+    ) -> c_int;
+
+    // Synced databases
+    pub fn ferry_sync_options_init(opts: *mut ferry_sync_options_t, version: u32) -> c_int;
+    pub fn ferry_sync_open(
+        out_session: *mut *mut ferry_sync_session_t,
+        out_db: *mut *mut ferry_db_t,
+        user: *mut ferry_user_t,
+        opts: *const ferry_sync_options_t,
+    ) -> c_int;
+    pub fn ferry_sync_wait_for_upload(
+        session: *mut ferry_sync_session_t,
+        callback: ferry_status_cb,
+        userdata: *mut c_void,
+    ) -> c_int;
+    pub fn ferry_sync_wait_for_download(
+        session: *mut ferry_sync_session_t,
+        callback: ferry_status_cb,
+        userdata: *mut c_void,
+    ) -> c_int;
+    pub fn ferry_sync_session_free(session: *mut ferry_sync_session_t);
+
+    // Subscriptions
+    pub fn ferry_sync_subscriptions(
+        out: *mut *mut ferry_subscription_set_t,
+        session: *mut ferry_sync_session_t,
+    ) -> c_int;
+    pub fn ferry_subscription_set_free(set: *mut ferry_subscription_set_t);
+    pub fn ferry_subscription_set_version(
+        out: *mut u64,
+        set: *const ferry_subscription_set_t,
+    ) -> c_int;
+    pub fn ferry_subscription_set_state(
+        out: *mut i32,
+        set: *const ferry_subscription_set_t,
+    ) -> c_int;
+    pub fn ferry_subscription_set_error(
+        out: *mut *const c_char,
+        set: *const ferry_subscription_set_t,
+    ) -> c_int;
+    pub fn ferry_subscription_set_count(
+        out: *mut usize,
+        set: *const ferry_subscription_set_t,
+    ) -> c_int;
+    pub fn ferry_subscription_set_get(
+        out_name: *mut *const c_char,
+        out_object_type: *mut *const c_char,
+        out_query: *mut *const c_char,
+        set: *const ferry_subscription_set_t,
+        index: usize,
+    ) -> c_int;
+    pub fn ferry_subscription_set_add(
+        set: *mut ferry_subscription_set_t,
+        name: *const c_char,
+        object_type: *const c_char,
+        query: *const c_char,
+    ) -> c_int;
+    pub fn ferry_subscription_set_remove(
+        out_removed: *mut bool,
+        set: *mut ferry_subscription_set_t,
+        name: *const c_char,
+    ) -> c_int;
+    pub fn ferry_subscription_set_remove_type(
+        out_removed: *mut usize,
+        set: *mut ferry_subscription_set_t,
+        object_type: *const c_char,
+    ) -> c_int;
+    pub fn ferry_subscription_set_remove_all(set: *mut ferry_subscription_set_t) -> c_int;
+    pub fn ferry_sync_update_subscriptions(
+        out_version: *mut u64,
+        session: *mut ferry_sync_session_t,
+        set: *const ferry_subscription_set_t,
+    ) -> c_int;
+    pub fn ferry_sync_wait_for_subscriptions(
+        session: *mut ferry_sync_session_t,
+        version: u64,
+        callback: ferry_status_cb,
+        userdata: *mut c_void,
+    ) -> c_int;
+}
+
 #[cfg(test)]
 mod layout {
     //! Sizes and offsets measured with `cc` on x86_64/aarch64 Linux against include/ferry.h.
@@ -479,5 +764,32 @@ mod layout {
         assert_eq!(offset_of!(ferry_property_value_t, value), 8);
         assert_eq!(size_of::<ferry_change_set_t>(), 64);
         assert_eq!(offset_of!(ferry_change_set_t, modified_properties_count), 56);
+    }
+
+    #[test]
+    fn sync_structs() {
+        assert_eq!(size_of::<ferry_app_options_t>(), 80);
+        assert_eq!(offset_of!(ferry_app_options_t, app_id), 8);
+        assert_eq!(offset_of!(ferry_app_options_t, ca_file), 32);
+        assert_eq!(offset_of!(ferry_app_options_t, verify_peer), 40);
+        assert_eq!(offset_of!(ferry_app_options_t, request_timeout_ms), 48);
+        assert_eq!(offset_of!(ferry_app_options_t, log_level), 56);
+        assert_eq!(offset_of!(ferry_app_options_t, log_callback), 64);
+        assert_eq!(offset_of!(ferry_app_options_t, log_userdata), 72);
+        assert_eq!(size_of::<ferry_credentials_t>(), 32);
+        assert_eq!(offset_of!(ferry_credentials_t, email), 8);
+        assert_eq!(offset_of!(ferry_credentials_t, token), 24);
+        assert_eq!(size_of::<ferry_compensating_write_t>(), 40);
+        assert_eq!(offset_of!(ferry_compensating_write_t, primary_key), 8);
+        assert_eq!(offset_of!(ferry_compensating_write_t, reason), 32);
+        assert_eq!(size_of::<ferry_sync_error_t>(), 40);
+        assert_eq!(offset_of!(ferry_sync_error_t, message), 8);
+        assert_eq!(offset_of!(ferry_sync_error_t, is_fatal), 16);
+        assert_eq!(offset_of!(ferry_sync_error_t, action), 20);
+        assert_eq!(offset_of!(ferry_sync_error_t, compensating_writes), 24);
+        assert_eq!(offset_of!(ferry_sync_error_t, compensating_writes_count), 32);
+        assert_eq!(size_of::<ferry_sync_options_t>(), 24);
+        assert_eq!(offset_of!(ferry_sync_options_t, path), 8);
+        assert_eq!(offset_of!(ferry_sync_options_t, schema), 16);
     }
 }

@@ -1,0 +1,640 @@
+//! Sync sessions, flexible-sync subscriptions and sync errors (`ferry_sync_*`,
+//! `ferry_subscription_set_*`, `ferry_sync_error_t`).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::os::raw::c_void;
+use std::ptr::{self, NonNull};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::app::AppInner;
+use crate::completion::{block_on, free_off_loop, on_loop_thread, start_status, SendPtr};
+use crate::db::c_string;
+use crate::error::{Error, ErrorCode, Result};
+use crate::schema::string_from;
+use crate::sys;
+use crate::value::Value;
+
+/// How long [`SessionRef::update_subscriptions`] retries a store that collided with the loop
+/// thread's write transaction on the session's database handle.
+const UPDATE_RETRY_FOR: Duration = Duration::from_secs(5);
+
+// --- Errors ------------------------------------------------------------------------------------
+
+/// What the client should do about a [`SyncError`] (`ferry_sync_action_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyncAction {
+    /// Nothing: informational (compensating writes).
+    Warning,
+    /// Retry later.
+    Transient,
+    /// A bug in the application (for example a rejected subscription).
+    ApplicationBug,
+    /// The client broke the protocol.
+    ProtocolViolation,
+    /// Delete the database.
+    DeleteDatabase,
+    /// A client reset.
+    ClientReset,
+    /// A client reset without recovery.
+    ClientResetNoRecovery,
+    /// Revert to partition-based sync.
+    RevertToPbs,
+    /// Refresh the user's token.
+    RefreshUser,
+    /// Refresh the server location.
+    RefreshLocation,
+    /// Log the user out.
+    LogOutUser,
+    /// An action this binding does not know.
+    Unknown(i32),
+}
+
+impl SyncAction {
+    fn from_raw(raw: i32) -> SyncAction {
+        use SyncAction::*;
+        match raw {
+            sys::FERRY_SYNC_ACTION_WARNING => Warning,
+            sys::FERRY_SYNC_ACTION_TRANSIENT => Transient,
+            sys::FERRY_SYNC_ACTION_APPLICATION_BUG => ApplicationBug,
+            sys::FERRY_SYNC_ACTION_PROTOCOL_VIOLATION => ProtocolViolation,
+            sys::FERRY_SYNC_ACTION_DELETE_DATABASE => DeleteDatabase,
+            sys::FERRY_SYNC_ACTION_CLIENT_RESET => ClientReset,
+            sys::FERRY_SYNC_ACTION_CLIENT_RESET_NO_RECOVERY => ClientResetNoRecovery,
+            sys::FERRY_SYNC_ACTION_REVERT_TO_PBS => RevertToPbs,
+            sys::FERRY_SYNC_ACTION_REFRESH_USER => RefreshUser,
+            sys::FERRY_SYNC_ACTION_REFRESH_LOCATION => RefreshLocation,
+            sys::FERRY_SYNC_ACTION_LOG_OUT_USER => LogOutUser,
+            other => Unknown(other),
+        }
+    }
+}
+
+/// One object of a write the server rejected and reverted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompensatingWrite {
+    /// The object's class, e.g. `"Item"`.
+    pub object_type: String,
+    /// The object's primary key.
+    pub primary_key: Value,
+    /// Why, e.g. `write to "<pk>" in table "Item" not allowed; object is outside of the
+    /// current query view`.
+    pub reason: String,
+}
+
+/// A sync error reported to the App's sync error handler (a copy of `ferry_sync_error_t`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncError {
+    /// The server's error code: [`SyncError::COMPENSATING_WRITE`] (231),
+    /// [`SyncError::SUBSCRIPTION_REJECTED`] (226), ...
+    pub code: i32,
+    /// The message.
+    pub message: String,
+    /// Whether the session stopped syncing.
+    pub is_fatal: bool,
+    /// What the client should do.
+    pub action: SyncAction,
+    /// For compensating writes: the reverted objects.
+    pub compensating_writes: Vec<CompensatingWrite>,
+}
+
+impl SyncError {
+    /// The code of a compensating write: the server rejected and reverted a write (not fatal,
+    /// [`SyncAction::Warning`]).
+    pub const COMPENSATING_WRITE: i32 = 231;
+    /// The code of a rejected subscription set.
+    pub const SUBSCRIPTION_REJECTED: i32 = 226;
+
+    /// Whether this is a compensating write (code 231).
+    pub fn is_compensating_write(&self) -> bool {
+        self.code == SyncError::COMPENSATING_WRITE
+    }
+
+    /// Copies an error lent to the handler.
+    ///
+    /// # Safety
+    /// `raw` and everything it points to must be valid (as during the handler's call).
+    pub(crate) unsafe fn from_raw(raw: &sys::ferry_sync_error_t) -> SyncError {
+        let writes: &[sys::ferry_compensating_write_t] =
+            if raw.compensating_writes.is_null() || raw.compensating_writes_count == 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts(raw.compensating_writes, raw.compensating_writes_count)
+            };
+        SyncError {
+            code: raw.code,
+            message: string_from(raw.message).unwrap_or_default(),
+            is_fatal: raw.is_fatal,
+            action: SyncAction::from_raw(raw.action),
+            compensating_writes: writes
+                .iter()
+                .map(|w| CompensatingWrite {
+                    object_type: string_from(w.object_type).unwrap_or_default(),
+                    primary_key: Value::from_raw(&w.primary_key).unwrap_or_else(|e| {
+                        eprintln!("ferry: could not read a compensating write's primary key: {e}");
+                        Value::Null
+                    }),
+                    reason: string_from(w.reason).unwrap_or_default(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl fmt::Display for SyncError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sync error {}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for SyncError {}
+
+// --- Subscriptions -----------------------------------------------------------------------------
+
+/// The state of a subscription set (`ferry_subscription_state_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SubscriptionState {
+    /// Not yet complete on the server.
+    Pending,
+    /// The server sent everything it matches.
+    Complete,
+    /// Rejected: see [`Subscriptions::error`].
+    Error,
+    /// A later version replaced it.
+    Superseded,
+    /// A state this binding does not know.
+    Unknown(i32),
+}
+
+impl SubscriptionState {
+    fn from_raw(raw: i32) -> SubscriptionState {
+        match raw {
+            sys::FERRY_SUBSCRIPTIONS_PENDING => SubscriptionState::Pending,
+            sys::FERRY_SUBSCRIPTIONS_COMPLETE => SubscriptionState::Complete,
+            sys::FERRY_SUBSCRIPTIONS_ERROR => SubscriptionState::Error,
+            sys::FERRY_SUBSCRIPTIONS_SUPERSEDED => SubscriptionState::Superseded,
+            other => SubscriptionState::Unknown(other),
+        }
+    }
+}
+
+/// One named query on an object type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Subscription {
+    /// Its name (unique in the set).
+    pub name: String,
+    /// The class it queries, e.g. `"Item"`.
+    pub object_type: String,
+    /// The query, e.g. `"complexity <= 4"`.
+    pub query: String,
+}
+
+/// A snapshot of a session's subscription set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscriptions {
+    /// The set's version (each update makes the next one).
+    pub version: u64,
+    /// Its state.
+    pub state: SubscriptionState,
+    /// The server's message for a rejected set ([`SubscriptionState::Error`]).
+    pub error: Option<String>,
+    /// The subscriptions.
+    pub subscriptions: Vec<Subscription>,
+}
+
+/// An owned `ferry_subscription_set_t`.
+struct SetHandle(NonNull<sys::ferry_subscription_set_t>);
+
+impl Drop for SetHandle {
+    fn drop(&mut self) {
+        // SAFETY: we own the handle.
+        unsafe { sys::ferry_subscription_set_free(self.0.as_ptr()) }
+    }
+}
+
+impl SetHandle {
+    fn of(session: *mut sys::ferry_sync_session_t) -> Result<SetHandle> {
+        let mut out = ptr::null_mut();
+        // SAFETY: valid out-parameter; libferry validates the session handle.
+        Error::check(unsafe { sys::ferry_sync_subscriptions(&mut out, session) })?;
+        NonNull::new(out).map(SetHandle).ok_or_else(|| {
+            Error::new(ErrorCode::Internal, "ferry_sync_subscriptions succeeded but returned NULL")
+        })
+    }
+
+    fn ptr(&self) -> *mut sys::ferry_subscription_set_t {
+        self.0.as_ptr()
+    }
+
+    fn list(&self) -> Result<Vec<Subscription>> {
+        let mut count = 0usize;
+        // SAFETY: valid handle and out-parameter.
+        Error::check(unsafe { sys::ferry_subscription_set_count(&mut count, self.ptr()) })?;
+        (0..count)
+            .map(|index| {
+                let (mut name, mut object_type, mut query) =
+                    (ptr::null(), ptr::null(), ptr::null());
+                // SAFETY: valid handle and out-parameters; the strings are lent until the set
+                // is freed or edited, and copied right away.
+                unsafe {
+                    Error::check(sys::ferry_subscription_set_get(
+                        &mut name,
+                        &mut object_type,
+                        &mut query,
+                        self.ptr(),
+                        index,
+                    ))?;
+                    Ok(Subscription {
+                        name: string_from(name).unwrap_or_default(),
+                        object_type: string_from(object_type).unwrap_or_default(),
+                        query: string_from(query).unwrap_or_default(),
+                    })
+                }
+            })
+            .collect()
+    }
+
+    fn snapshot(&self) -> Result<Subscriptions> {
+        let (mut version, mut state, mut error) = (0u64, 0i32, ptr::null());
+        // SAFETY: valid handle and out-parameters; the message is copied right away.
+        let error = unsafe {
+            Error::check(sys::ferry_subscription_set_version(&mut version, self.ptr()))?;
+            Error::check(sys::ferry_subscription_set_state(&mut state, self.ptr()))?;
+            Error::check(sys::ferry_subscription_set_error(&mut error, self.ptr()))?;
+            string_from(error).filter(|e| !e.is_empty())
+        };
+        Ok(Subscriptions {
+            version,
+            state: SubscriptionState::from_raw(state),
+            error,
+            subscriptions: self.list()?,
+        })
+    }
+}
+
+/// An editable copy of a session's subscription set, given to the closure of
+/// [`SyncSession::update_subscriptions`].
+///
+/// The edits do not return errors one by one: the first failed edit (a name with a NUL byte,
+/// an empty object type...) is remembered, later edits are skipped, and
+/// `update_subscriptions` returns that error without changing anything.
+pub struct MutableSubscriptionSet {
+    set: SetHandle,
+    error: Option<Error>,
+}
+
+impl fmt::Debug for MutableSubscriptionSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MutableSubscriptionSet")
+            .field("subscriptions", &self.set.list())
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+impl MutableSubscriptionSet {
+    fn edit<T: Default>(
+        &mut self,
+        f: impl FnOnce(*mut sys::ferry_subscription_set_t) -> Result<T>,
+    ) -> T {
+        if self.error.is_some() {
+            return T::default();
+        }
+        match f(self.set.ptr()) {
+            Ok(v) => v,
+            Err(e) => {
+                self.error = Some(e);
+                T::default()
+            }
+        }
+    }
+
+    /// Adds a named query on an object type, replacing a subscription of the same name.
+    pub fn add(&mut self, name: &str, object_type: &str, query: &str) -> &mut Self {
+        self.edit(|set| {
+            let name = c_string(name.as_bytes(), "subscription name")?;
+            let object_type = c_string(object_type.as_bytes(), "object type")?;
+            let query = c_string(query.as_bytes(), "query")?;
+            // SAFETY: valid handle; the strings outlive the call.
+            Error::check(unsafe {
+                sys::ferry_subscription_set_add(
+                    set,
+                    name.as_ptr(),
+                    object_type.as_ptr(),
+                    query.as_ptr(),
+                )
+            })
+        });
+        self
+    }
+
+    /// Removes the subscription with this name; returns whether there was one.
+    pub fn remove(&mut self, name: &str) -> bool {
+        self.edit(|set| {
+            let name = c_string(name.as_bytes(), "subscription name")?;
+            let mut removed = false;
+            // SAFETY: valid handle, out-parameter and string.
+            Error::check(unsafe {
+                sys::ferry_subscription_set_remove(&mut removed, set, name.as_ptr())
+            })?;
+            Ok(removed)
+        })
+    }
+
+    /// Removes every subscription on an object type; returns how many.
+    pub fn remove_type(&mut self, object_type: &str) -> usize {
+        self.edit(|set| {
+            let object_type = c_string(object_type.as_bytes(), "object type")?;
+            let mut removed = 0usize;
+            // SAFETY: valid handle, out-parameter and string.
+            Error::check(unsafe {
+                sys::ferry_subscription_set_remove_type(&mut removed, set, object_type.as_ptr())
+            })?;
+            Ok(removed)
+        })
+    }
+
+    /// Removes every subscription.
+    pub fn remove_all(&mut self) -> &mut Self {
+        // SAFETY: a valid handle.
+        self.edit(|set| Error::check(unsafe { sys::ferry_subscription_set_remove_all(set) }));
+        self
+    }
+
+    /// The subscriptions as edited so far.
+    pub fn subscriptions(&self) -> Result<Vec<Subscription>> {
+        self.set.list()
+    }
+}
+
+// --- Sessions ----------------------------------------------------------------------------------
+
+/// Identifies a sync session: [`SyncSession::id`] and [`SessionRef::id`] are equal for the
+/// same session (compare them in the sync error handler). It is the handle's address: a
+/// dropped session's id may be reused by a later one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(usize);
+
+/// A session lent for the duration of a call: what the sync error handler gets. It offers
+/// the session's non-blocking operations.
+#[derive(Clone, Copy)]
+pub struct SessionRef<'a> {
+    raw: NonNull<sys::ferry_sync_session_t>,
+    _lent: PhantomData<&'a ()>,
+}
+
+impl fmt::Debug for SessionRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SessionRef").field(&self.raw).finish()
+    }
+}
+
+impl<'a> SessionRef<'a> {
+    /// A session lent by libferry.
+    ///
+    /// # Safety
+    /// `raw` must stay valid for `'a`.
+    pub(crate) unsafe fn lent(raw: NonNull<sys::ferry_sync_session_t>) -> SessionRef<'a> {
+        SessionRef { raw, _lent: PhantomData }
+    }
+
+    fn ptr(&self) -> *mut sys::ferry_sync_session_t {
+        self.raw.as_ptr()
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> SessionId {
+        SessionId(self.raw.as_ptr() as usize)
+    }
+
+    /// A snapshot of the session's current subscription set.
+    pub fn subscriptions(&self) -> Result<Subscriptions> {
+        SetHandle::of(self.ptr())?.snapshot()
+    }
+
+    /// Edits a copy of the current subscription set with `edit` and makes it the next version
+    /// (state pending), sent to the server; returns that version. See
+    /// [`SyncSession::update_subscriptions`].
+    pub fn update_subscriptions(
+        &self,
+        edit: impl FnOnce(&mut MutableSubscriptionSet),
+    ) -> Result<u64> {
+        let mut set = MutableSubscriptionSet { set: SetHandle::of(self.ptr())?, error: None };
+        edit(&mut set);
+        if let Some(error) = set.error {
+            return Err(error);
+        }
+        // libferry 0.1.0 stores the set through the session's own database handle, which the
+        // loop thread also writes through (the client file identity, downloads, set states);
+        // a write transaction of the other thread on that handle makes the update fail with
+        // FERRY_ERR_ALREADY_IN_TRANSACTION at once instead of waiting. Those transactions
+        // are short: retry for a while. (Not on the loop thread: it would be the other side.)
+        let deadline = Instant::now() + UPDATE_RETRY_FOR;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let mut version = 0u64;
+            // SAFETY: valid handles and out-parameter.
+            let rc = unsafe {
+                sys::ferry_sync_update_subscriptions(&mut version, self.ptr(), set.set.ptr())
+            };
+            match Error::check(rc) {
+                Ok(()) => return Ok(version),
+                Err(e)
+                    if e.code == ErrorCode::AlreadyInTransaction
+                        && !on_loop_thread()
+                        && Instant::now() < deadline =>
+                {
+                    thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Calls `callback` on the loop thread once the subscription set of `version` (or a later
+    /// one) is complete, or with [`ErrorCode::Sync`] and the server's message when it was
+    /// rejected.
+    pub fn wait_for_subscriptions_with_callback<F>(&self, version: u64, callback: F) -> Result<()>
+    where
+        F: FnOnce(Result<()>) + Send + 'static,
+    {
+        start_status(callback, |cb, userdata: *mut c_void| {
+            // SAFETY: a valid handle.
+            unsafe { sys::ferry_sync_wait_for_subscriptions(self.ptr(), version, cb, userdata) }
+        })
+    }
+
+    /// Calls `callback` on the loop thread once every local change committed before this call
+    /// is durable on the server, or with the error that stopped the session.
+    pub fn wait_for_upload_with_callback<F>(&self, callback: F) -> Result<()>
+    where
+        F: FnOnce(Result<()>) + Send + 'static,
+    {
+        start_status(callback, |cb, userdata| {
+            // SAFETY: a valid handle.
+            unsafe { sys::ferry_sync_wait_for_upload(self.ptr(), cb, userdata) }
+        })
+    }
+
+    /// Calls `callback` on the loop thread once everything the server had when the request
+    /// reached it is integrated locally, or with the error that stopped the session.
+    pub fn wait_for_download_with_callback<F>(&self, callback: F) -> Result<()>
+    where
+        F: FnOnce(Result<()>) + Send + 'static,
+    {
+        start_status(callback, |cb, userdata| {
+            // SAFETY: a valid handle.
+            unsafe { sys::ferry_sync_wait_for_download(self.ptr(), cb, userdata) }
+        })
+    }
+}
+
+/// The sync session of a synced database (`ferry_sync_session_t`), from
+/// [`App::open_synced`](crate::App::open_synced).
+///
+/// `Send + Sync`. The blocking waits fail with [`ErrorCode::Timeout`] after their timeout
+/// (the wait itself goes on in the background and its result is dropped) and with
+/// [`ErrorCode::InvalidArgument`] on Ferry's loop thread; the `_with_callback` variants
+/// return at once.
+///
+/// Dropping the session stops syncing (pending waits complete with [`ErrorCode::Closed`]);
+/// the [`Database`](crate::Database) stays usable locally. `ferry_sync_session_free` waits for
+/// the loop thread, so it must not run there: when the session is dropped inside a Ferry
+/// callback, the binding frees it on a short-lived thread of its own instead. The session
+/// keeps its App alive.
+pub struct SyncSession {
+    raw: NonNull<sys::ferry_sync_session_t>,
+    app: Option<Arc<AppInner>>,
+    /// Serialises this handle's read-edit-commit cycles of the subscription set.
+    update_lock: Mutex<()>,
+}
+
+// SAFETY: libferry handles may be used from any thread; calls on them are serialised.
+unsafe impl Send for SyncSession {}
+unsafe impl Sync for SyncSession {}
+
+impl fmt::Debug for SyncSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncSession").field("handle", &self.raw).finish()
+    }
+}
+
+impl SyncSession {
+    pub(crate) fn from_raw(raw: NonNull<sys::ferry_sync_session_t>, app: Arc<AppInner>) -> Self {
+        SyncSession { raw, app: Some(app), update_lock: Mutex::new(()) }
+    }
+
+    /// The session as a [`SessionRef`] (what the error handler gets).
+    pub fn session_ref(&self) -> SessionRef<'_> {
+        // SAFETY: the handle lives as long as `self`.
+        unsafe { SessionRef::lent(self.raw) }
+    }
+
+    /// The raw handle, for calling `sys` functions directly. It stays valid while `self` lives.
+    pub fn as_ptr(&self) -> *mut sys::ferry_sync_session_t {
+        self.raw.as_ptr()
+    }
+
+    /// The session's id, equal to the [`SessionRef::id`] the error handler sees for it.
+    pub fn id(&self) -> SessionId {
+        self.session_ref().id()
+    }
+
+    /// A snapshot of the current subscription set: version, state, the server's error
+    /// message for a rejected set, and the subscriptions.
+    pub fn subscriptions(&self) -> Result<Subscriptions> {
+        self.session_ref().subscriptions()
+    }
+
+    /// Replaces the subscription set, atomically, with a copy of the current one edited by
+    /// `edit`, as the next version (state pending), and sends it to the server. Returns the
+    /// new version, for [`wait_for_subscriptions`](SyncSession::wait_for_subscriptions).
+    /// Nothing syncs down until the set has a subscription.
+    ///
+    /// ```no_run
+    /// # fn f(session: &ferry::SyncSession) -> ferry::Result<()> {
+    /// # use std::time::Duration;
+    /// let version = session.update_subscriptions(|set| {
+    ///     set.add("items", "Item", "complexity <= 4");
+    /// })?;
+    /// session.wait_for_subscriptions(version, Duration::from_secs(30))?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Updates through this `SyncSession` from several threads take turns (no update is
+    /// lost); an update through a [`SessionRef`] in the error handler does not take part.
+    pub fn update_subscriptions(
+        &self,
+        edit: impl FnOnce(&mut MutableSubscriptionSet),
+    ) -> Result<u64> {
+        let _turn = self.update_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.session_ref().update_subscriptions(edit)
+    }
+
+    /// Waits up to `timeout` until the subscription set of `version` (or a later one) is
+    /// complete. Fails with [`ErrorCode::Sync`] and the server's message when the set was
+    /// rejected ([`subscriptions`](SyncSession::subscriptions) then shows
+    /// [`SubscriptionState::Error`]).
+    pub fn wait_for_subscriptions(&self, version: u64, timeout: Duration) -> Result<()> {
+        block_on("wait for subscriptions", timeout, |done| {
+            self.wait_for_subscriptions_with_callback(version, move |r| done.complete(r))
+        })
+    }
+
+    /// Waits up to `timeout` until every local change committed before this call is durable
+    /// on the server, or fails with the error that stopped the session.
+    pub fn wait_for_upload(&self, timeout: Duration) -> Result<()> {
+        block_on("wait for upload", timeout, |done| {
+            self.wait_for_upload_with_callback(move |r| done.complete(r))
+        })
+    }
+
+    /// Waits up to `timeout` until everything the server had when the request reached it is
+    /// integrated locally, or fails with the error that stopped the session.
+    pub fn wait_for_download(&self, timeout: Duration) -> Result<()> {
+        block_on("wait for download", timeout, |done| {
+            self.wait_for_download_with_callback(move |r| done.complete(r))
+        })
+    }
+
+    /// [`SessionRef::wait_for_subscriptions_with_callback`].
+    pub fn wait_for_subscriptions_with_callback<F>(&self, version: u64, callback: F) -> Result<()>
+    where
+        F: FnOnce(Result<()>) + Send + 'static,
+    {
+        self.session_ref().wait_for_subscriptions_with_callback(version, callback)
+    }
+
+    /// [`SessionRef::wait_for_upload_with_callback`].
+    pub fn wait_for_upload_with_callback<F>(&self, callback: F) -> Result<()>
+    where
+        F: FnOnce(Result<()>) + Send + 'static,
+    {
+        self.session_ref().wait_for_upload_with_callback(callback)
+    }
+
+    /// [`SessionRef::wait_for_download_with_callback`].
+    pub fn wait_for_download_with_callback<F>(&self, callback: F) -> Result<()>
+    where
+        F: FnOnce(Result<()>) + Send + 'static,
+    {
+        self.session_ref().wait_for_download_with_callback(callback)
+    }
+}
+
+impl Drop for SyncSession {
+    fn drop(&mut self) {
+        let raw = SendPtr(self.raw.as_ptr());
+        let app = self.app.take();
+        free_off_loop("session", move || {
+            let raw = raw;
+            // SAFETY: we own the handle, and this is not the loop thread.
+            unsafe { sys::ferry_sync_session_free(raw.0) };
+            // The App goes after its session.
+            drop(app);
+        });
+    }
+}
