@@ -6,20 +6,15 @@ use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::app::AppInner;
-use crate::completion::{block_on, free_off_loop, on_loop_thread, start_status, SendPtr};
+use crate::completion::{block_on, free_off_loop, start_status, SendPtr};
 use crate::db::c_string;
 use crate::error::{Error, ErrorCode, Result};
 use crate::schema::string_from;
 use crate::sys;
 use crate::value::Value;
-
-/// How long [`SessionRef::update_subscriptions`] retries a store that collided with the loop
-/// thread's write transaction on the session's database handle.
-const UPDATE_RETRY_FOR: Duration = Duration::from_secs(5);
 
 // --- Errors ------------------------------------------------------------------------------------
 
@@ -426,32 +421,11 @@ impl<'a> SessionRef<'a> {
         if let Some(error) = set.error {
             return Err(error);
         }
-        // libferry 0.1.0 stores the set through the session's own database handle, which the
-        // loop thread also writes through (the client file identity, downloads, set states);
-        // a write transaction of the other thread on that handle makes the update fail with
-        // FERRY_ERR_ALREADY_IN_TRANSACTION at once instead of waiting. Those transactions
-        // are short: retry for a while. (Not on the loop thread: it would be the other side.)
-        let deadline = Instant::now() + UPDATE_RETRY_FOR;
-        let mut pause = Duration::from_millis(1);
-        loop {
-            let mut version = 0u64;
-            // SAFETY: valid handles and out-parameter.
-            let rc = unsafe {
-                sys::ferry_sync_update_subscriptions(&mut version, self.ptr(), set.set.ptr())
-            };
-            match Error::check(rc) {
-                Ok(()) => return Ok(version),
-                Err(e)
-                    if e.code == ErrorCode::AlreadyInTransaction
-                        && !on_loop_thread()
-                        && Instant::now() < deadline =>
-                {
-                    thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(20));
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        let mut version = 0u64;
+        // SAFETY: valid handles and out-parameter.
+        let rc = unsafe { sys::ferry_sync_update_subscriptions(&mut version, self.ptr(), set.set.ptr()) };
+        Error::check(rc)?;
+        Ok(version)
     }
 
     /// Calls `callback` on the loop thread once the subscription set of `version` (or a later

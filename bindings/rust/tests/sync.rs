@@ -187,9 +187,7 @@ impl Device {
         let user = app.log_in(credentials, TIMEOUT).expect("log in");
         let (session, db) =
             app.open_synced(&user, dir.file("items.ferry"), &item_schema()).expect("open synced");
-        // Let the session connect and store its client file identity before the first
-        // subscription update: in libferry 0.1.0 the two collide on the session's database
-        // handle (see update_subscriptions_right_after_open, ignored).
+        // A first download: the device starts from the server's state.
         session.wait_for_download(TIMEOUT).expect("first download");
         Device { session, db, user, app, errors, _dir: dir }
     }
@@ -514,16 +512,10 @@ fn login_errors_and_log_out() {
     assert_eq!(error.code, ErrorCode::InvalidArgument, "{error}");
 }
 
-/// libferry 0.1.0 bug: `SyncSession::updateSubscriptions` stores the set through the session's
-/// database handle on the caller's thread while the loop thread writes through the same handle
-/// (the IDENT message's client file identity, downloads, set states), and a handle does not
-/// make another thread's transaction wait: the loop side then fails the session fatally with
-/// "sync error 0: cannot store the client file identity: already in a write transaction: this
-/// handle already has a write transaction" (or the host side gets
-/// FERRY_ERR_ALREADY_IN_TRANSACTION, which the binding retries). Seen in about one run in
-/// five of this file's tests before they waited for the first download.
+/// Regression: subscription updates on the host's thread and the loop thread's sync writes on
+/// the same file (the client file identity right after open, downloads, set states) must wait
+/// for each other, never fail with "already in a write transaction".
 #[test]
-#[ignore = "libferry bug: update_subscriptions races the loop thread's writes on the session's handle"]
 fn update_subscriptions_right_after_open() {
     let server = Server::start();
     let dir = TempDir::new("device");
@@ -553,10 +545,8 @@ fn update_subscriptions_right_after_open() {
     );
 }
 
-/// ferry.h: a login "gets FERRY_ERR_NETWORK when the server cannot be reached". libferry
-/// 0.1.0 reports FERRY_ERR_IO ("cannot connect to 127.0.0.1:<port>: connection refused").
+/// ferry.h: a login gets FERRY_ERR_NETWORK when the server cannot be reached.
 #[test]
-#[ignore = "libferry bug: an unreachable server gives FERRY_ERR_IO, not FERRY_ERR_NETWORK"]
 fn an_unreachable_server_is_a_network_error() {
     let dir = TempDir::new("device");
     let closed_port = {
