@@ -11,12 +11,25 @@
 /// - List inserts and erases are transformed by position against the concurrent list operations
 ///   the object recorded (`ListOperationLog`).
 public enum ObjectMerge {
+    /// What an instruction did to the object.
+    public enum Outcome: Sendable, Equatable {
+        /// Nothing (an older set, an operation on an erased object or element).
+        case unchanged
+        /// Applied exactly as the client made it.
+        case applied
+        /// Applied, but not as the client made it (a list index moved past concurrent
+        /// operations, or clamped): the client must be sent the result.
+        case adjusted
+
+        public var changed: Bool { self != .unchanged }
+    }
+
     /// Applies one instruction from a client at `stamp` that had integrated server version
     /// `base`, as part of server version `version`. Returns whether the object changed. Throws
     /// for an instruction that does not fit the schema (a hostile or broken client).
     @discardableResult
     public static func apply(_ instruction: Instruction, to object: inout StampedObject?, schema os: ObjectSchema,
-                             stamp: Stamp, base: UInt64, version: UInt64, lists: inout ListOperationLog) throws -> Bool {
+                             stamp: Stamp, base: UInt64, version: UInt64, lists: inout ListOperationLog) throws -> Outcome {
         func property(_ name: String) throws -> Int {
             guard let i = os.propertyIndex(named: name), i != os.primaryKeyIndex else {
                 throw FerryError(.noSuchProperty, "class '\(os.name)' has no writable property '\(name)'")
@@ -45,81 +58,88 @@ public enum ObjectMerge {
             }
             guard var o = object else {
                 object = StampedObject(schema: os, key: key, fields: fields, stamp: stamp, version: version)
-                return true
+                // A new life for the key: list operations of an erased object no longer apply.
+                lists = ListOperationLog()
+                return .applied
             }
-            var changed = false
-            for (p, v) in given where stamp > o.stamps[p] {
+            var changed = false, all = true
+            for (p, v) in given {
+                guard stamp > o.stamps[p] else { all = false; continue }
                 o.values[p] = v; o.stamps[p] = stamp; o.versions[p] = version
                 changed = true
             }
             object = o
-            return changed
+            // A create of an existing object merges into it: the client did not have the
+            // properties it did not give, so it is sent the result.
+            return !changed ? .unchanged : (all && given.count == os.properties.count - 1 ? .applied : .adjusted)
         case .erase:
-            guard object != nil else { return false }
+            guard object != nil else { return .unchanged }
             object = nil
-            return true
+            lists = ListOperationLog()
+            return .applied
         case let .set(_, _, field, value):
             let p = try property(field)
             try check(os.properties[p], value)
-            guard var o = object, stamp > o.stamps[p] else { return false }
+            guard var o = object, stamp > o.stamps[p] else { return .unchanged }
             o.values[p] = value; o.stamps[p] = stamp; o.versions[p] = version
             object = o
-            return true
+            return .applied
         case let .addInteger(_, _, field, delta):
             let p = try property(field)
             guard os.properties[p].type == .int, !os.properties[p].isList else {
                 throw FerryError(.wrongType, "property '\(os.name).\(field)' is not an int")
             }
-            guard var o = object else { return false }
-            if o.versions[p] > base && o.stamps[p] > stamp { return false }
+            guard var o = object else { return .unchanged }
+            if o.versions[p] > base && o.stamps[p] > stamp { return .unchanged }
             let current: Int64
             if case .int(let v) = o.values[p] { current = v } else { current = 0 }
             o.values[p] = .int(current &+ delta)
             o.versions[p] = version
             object = o
-            return true
+            return .applied
         case let .listInsert(_, _, field, index, value):
             let p = try property(field)
             try listIndex(p)
             try os.properties[p].validateElement(value, className: os.name)
-            guard var o = object, case .list(var items) = o.values[p] else { return false }
-            guard let at = lists.transform(.insert(index), property: p, base: base, origin: stamp.fileIdent) else { return false }
+            guard var o = object, case .list(var items) = o.values[p] else { return .unchanged }
+            guard let at = lists.transform(.insert(index), property: p, base: base, origin: stamp.fileIdent) else { return .unchanged }
             let i = min(max(at, 0), items.count)
             items.insert(value, at: i)
             lists.record(.insert(i), property: p, version: version, origin: stamp.fileIdent)
             o.values[p] = .list(items); o.versions[p] = version
             object = o
-            return true
+            return i == index ? .applied : .adjusted
         case let .listSet(_, _, field, index, value):
             let p = try property(field)
             try listIndex(p)
             try os.properties[p].validateElement(value, className: os.name)
-            guard var o = object, case .list(var items) = o.values[p] else { return false }
+            guard var o = object, case .list(var items) = o.values[p] else { return .unchanged }
             guard let at = lists.transform(.set(index), property: p, base: base, origin: stamp.fileIdent),
-                  at >= 0, at < items.count else { return false }
+                  at >= 0, at < items.count else { return .unchanged }
             items[at] = value
+            lists.record(.set(at), property: p, version: version, origin: stamp.fileIdent)
             o.values[p] = .list(items); o.versions[p] = version
             object = o
-            return true
+            return at == index ? .applied : .adjusted
         case let .listErase(_, _, field, index):
             let p = try property(field)
             try listIndex(p)
-            guard var o = object, case .list(var items) = o.values[p] else { return false }
+            guard var o = object, case .list(var items) = o.values[p] else { return .unchanged }
             guard let at = lists.transform(.erase(index), property: p, base: base, origin: stamp.fileIdent),
-                  at >= 0, at < items.count else { return false }
+                  at >= 0, at < items.count else { return .unchanged }
             items.remove(at: at)
             lists.record(.erase(at), property: p, version: version, origin: stamp.fileIdent)
             o.values[p] = .list(items); o.versions[p] = version
             object = o
-            return true
+            return at == index ? .applied : .adjusted
         case let .listClear(_, _, field):
             let p = try property(field)
             try listIndex(p)
-            guard var o = object else { return false }
+            guard var o = object else { return .unchanged }
             o.values[p] = .list([]); o.versions[p] = version
             lists.record(.clear, property: p, version: version, origin: stamp.fileIdent)
             object = o
-            return true
+            return .applied
         }
     }
 }

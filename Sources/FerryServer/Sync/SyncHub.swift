@@ -263,10 +263,10 @@ actor SyncHub {
                 var asIs = (start.object?.versions.max() ?? 0) <= upload.lastIntegratedServerVersion
                 for i in byObject[k] ?? [] {
                     do {
-                        let applied = try ObjectMerge.apply(i, to: &next.object, schema: os, stamp: stamp, base: upload.lastIntegratedServerVersion,
+                        let outcome = try ObjectMerge.apply(i, to: &next.object, schema: os, stamp: stamp, base: upload.lastIntegratedServerVersion,
                                                             version: newVersion, lists: &next.lists)
-                        didChange = applied || didChange
-                        asIs = asIs && applied
+                        didChange = outcome.changed || didChange
+                        asIs = asIs && outcome == .applied
                     } catch let e as FerryError {
                         throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
                     }
