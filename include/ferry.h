@@ -506,8 +506,8 @@ int ferry_db_verify_history(ferry_db_t *db);
  * An App talks to one Ferry server (ferry-server) and one app on it. Its network work runs on
  * Ferry's event-loop thread; every completion callback and the sync error handler run on that
  * thread, must not block it for long, and may call any Ferry function except the ones that
- * wait for the loop (ferry_app_free, ferry_sync_session_close, ferry_sync_session_free: call
- * those from the host's own threads). Handles (app, user, session, subscription set) are owned
+ * wait for the loop (ferry_app_free and ferry_sync_session_free: call those from the host's
+ * own threads). Handles (app, user, session, subscription set) are owned
  * by the caller and freed with their _free function; NULL is a no-op for every _free.
  * ========================================================================================== */
 
@@ -636,7 +636,8 @@ typedef struct ferry_sync_error {
 typedef void (*ferry_sync_error_cb)(void *userdata, ferry_sync_session_t *session, const ferry_sync_error_t *error);
 
 /** Sets (or with NULL clears) the App's sync error handler; a previous userdata is freed with
- *  its userdata_free. */
+ *  its userdata_free. The userdata is handed over even when the call fails (then it is freed
+ *  at once). The handler's session is NULL when the host already freed that session. */
 int ferry_app_set_sync_error_handler(ferry_app_t *app, ferry_sync_error_cb callback, void *userdata,
                                      ferry_free_fn userdata_free);
 
@@ -657,8 +658,8 @@ int ferry_sync_options_init(ferry_sync_options_t *opts, uint32_t version);
  *  database handle (notifications on the loop thread; integrated downloads fire them);
  *  *out_session drives sync. Free both; freeing the session stops syncing.
  *  Nothing syncs down until the subscription set has a subscription (SPEC F-REQSUB).
- *  Errors: FERRY_ERR_AUTH (logged-out user), FERRY_ERR_MULTIPLE_SYNC_AGENTS, the errors of
- *  ferry_db_open. */
+ *  Errors: FERRY_ERR_AUTH (logged-out user), FERRY_ERR_CLOSED (the user's App was freed),
+ *  FERRY_ERR_MULTIPLE_SYNC_AGENTS, the errors of ferry_db_open. */
 int ferry_sync_open(ferry_sync_session_t **out_session, ferry_db_t **out_db, ferry_user_t *user,
                     const ferry_sync_options_t *opts);
 
@@ -703,7 +704,9 @@ int ferry_subscription_set_remove_type(size_t *out_removed, ferry_subscription_s
 int ferry_subscription_set_remove_all(ferry_subscription_set_t *set);
 
 /** Replaces the session's subscription set with set's subscriptions, atomically, as the next
- *  version (*out_version, may be NULL), state pending, and sends it to the server. */
+ *  version (*out_version, may be NULL), state pending, and sends it to the server. Waits for
+ *  a sync write in progress on the file; FERRY_ERR_ALREADY_IN_TRANSACTION when the calling
+ *  thread itself has a write transaction open on the file (waiting would deadlock). */
 int ferry_sync_update_subscriptions(uint64_t *out_version, ferry_sync_session_t *session, const ferry_subscription_set_t *set);
 
 /** Calls back once the set of this version (or a later one) is complete, or with

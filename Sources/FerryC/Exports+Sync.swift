@@ -165,7 +165,15 @@ public func ferry_user_free(_ user: OpaquePointer!) {
 @c @implementation
 public func ferry_app_set_sync_error_handler(_ app: OpaquePointer!, _ callback: ferry_sync_error_cb!, _ userdata: UnsafeMutableRawPointer!,
                                              _ userdataFree: ferry_free_fn!) -> Int32 {
-    ferryCall { try appHandle(app).setErrorHandler(callback, userdata, userdataFree) }
+    ferryCall {
+        let a: AppHandle
+        do { a = try appHandle(app) } catch {
+            // The userdata was handed over: it is freed even when the call fails.
+            userdataFree?(userdata)
+            throw error
+        }
+        a.setErrorHandler(callback, userdata, userdataFree)
+    }
 }
 
 @c @implementation

@@ -112,10 +112,11 @@ extension Database {
     /// Integrates one download in one transaction: `objects` are whole objects (creates carry
     /// every property) and erases from the server. Local changes not yet acknowledged are
     /// applied again on top of the objects they touch, so the device keeps showing them until
-    /// the server's merged result comes back. Then records the server version (when given)
-    /// and the acknowledgement. Returns the instructions integrated.
+    /// the server's merged result comes back. Then records the acknowledgement, and the server
+    /// version when `completesVersion` (the last message of a batch: a partial bootstrap must
+    /// not claim the version). Returns the number of instructions integrated.
     @discardableResult
-    public func integrate(_ objects: [Instruction], serverVersion: UInt64?, acknowledged: UInt64) throws -> Int {
+    public func integrate(_ objects: [Instruction], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64) throws -> Int {
         try writingStore { c in
             let store = self.storeForSync
             let previous = try Self.getMeta(c, "sync.acknowledged")
@@ -169,7 +170,7 @@ extension Database {
                 }
             }
             try Self.putMeta(c, "sync.acknowledged", ack)
-            if let serverVersion {
+            if completesVersion {
                 try Self.putMeta(c, "sync.server_version", serverVersion)
                 let h = try c.statement("INSERT OR REPLACE INTO __ferry_sync_bases (history_version, server_version) VALUES (?, ?)")
                 h.bind(1, Int64(bitPattern: latest)); h.bind(2, Int64(bitPattern: serverVersion))

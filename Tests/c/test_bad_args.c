@@ -10,6 +10,7 @@
  * comment says why.
  */
 #include "check.h"
+#include "sync_server.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -41,6 +42,23 @@ static void *const all_functions[] = {
     (void *)ferry_db_observe_object, (void *)ferry_notification_token_free,
     (void *)ferry_db_notification_fd, (void *)ferry_db_deliver_notifications,
     (void *)ferry_db_history_count, (void *)ferry_db_verify_history,
+    /* sync */
+    (void *)ferry_app_options_init, (void *)ferry_app_new,
+    (void *)ferry_app_free,         (void *)ferry_app_log_in,
+    (void *)ferry_app_register_email, (void *)ferry_app_log_out,
+    (void *)ferry_app_current_user, (void *)ferry_app_user_count,
+    (void *)ferry_app_get_user,     (void *)ferry_user_id,
+    (void *)ferry_user_state,       (void *)ferry_user_free,
+    (void *)ferry_app_set_sync_error_handler, (void *)ferry_sync_options_init,
+    (void *)ferry_sync_open,        (void *)ferry_sync_wait_for_upload,
+    (void *)ferry_sync_wait_for_download, (void *)ferry_sync_session_free,
+    (void *)ferry_sync_subscriptions, (void *)ferry_subscription_set_free,
+    (void *)ferry_subscription_set_version, (void *)ferry_subscription_set_state,
+    (void *)ferry_subscription_set_error, (void *)ferry_subscription_set_count,
+    (void *)ferry_subscription_set_get, (void *)ferry_subscription_set_add,
+    (void *)ferry_subscription_set_remove, (void *)ferry_subscription_set_remove_type,
+    (void *)ferry_subscription_set_remove_all, (void *)ferry_sync_update_subscriptions,
+    (void *)ferry_sync_wait_for_subscriptions,
 };
 
 /* ---- userdata accounting ------------------------------------------------------------------ */
@@ -112,14 +130,14 @@ static void test_globals(void) {
   CHECK_ERR(ferry_object_id_generate(NULL), FERRY_ERR_INVALID_ARGUMENT);
 
   /* strerror: every code has a description, unknown ones "unknown error" */
-  for (int code = -19; code <= 0; code++) {
+  for (int code = -23; code <= 0; code++) {
     const char *s1 = ferry_strerror(code);
     CHECKF(s1 != NULL && s1[0] != '\0' && strcmp(s1, "unknown error") != 0,
            "ferry_strerror(%d) = \"%s\"", code, s1 ? s1 : "(NULL)");
   }
   const char *s100 = ferry_strerror(FERRY_ERR_INTERNAL);
   CHECK(s100 != NULL && strcmp(s100, "unknown error") != 0);
-  const int unknown[] = {1, 2, 100, -20, -21, -99, -101, -1000, INT_MIN, INT_MAX, INT_MIN + 1};
+  const int unknown[] = {1, 2, 100, -24, -25, -99, -101, -1000, INT_MIN, INT_MAX, INT_MIN + 1};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
     CHECKF(ferry_strerror(unknown[i]) != NULL && strcmp(ferry_strerror(unknown[i]), "unknown error") == 0,
            "ferry_strerror(%d) = \"%s\"", unknown[i], ferry_strerror(unknown[i]));
@@ -130,6 +148,10 @@ static void test_globals(void) {
   ferry_object_free(NULL);
   ferry_results_free(NULL);
   ferry_notification_token_free(NULL);
+  ferry_app_free(NULL);
+  ferry_user_free(NULL);
+  ferry_sync_session_free(NULL);
+  ferry_subscription_set_free(NULL);
 }
 
 /* ---- schemas ---------------------------------------------------------------------------- */
@@ -454,10 +476,504 @@ static void object_fns_fail(const ferry_object_t *o, int code, const char *what)
   CHECK(c == 777 && v.type == FERRY_TYPE_INT && v.u.i == 777 && items == &v && n == 777);
 }
 
+/* ---- sync: apps, users, sessions, subscription sets ---------------------------------------- */
+
+/* Callbacks given only to calls that must fail: a failing call never calls back, so these
+ * must never run (checked after a barrier: a later completion on the same loop). */
+static int stray_calls = 0;
+static void stray_status(void *userdata, const ferry_error_t *e) {
+  (void)userdata;
+  (void)e;
+  __atomic_add_fetch(&stray_calls, 1, __ATOMIC_SEQ_CST);
+}
+static void stray_user(void *userdata, ferry_user_t *user, const ferry_error_t *e) {
+  (void)userdata;
+  (void)e;
+  ferry_user_free(user);
+  __atomic_add_fetch(&stray_calls, 1, __ATOMIC_SEQ_CST);
+}
+static void stray_sync_error(void *userdata, ferry_sync_session_t *s, const ferry_sync_error_t *e) {
+  (void)userdata;
+  (void)s;
+  (void)e;
+}
+
+/* One completion waited for with a deadline (the real calls of this section). */
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int calls;
+  int code;
+  ferry_user_t *user;
+} done = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
+static void done_status(void *userdata, const ferry_error_t *e) {
+  (void)userdata;
+  pthread_mutex_lock(&done.mu);
+  done.code = e ? e->code : FERRY_OK;
+  done.calls++;
+  pthread_cond_broadcast(&done.cv);
+  pthread_mutex_unlock(&done.mu);
+}
+static void done_user(void *userdata, ferry_user_t *user, const ferry_error_t *e) {
+  done.user = user;
+  done_status(userdata, e);
+}
+/* Waits for the next completion (CLOCK_REALTIME: the static initialiser's clock); its code. */
+static int done_wait(int before) {
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 60;
+  pthread_mutex_lock(&done.mu);
+  while (done.calls == before)
+    if (pthread_cond_timedwait(&done.cv, &done.mu, &deadline) == ETIMEDOUT) break;
+  int code = done.calls > before ? done.code : -9999;
+  pthread_mutex_unlock(&done.mu);
+  CHECKF(code != -9999, "no completion within 60 s");
+  return code;
+}
+static int done_calls(void) {
+  pthread_mutex_lock(&done.mu);
+  int n = done.calls;
+  pthread_mutex_unlock(&done.mu);
+  return n;
+}
+
+/* Every App function on a bad App handle: FERRY_ERR_INVALID_HANDLE, out-parameters untouched,
+ * no callback; a failing error-handler registration still runs userdata_free, once. */
+static void app_fns_fail(ferry_app_t *bad, const char *what) {
+  ferry_credentials_t anon = {FERRY_CREDENTIALS_ANONYMOUS, NULL, NULL, NULL};
+  ferry_user_t *u = (ferry_user_t *)&u;
+  size_t n = 777;
+  CHECKF(ferry_app_log_in(bad, &anon, stray_user, NULL) == FERRY_ERR_INVALID_HANDLE, "ferry_app_log_in on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_app_register_email(bad, "a@example.com", "password123", stray_status, NULL) == FERRY_ERR_INVALID_HANDLE,
+         "ferry_app_register_email on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_app_log_out(bad, NULL, stray_status, NULL) == FERRY_ERR_INVALID_HANDLE, "ferry_app_log_out on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_app_current_user(&u, bad) == FERRY_ERR_INVALID_HANDLE, "ferry_app_current_user on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_app_user_count(&n, bad) == FERRY_ERR_INVALID_HANDLE, "ferry_app_user_count on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_app_get_user(&u, bad, 0) == FERRY_ERR_INVALID_HANDLE, "ferry_app_get_user on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECK(u == (ferry_user_t *)&u && n == 777);
+  int before = frees_now();
+  CHECKF(ferry_app_set_sync_error_handler(bad, stray_sync_error, NULL, count_free) == FERRY_ERR_INVALID_HANDLE,
+         "ferry_app_set_sync_error_handler on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  /* ferry.h's convention: userdata_free runs, once, before a failing registration returns. */
+  int ran = frees_now() - before;
+  CHECKF(ran == 1, "ferry_app_set_sync_error_handler on %s failed: userdata_free ran %d times, expected once", what, ran);
+}
+
+static void user_fns_fail(const ferry_user_t *bad, const char *what) {
+  const char *id = (const char *)&id;
+  int32_t state = 777;
+  CHECKF(ferry_user_id(&id, bad) == FERRY_ERR_INVALID_HANDLE, "ferry_user_id on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_user_state(&state, bad) == FERRY_ERR_INVALID_HANDLE, "ferry_user_state on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECK(id == (const char *)&id && state == 777);
+}
+
+static void session_fns_fail(ferry_sync_session_t *bad, const ferry_subscription_set_t *set, const char *what) {
+  ferry_subscription_set_t *out = (ferry_subscription_set_t *)&out;
+  uint64_t v = 777;
+  CHECKF(ferry_sync_wait_for_upload(bad, stray_status, NULL) == FERRY_ERR_INVALID_HANDLE, "ferry_sync_wait_for_upload on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_sync_wait_for_download(bad, stray_status, NULL) == FERRY_ERR_INVALID_HANDLE, "ferry_sync_wait_for_download on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_sync_wait_for_subscriptions(bad, 1, stray_status, NULL) == FERRY_ERR_INVALID_HANDLE,
+         "ferry_sync_wait_for_subscriptions on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_sync_subscriptions(&out, bad) == FERRY_ERR_INVALID_HANDLE, "ferry_sync_subscriptions on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_sync_update_subscriptions(&v, bad, set) == FERRY_ERR_INVALID_HANDLE, "ferry_sync_update_subscriptions on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECK(out == (ferry_subscription_set_t *)&out && v == 777);
+}
+
+static void set_fns_fail(ferry_subscription_set_t *bad, const char *what) {
+  uint64_t v = 777;
+  int32_t state = 777;
+  const char *s1 = (const char *)&v, *s2 = s1, *s3 = s1;
+  size_t n = 777;
+  bool removed = true;
+#define SET_FAILS(call)                                                                          \
+  do {                                                                                           \
+    int rc_ = (call);                                                                            \
+    CHECKF(rc_ == FERRY_ERR_INVALID_HANDLE, "%s on %s returned %d (%s)", #call, what, rc_, ferry_strerror(rc_)); \
+    CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);                                                  \
+  } while (0)
+  SET_FAILS(ferry_subscription_set_version(&v, bad));
+  SET_FAILS(ferry_subscription_set_state(&state, bad));
+  SET_FAILS(ferry_subscription_set_error(&s1, bad));
+  SET_FAILS(ferry_subscription_set_count(&n, bad));
+  SET_FAILS(ferry_subscription_set_get(&s1, &s2, &s3, bad, 0));
+  SET_FAILS(ferry_subscription_set_add(bad, "items", "Item", "TRUEPREDICATE"));
+  SET_FAILS(ferry_subscription_set_remove(&removed, bad, "items"));
+  SET_FAILS(ferry_subscription_set_remove_type(&n, bad, "Item"));
+  SET_FAILS(ferry_subscription_set_remove_all(bad));
+#undef SET_FAILS
+  CHECK(v == 777 && state == 777 && s1 == (const char *)&v && s2 == s1 && s3 == s1 && n == 777 && removed);
+}
+
+static ferry_app_t *new_app(const char *dir, const char *url) {
+  ferry_app_options_t o;
+  CHECK_OK(ferry_app_options_init(&o, FERRY_APP_OPTIONS_VERSION));
+  o.app_id = "item-app-seeds";
+  o.base_url = url;
+  o.base_directory = dir;
+  o.log_level = FERRY_LOG_OFF;
+  ferry_app_t *app = NULL;
+  CHECK_OK(ferry_app_new(&app, &o));
+  return app;
+}
+
+static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_results_t *results,
+                               ferry_object_t *object, ferry_notification_token_t *token) {
+  /* options */
+  ferry_app_options_t o, sentinel;
+  memset(&sentinel, 0xa5, sizeof sentinel);
+  CHECK_ERR(ferry_app_options_init(NULL, FERRY_APP_OPTIONS_VERSION), FERRY_ERR_INVALID_ARGUMENT);
+  const uint32_t bad_versions[] = {0, 2, 1000, UINT32_MAX};
+  for (size_t i = 0; i < 4; i++) {
+    o = sentinel;
+    CHECK_ERR(ferry_app_options_init(&o, bad_versions[i]), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK(memcmp(&o, &sentinel, sizeof o) == 0);
+  }
+  CHECK_OK(ferry_app_options_init(&o, FERRY_APP_OPTIONS_VERSION));
+  CHECK_EQ_INT(o.version, FERRY_APP_OPTIONS_VERSION);
+  CHECK(o.app_id == NULL && o.base_url == NULL && o.base_directory == NULL && o.ca_file == NULL);
+  CHECK(o.verify_peer);
+  CHECK_EQ_INT(o.request_timeout_ms, 60000);
+  CHECK_EQ_INT(o.log_level, FERRY_LOG_INFO);
+  CHECK(o.log_callback == NULL && o.log_userdata == NULL);
+
+  char dir[640];
+  snprintf(dir, sizeof dir, "%s", test_path("sync-app"));
+  CHECK(mkdir(dir, 0700) == 0);
+  ferry_app_options_t good = o;
+  good.app_id = "item-app-seeds";
+  good.base_url = "http://127.0.0.1:9";
+  good.base_directory = dir;
+  ferry_app_t *app = (ferry_app_t *)&app;
+  ferry_app_t *const untouched = app;
+  CHECK_ERR(ferry_app_new(NULL, &good), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_app_new(&app, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  for (size_t i = 0; i < 4; i++) {
+    o = good;
+    o.version = bad_versions[i];
+    CHECK_ERR(ferry_app_new(&app, &o), FERRY_ERR_INVALID_ARGUMENT);
+  }
+  o = good;
+  o.app_id = NULL;
+  CHECK_ERR(ferry_app_new(&app, &o), FERRY_ERR_INVALID_ARGUMENT);
+  o.app_id = "";
+  CHECK_ERR(ferry_app_new(&app, &o), FERRY_ERR_INVALID_ARGUMENT);
+  o = good;
+  o.base_url = NULL;
+  CHECK_ERR(ferry_app_new(&app, &o), FERRY_ERR_INVALID_ARGUMENT);
+  const char *const bad_urls[] = {"", "not a url", "ftp://127.0.0.1:21", "127.0.0.1:80", "http://", "ws://127.0.0.1:1",
+                                  "http://127.0.0.1:99999", "http://[::1"};
+  for (size_t i = 0; i < sizeof bad_urls / sizeof bad_urls[0]; i++) {
+    o = good;
+    o.base_url = bad_urls[i];
+    int rc = ferry_app_new(&app, &o);
+    CHECKF(rc == FERRY_ERR_INVALID_ARGUMENT, "ferry_app_new with base_url \"%s\" returned %d (%s)", bad_urls[i], rc,
+           ferry_strerror(rc));
+    if (rc == FERRY_OK) {
+      ferry_app_free(app);
+      app = untouched;
+    } else {
+      CHECK_LAST_ERROR(FERRY_ERR_INVALID_ARGUMENT);
+    }
+  }
+  o = good;
+  o.base_directory = NULL;
+  CHECK_ERR(ferry_app_new(&app, &o), FERRY_ERR_INVALID_ARGUMENT);
+  o.base_directory = test_path("no-such-dir/deeper");
+  /* "required, must exist": a bad option, or a directory that cannot be used */
+  CHECK_ERR_ANY(ferry_app_new(&app, &o), FERRY_ERR_INVALID_ARGUMENT, FERRY_ERR_IO);
+  const int32_t bad_levels[] = {-1, FERRY_LOG_OFF + 1, 100, INT32_MIN};
+  for (size_t i = 0; i < 4; i++) {
+    o = good;
+    o.log_level = bad_levels[i];
+    CHECK_ERR(ferry_app_new(&app, &o), FERRY_ERR_INVALID_ARGUMENT);
+  }
+  o = good;
+  o.request_timeout_ms = 0;
+  CHECK_ERR(ferry_app_new(&app, &o), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK(app == untouched);
+
+  /* wrong kinds and NULL for every App function */
+  app_fns_fail(NULL, "NULL");
+  app_fns_fail((ferry_app_t *)db, "a db handle");
+  app_fns_fail((ferry_app_t *)schema, "a schema handle");
+  app_fns_fail((ferry_app_t *)results, "a results handle");
+  app_fns_fail((ferry_app_t *)token, "a token handle");
+  user_fns_fail(NULL, "NULL");
+  user_fns_fail((ferry_user_t *)db, "a db handle");
+  user_fns_fail((ferry_user_t *)object, "an object handle");
+  ferry_subscription_set_t *no_set = NULL;
+  session_fns_fail(NULL, no_set, "NULL");
+  session_fns_fail((ferry_sync_session_t *)db, no_set, "a db handle");
+  session_fns_fail((ferry_sync_session_t *)results, no_set, "a results handle");
+  set_fns_fail(NULL, "NULL");
+  set_fns_fail((ferry_subscription_set_t *)db, "a db handle");
+  set_fns_fail((ferry_subscription_set_t *)schema, "a schema handle");
+
+  /* a real App (nothing listens at its URL) with bad arguments */
+  app = new_app(dir, "http://127.0.0.1:9");
+  app_fns_fail((ferry_app_t *)NULL, "NULL (with an App alive)");
+  user_fns_fail((ferry_user_t *)app, "an app handle");
+  session_fns_fail((ferry_sync_session_t *)app, no_set, "an app handle");
+  set_fns_fail((ferry_subscription_set_t *)app, "an app handle");
+  all_db_fns_fail((ferry_db_t *)app, FERRY_ERR_INVALID_HANDLE, "an app handle");
+  results_fns_fail((ferry_results_t *)app, FERRY_ERR_INVALID_HANDLE, "an app handle");
+  object_fns_fail((ferry_object_t *)app, FERRY_ERR_INVALID_HANDLE, "an app handle");
+  ferry_credentials_t anon = {FERRY_CREDENTIALS_ANONYMOUS, NULL, NULL, NULL};
+  CHECK_ERR(ferry_app_log_in(app, NULL, stray_user, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_app_log_in(app, &anon, NULL, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  const int32_t bad_kinds[] = {-1, 4, 99, INT32_MAX};
+  for (size_t i = 0; i < 4; i++) {
+    ferry_credentials_t c = {bad_kinds[i], "a@example.com", "password123", "token"};
+    CHECK_ERR(ferry_app_log_in(app, &c, stray_user, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  }
+  ferry_credentials_t no_email = {FERRY_CREDENTIALS_EMAIL_PASSWORD, NULL, "password123", NULL};
+  ferry_credentials_t no_password = {FERRY_CREDENTIALS_EMAIL_PASSWORD, "a@example.com", NULL, NULL};
+  ferry_credentials_t no_jwt = {FERRY_CREDENTIALS_JWT, NULL, NULL, NULL};
+  ferry_credentials_t no_key = {FERRY_CREDENTIALS_API_KEY, NULL, NULL, NULL};
+  CHECK_ERR(ferry_app_log_in(app, &no_email, stray_user, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_app_log_in(app, &no_password, stray_user, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_app_log_in(app, &no_jwt, stray_user, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_app_log_in(app, &no_key, stray_user, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_app_register_email(app, NULL, "password123", stray_status, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_app_register_email(app, "a@example.com", NULL, stray_status, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_app_register_email(app, "a@example.com", "password123", NULL, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_app_log_out(app, NULL, stray_status, NULL), FERRY_ERR_INVALID_HANDLE);
+  CHECK_ERR(ferry_app_log_out(app, (ferry_user_t *)db, stray_status, NULL), FERRY_ERR_INVALID_HANDLE);
+  CHECK_ERR(ferry_app_log_out(app, (ferry_user_t *)app, stray_status, NULL), FERRY_ERR_INVALID_HANDLE);
+  ferry_user_t *u = (ferry_user_t *)&u;
+  size_t n = 777;
+  CHECK_ERR(ferry_app_current_user(NULL, app), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_OK(ferry_app_current_user(&u, app));
+  CHECK(u == NULL);
+  CHECK_ERR(ferry_app_user_count(NULL, app), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_OK(ferry_app_user_count(&n, app));
+  CHECK_EQ_INT(n, 0);
+  u = (ferry_user_t *)&u;
+  CHECK_ERR(ferry_app_get_user(NULL, app, 0), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_app_get_user(&u, app, 0), FERRY_ERR_OUT_OF_RANGE);
+  CHECK_ERR(ferry_app_get_user(&u, app, SIZE_MAX), FERRY_ERR_OUT_OF_RANGE);
+  CHECK(u == (ferry_user_t *)&u);
+  /* the error handler: a replaced or cleared registration frees its userdata once */
+  int before = frees_now();
+  CHECK_OK(ferry_app_set_sync_error_handler(app, stray_sync_error, NULL, count_free));
+  CHECK_OK(ferry_app_set_sync_error_handler(app, stray_sync_error, NULL, count_free));
+  CHECK_EQ_INT(frees_now(), before + 1);
+  CHECK_OK(ferry_app_set_sync_error_handler(app, NULL, NULL, NULL));
+  CHECK_EQ_INT(frees_now(), before + 2);
+  CHECK_OK(ferry_app_set_sync_error_handler(app, stray_sync_error, NULL, count_free));
+  /* sync options */
+  ferry_sync_options_t so, so_sentinel;
+  memset(&so_sentinel, 0xa5, sizeof so_sentinel);
+  CHECK_ERR(ferry_sync_options_init(NULL, FERRY_SYNC_OPTIONS_VERSION), FERRY_ERR_INVALID_ARGUMENT);
+  for (size_t i = 0; i < 4; i++) {
+    so = so_sentinel;
+    CHECK_ERR(ferry_sync_options_init(&so, bad_versions[i]), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK(memcmp(&so, &so_sentinel, sizeof so) == 0);
+  }
+  CHECK_OK(ferry_sync_options_init(&so, FERRY_SYNC_OPTIONS_VERSION));
+  CHECK(so.version == FERRY_SYNC_OPTIONS_VERSION && so.path == NULL && so.schema == NULL);
+  so.path = test_path("sync-bad.ferry");
+  so.schema = schema;
+  ferry_sync_session_t *session = (ferry_sync_session_t *)&session;
+  ferry_db_t *sdb = (ferry_db_t *)&sdb;
+  const ferry_user_t *bad_users[] = {NULL, (ferry_user_t *)db, (ferry_user_t *)app, (ferry_user_t *)schema};
+  for (size_t i = 0; i < 4; i++)
+    CHECK_ERR(ferry_sync_open(&session, &sdb, (ferry_user_t *)bad_users[i], &so), FERRY_ERR_INVALID_HANDLE);
+  CHECK(session == (ferry_sync_session_t *)&session && sdb == (ferry_db_t *)&sdb);
+  /* wrong-kind frees are no-ops: the App still works */
+  ferry_user_free((ferry_user_t *)app);
+  ferry_sync_session_free((ferry_sync_session_t *)app);
+  ferry_subscription_set_free((ferry_subscription_set_t *)app);
+  ferry_app_free((ferry_app_t *)db);
+  ferry_app_free((ferry_app_t *)schema);
+  CHECK_OK(ferry_app_user_count(&n, app));
+  CHECK_OK(ferry_db_class_count(&n, db));
+
+  /* with a server: a real user, session and subscription set */
+  if (!server_start()) {
+    printf("test_bad_args: note: %s: the checks that need a user and a session are skipped\n", server_skip_reason);
+    before = frees_now();
+    ferry_app_free(app);
+    CHECK_EQ_INT(frees_now(), before + 1);
+    app_fns_fail(app, "a freed app");
+    return;
+  }
+  char live_dir[640];
+  snprintf(live_dir, sizeof live_dir, "%s", test_path("sync-app-live"));
+  CHECK(mkdir(live_dir, 0700) == 0);
+  ferry_app_t *live = new_app(live_dir, base_url);
+  int calls = done_calls();
+  CHECK_OK(ferry_app_log_in(live, &anon, done_user, NULL));
+  CHECK_EQ_INT(done_wait(calls), FERRY_OK);
+  ferry_user_t *user = done.user;
+  CHECK(user != NULL);
+  const char *id = NULL;
+  int32_t state = -1;
+  CHECK_ERR(ferry_user_id(NULL, user), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_user_state(NULL, user), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_OK(ferry_user_id(&id, user));
+  CHECK_OK(ferry_user_state(&state, user));
+  CHECK_EQ_INT(state, FERRY_USER_LOGGED_IN);
+  CHECK_ERR(ferry_app_log_out(live, user, NULL, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  /* a user of another App */
+  CHECK_ERR(ferry_app_log_out(app, user, stray_status, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  app_fns_fail((ferry_app_t *)user, "a user handle");
+  session_fns_fail((ferry_sync_session_t *)user, no_set, "a user handle");
+  set_fns_fail((ferry_subscription_set_t *)user, "a user handle");
+  all_db_fns_fail((ferry_db_t *)user, FERRY_ERR_INVALID_HANDLE, "a user handle");
+
+  /* ferry_sync_open's arguments */
+  CHECK_ERR(ferry_sync_open(NULL, &sdb, user, &so), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_sync_open(&session, NULL, user, &so), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_sync_open(&session, &sdb, user, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  ferry_sync_options_t so2 = so;
+  for (size_t i = 0; i < 4; i++) {
+    so2.version = bad_versions[i];
+    CHECK_ERR(ferry_sync_open(&session, &sdb, user, &so2), FERRY_ERR_INVALID_ARGUMENT);
+  }
+  so2 = so;
+  so2.path = NULL;
+  CHECK_ERR(ferry_sync_open(&session, &sdb, user, &so2), FERRY_ERR_INVALID_ARGUMENT);
+  so2 = so;
+  so2.schema = NULL;
+  CHECK_ERR(ferry_sync_open(&session, &sdb, user, &so2), FERRY_ERR_INVALID_ARGUMENT);
+  so2.schema = (const ferry_schema_t *)db;
+  CHECK_ERR(ferry_sync_open(&session, &sdb, user, &so2), FERRY_ERR_INVALID_HANDLE);
+  so2.schema = (const ferry_schema_t *)user;
+  CHECK_ERR(ferry_sync_open(&session, &sdb, user, &so2), FERRY_ERR_INVALID_HANDLE);
+  so2 = so;
+  so2.path = test_path("no-such-dir/x.ferry");
+  CHECK_ERR(ferry_sync_open(&session, &sdb, user, &so2), FERRY_ERR_IO);
+  CHECK(session == (ferry_sync_session_t *)&session && sdb == (ferry_db_t *)&sdb);
+  struct stat st;
+  CHECK(stat(so.path, &st) != 0); /* none of this created the file */
+
+  CHECK_OK(ferry_sync_open(&session, &sdb, user, &so));
+  all_db_fns_fail((ferry_db_t *)session, FERRY_ERR_INVALID_HANDLE, "a session handle");
+  app_fns_fail((ferry_app_t *)session, "a session handle");
+  user_fns_fail((ferry_user_t *)session, "a session handle");
+  CHECK_ERR(ferry_sync_wait_for_upload(session, NULL, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_sync_wait_for_download(session, NULL, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_sync_wait_for_subscriptions(session, 1, NULL, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_sync_subscriptions(NULL, session), FERRY_ERR_INVALID_ARGUMENT);
+  ferry_subscription_set_t *set = NULL;
+  CHECK_OK(ferry_sync_subscriptions(&set, session));
+  session_fns_fail((ferry_sync_session_t *)set, set, "a subscription set handle");
+  set_fns_fail((ferry_subscription_set_t *)session, "a session handle");
+  user_fns_fail((ferry_user_t *)set, "a subscription set handle");
+  app_fns_fail((ferry_app_t *)set, "a subscription set handle");
+  all_db_fns_fail((ferry_db_t *)set, FERRY_ERR_INVALID_HANDLE, "a subscription set handle");
+  /* the set's functions: NULL outs, NULL strings, indices past the end */
+  uint64_t version = 777;
+  const char *s1 = NULL, *s2 = NULL, *s3 = NULL;
+  bool removed = true;
+  CHECK_ERR(ferry_subscription_set_version(NULL, set), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_subscription_set_state(NULL, set), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_subscription_set_error(NULL, set), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_subscription_set_count(NULL, set), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_OK(ferry_subscription_set_version(&version, set));
+  CHECK_EQ_INT(version, 0);
+  CHECK_OK(ferry_subscription_set_error(&s1, set));
+  CHECK_STREQ(s1, "");
+  CHECK_OK(ferry_subscription_set_count(&n, set));
+  CHECK_EQ_INT(n, 0);
+  CHECK_ERR(ferry_subscription_set_get(&s1, &s2, &s3, set, 0), FERRY_ERR_OUT_OF_RANGE);
+  CHECK_ERR(ferry_subscription_set_add(set, NULL, "Item", "TRUEPREDICATE"), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_subscription_set_add(set, "items", NULL, "TRUEPREDICATE"), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_subscription_set_add(set, "items", "Item", NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_subscription_set_add(set, "items", "", "TRUEPREDICATE"), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_OK(ferry_subscription_set_count(&n, set));
+  CHECK_EQ_INT(n, 0);
+  CHECK_OK(ferry_subscription_set_add(set, "items", "Item", "TRUEPREDICATE"));
+  CHECK_OK(ferry_subscription_set_get(NULL, NULL, NULL, set, 0)); /* "Any out may be NULL" */
+  CHECK_ERR(ferry_subscription_set_get(&s1, &s2, &s3, set, 1), FERRY_ERR_OUT_OF_RANGE);
+  CHECK_ERR(ferry_subscription_set_get(&s1, &s2, &s3, set, SIZE_MAX), FERRY_ERR_OUT_OF_RANGE);
+  CHECK_ERR(ferry_subscription_set_remove(&removed, set, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK(removed);
+  CHECK_OK(ferry_subscription_set_remove(NULL, set, "no such subscription"));
+  CHECK_ERR(ferry_subscription_set_remove_type(&n, set, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_OK(ferry_subscription_set_remove_type(NULL, set, "NoSuchType"));
+  CHECK_OK(ferry_subscription_set_count(&n, set));
+  CHECK_EQ_INT(n, 1);
+  CHECK_ERR(ferry_sync_update_subscriptions(&version, session, NULL), FERRY_ERR_INVALID_HANDLE);
+  CHECK_ERR(ferry_sync_update_subscriptions(&version, session, (ferry_subscription_set_t *)session), FERRY_ERR_INVALID_HANDLE);
+  CHECK_ERR(ferry_sync_update_subscriptions(&version, session, (ferry_subscription_set_t *)db), FERRY_ERR_INVALID_HANDLE);
+  CHECK_EQ_INT(version, 0);
+  /* wrong-kind frees are no-ops */
+  ferry_subscription_set_free((ferry_subscription_set_t *)session);
+  ferry_sync_session_free((ferry_sync_session_t *)set);
+  ferry_sync_session_free((ferry_sync_session_t *)user);
+  ferry_user_free((ferry_user_t *)session);
+  ferry_app_free((ferry_app_t *)session);
+  ferry_app_free((ferry_app_t *)user);
+  CHECK_OK(ferry_subscription_set_count(&n, set));
+  CHECK_OK(ferry_user_state(&state, user));
+
+  /* barrier: a real completion after every failing call; none of those called back */
+  calls = done_calls();
+  CHECK_OK(ferry_sync_wait_for_download(session, done_status, NULL));
+  CHECK_EQ_INT(done_wait(calls), FERRY_OK);
+  CHECK_EQ_INT(__atomic_load_n(&stray_calls, __ATOMIC_SEQ_CST), 0);
+
+  /* freed handles: a set, a session (its database handle stays usable), a user, an App */
+  ferry_subscription_set_free(set);
+  set_fns_fail(set, "a freed subscription set");
+  ferry_subscription_set_free(set);
+  ferry_subscription_set_t *set2 = NULL;
+  CHECK_OK(ferry_sync_subscriptions(&set2, session));
+  ferry_sync_session_free(session);
+  session_fns_fail(session, set2, "a freed session");
+  ferry_sync_session_free(session);
+  set_fns_fail((ferry_subscription_set_t *)session, "a freed session");
+  CHECK_OK(ferry_subscription_set_count(&n, set2)); /* a copy: it outlives its session */
+  ferry_subscription_set_free(set2);
+  CHECK_OK(ferry_db_class_count(&n, sdb));
+  ferry_db_free(sdb);
+  ferry_user_t *user2 = NULL;
+  CHECK_OK(ferry_app_current_user(&user2, live));
+  CHECK(user2 != NULL);
+  ferry_user_free(user);
+  user_fns_fail(user, "a freed user");
+  CHECK_ERR(ferry_sync_open(&session, &sdb, user, &so), FERRY_ERR_INVALID_HANDLE);
+  CHECK_ERR(ferry_app_log_out(live, user, stray_status, NULL), FERRY_ERR_INVALID_HANDLE);
+  ferry_user_free(user);
+  before = frees_now();
+  ferry_app_free(app);
+  CHECK_EQ_INT(frees_now(), before + 1); /* the error handler's userdata */
+  app_fns_fail(app, "a freed app");
+  ferry_app_free(app);
+  ferry_app_free(live);
+  app_fns_fail(live, "a freed app");
+  /* a user that outlives its App: still readable, but it cannot open a synced database */
+  CHECK_OK(ferry_user_id(&id, user2));
+  session = (ferry_sync_session_t *)&session;
+  CHECK_ERR_ANY(ferry_sync_open(&session, &sdb, user2, &so), FERRY_ERR_CLOSED, FERRY_ERR_INVALID_ARGUMENT,
+                FERRY_ERR_AUTH);
+  CHECK(session == (ferry_sync_session_t *)&session);
+  ferry_user_free(user2);
+  CHECK_EQ_INT(__atomic_load_n(&stray_calls, __ATOMIC_SEQ_CST), 0);
+  server_stop();
+}
+
 /* ---- the main sequence -------------------------------------------------------------------- */
 
 int main(void) {
-  CHECK(sizeof all_functions / sizeof all_functions[0] == 46);
+  CHECK(sizeof all_functions / sizeof all_functions[0] == 77);
   for (size_t i = 0; i < sizeof all_functions / sizeof all_functions[0]; i++) CHECK(all_functions[i] != NULL);
   test_globals();
   test_schemas();
@@ -469,7 +985,9 @@ int main(void) {
   ferry_schema_free(freed_schema); /* a second free of a freed handle is harmless */
 
   /* live handles of every kind */
-  const char *path = test_path("bad-args.ferry");
+  /* a copy: test_path's buffers are a small ring, reused by later calls */
+  static char path[700];
+  snprintf(path, sizeof path, "%s", test_path("bad-args.ferry"));
   ferry_db_t *db = NULL;
   CHECK_OK(db_open_path(&db, path, schema, FERRY_DELIVERY_POLL, false));
   ferry_class_key_t cls = CLASS_KEY(db, "Item");
@@ -714,6 +1232,8 @@ int main(void) {
     CHECK_ERR(ferry_db_open(&d, &o), FERRY_ERR_INVALID_HANDLE);
     CHECK(d == NULL);
   }
+  test_sync_bad_args(db, schema, results, object, token);
+
   /* free functions given the wrong kind do nothing: every handle still works afterwards */
   ferry_db_free((ferry_db_t *)results);
   ferry_db_free((ferry_db_t *)token);

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import COpenSSL
 import FerryCore
 import FerryStore
 
@@ -47,6 +48,7 @@ public final class App: @unchecked Sendable {
             throw FerryError(.invalidArgument, "the base URL must start with http:// or https:// (got '\(configuration.baseURL)')")
         }
         self.configuration = configuration
+        _ = Self.openSSLReady
         let store = try UserStore(directory: configuration.baseDirectory)
         self.store = store
         loop = try EventLoop.acquireShared()
@@ -58,6 +60,13 @@ public final class App: @unchecked Sendable {
     }
 
     deinit { close() }
+
+    /// OpenSSL without its exit-time cleanup: a host that exits with an App still open must
+    /// not have the loop thread use a torn-down OpenSSL (random bytes for a WebSocket key,
+    /// a TLS read) in the last milliseconds.
+    private static let openSSLReady: Bool = {
+        OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil) == 1
+    }()
 
     /// Ends every connection and releases the loop. Open databases stay usable locally.
     public func close() {

@@ -196,7 +196,7 @@ public final class SyncSession: @unchecked Sendable {
                 }
                 instructions += decoded.instructions
             }
-            do { try database.integrate(instructions, serverVersion: isLast ? serverVersion : nil, acknowledged: ack) } catch {
+            do { try database.integrate(instructions, serverVersion: serverVersion, completesVersion: isLast, acknowledged: ack) } catch {
                 return fail(SyncError(code: 0, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug))
             }
             acknowledged = max(acknowledged, ack)

@@ -23,6 +23,10 @@ from . import _native
 from .database import ChangeSet, Database, Delivery, NotificationToken, Object, Results
 from .errors import (
     AlreadyInTransactionError,
+    AuthError,
+    FerryTimeoutError,
+    NetworkError,
+    SyncServerError,
     BusyError,
     ClosedError,
     CorruptError,
@@ -46,6 +50,21 @@ from .errors import (
     strerror,
 )
 from .schema import ObjectSchema, Property, Schema
+from .sync import (
+    App,
+    CompensatingWrite,
+    Credentials,
+    LogLevel,
+    MutableSubscriptionSet,
+    Subscription,
+    SubscriptionSet,
+    SubscriptionState,
+    SyncAction,
+    SyncError,
+    SyncSession,
+    User,
+    UserState,
+)
 from .values import ObjectId, Timestamp, Type
 
 __version__ = "0.1.0"
@@ -71,6 +90,20 @@ __all__ = [
     "Results",
     "ChangeSet",
     "NotificationToken",
+    # sync
+    "App",
+    "User",
+    "UserState",
+    "Credentials",
+    "LogLevel",
+    "SyncSession",
+    "SyncError",
+    "SyncAction",
+    "CompensatingWrite",
+    "Subscription",
+    "SubscriptionSet",
+    "MutableSubscriptionSet",
+    "SubscriptionState",
     # errors
     "FerryError",
     "InvalidArgumentError",
@@ -92,6 +125,10 @@ __all__ = [
     "OutOfRangeError",
     "CorruptError",
     "BusyError",
+    "NetworkError",
+    "AuthError",
+    "SyncServerError",
+    "FerryTimeoutError",
     "InternalError",
 ]
 

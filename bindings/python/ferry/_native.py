@@ -73,6 +73,10 @@ FERRY_ERR_MULTIPLE_SYNC_AGENTS = -16
 FERRY_ERR_OUT_OF_RANGE = -17
 FERRY_ERR_CORRUPT = -18
 FERRY_ERR_BUSY = -19
+FERRY_ERR_NETWORK = -20
+FERRY_ERR_AUTH = -21
+FERRY_ERR_SYNC = -22
+FERRY_ERR_TIMEOUT = -23
 FERRY_ERR_INTERNAL = -100
 
 FERRY_TYPE_NULL = 0
@@ -99,6 +103,8 @@ FERRY_DELIVERY_LOOP = 0
 FERRY_DELIVERY_POLL = 1
 
 FERRY_DB_OPTIONS_VERSION = 1
+FERRY_APP_OPTIONS_VERSION = 1
+FERRY_SYNC_OPTIONS_VERSION = 1
 
 # --- Structs ------------------------------------------------------------------------------
 
@@ -197,9 +203,70 @@ class Error(Structure):
     _fields_ = [("code", c_int), ("message", c_char_p)]
 
 
+# --- Sync structs ---------------------------------------------------------------------------
+
+LOG_CB = CFUNCTYPE(None, c_void_p, c_int32, c_char_p)
+
+
+class AppOptions(Structure):
+    """``ferry_app_options_t`` (version 1)."""
+
+    _fields_ = [
+        ("version", c_uint32),
+        ("app_id", c_char_p),
+        ("base_url", c_char_p),
+        ("base_directory", c_char_p),
+        ("ca_file", c_char_p),
+        ("verify_peer", c_bool),
+        ("request_timeout_ms", c_uint64),
+        ("log_level", c_int32),
+        ("log_callback", LOG_CB),
+        ("log_userdata", c_void_p),
+    ]
+
+
+class Credentials(Structure):
+    """``ferry_credentials_t``."""
+
+    _fields_ = [
+        ("kind", c_int32),
+        ("email", c_char_p),
+        ("password", c_char_p),
+        ("token", c_char_p),
+    ]
+
+
+class CompensatingWrite(Structure):
+    """``ferry_compensating_write_t``."""
+
+    _fields_ = [("object_type", c_char_p), ("primary_key", Value), ("reason", c_char_p)]
+
+
+class SyncErrorInfo(Structure):
+    """``ferry_sync_error_t`` (valid only for the duration of the error handler)."""
+
+    _fields_ = [
+        ("code", c_int32),
+        ("message", c_char_p),
+        ("is_fatal", c_bool),
+        ("action", c_int32),
+        ("compensating_writes", POINTER(CompensatingWrite)),
+        ("compensating_writes_count", c_size_t),
+    ]
+
+
+class SyncOptions(Structure):
+    """``ferry_sync_options_t`` (version 1)."""
+
+    _fields_ = [("version", c_uint32), ("path", c_char_p), ("schema", c_void_p)]
+
+
 # Callback types. CFUNCTYPE (not PYFUNCTYPE): the GIL is taken when C calls in.
 CHANGE_CB = CFUNCTYPE(None, c_void_p, POINTER(ChangeSet))
 FREE_FN = CFUNCTYPE(None, c_void_p)
+STATUS_CB = CFUNCTYPE(None, c_void_p, POINTER(Error))
+USER_CB = CFUNCTYPE(None, c_void_p, c_void_p, POINTER(Error))
+SYNC_ERROR_CB = CFUNCTYPE(None, c_void_p, c_void_p, POINTER(SyncErrorInfo))
 
 _pp = POINTER(c_void_p)
 _pv = POINTER(Value)
@@ -269,6 +336,44 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     # History
     "ferry_db_history_count": (c_int, [POINTER(c_uint64), c_void_p]),
     "ferry_db_verify_history": (c_int, [c_void_p]),
+    # Sync: Apps and users
+    "ferry_app_options_init": (c_int, [POINTER(AppOptions), c_uint32]),
+    "ferry_app_new": (c_int, [_pp, POINTER(AppOptions)]),
+    "ferry_app_free": (None, [c_void_p]),
+    "ferry_app_log_in": (c_int, [c_void_p, POINTER(Credentials), USER_CB, c_void_p]),
+    "ferry_app_register_email": (c_int, [c_void_p, c_char_p, c_char_p, STATUS_CB, c_void_p]),
+    "ferry_app_log_out": (c_int, [c_void_p, c_void_p, STATUS_CB, c_void_p]),
+    "ferry_app_current_user": (c_int, [_pp, c_void_p]),
+    "ferry_app_user_count": (c_int, [POINTER(c_size_t), c_void_p]),
+    "ferry_app_get_user": (c_int, [_pp, c_void_p, c_size_t]),
+    "ferry_user_id": (c_int, [POINTER(c_char_p), c_void_p]),
+    "ferry_user_state": (c_int, [POINTER(c_int32), c_void_p]),
+    "ferry_user_free": (None, [c_void_p]),
+    # Sync: errors
+    "ferry_app_set_sync_error_handler": (c_int, [c_void_p, SYNC_ERROR_CB, c_void_p, FREE_FN]),
+    # Sync: synced databases
+    "ferry_sync_options_init": (c_int, [POINTER(SyncOptions), c_uint32]),
+    "ferry_sync_open": (c_int, [_pp, _pp, c_void_p, POINTER(SyncOptions)]),
+    "ferry_sync_wait_for_upload": (c_int, [c_void_p, STATUS_CB, c_void_p]),
+    "ferry_sync_wait_for_download": (c_int, [c_void_p, STATUS_CB, c_void_p]),
+    "ferry_sync_session_free": (None, [c_void_p]),
+    # Sync: subscriptions
+    "ferry_sync_subscriptions": (c_int, [_pp, c_void_p]),
+    "ferry_subscription_set_free": (None, [c_void_p]),
+    "ferry_subscription_set_version": (c_int, [POINTER(c_uint64), c_void_p]),
+    "ferry_subscription_set_state": (c_int, [POINTER(c_int32), c_void_p]),
+    "ferry_subscription_set_error": (c_int, [POINTER(c_char_p), c_void_p]),
+    "ferry_subscription_set_count": (c_int, [POINTER(c_size_t), c_void_p]),
+    "ferry_subscription_set_get": (
+        c_int,
+        [POINTER(c_char_p), POINTER(c_char_p), POINTER(c_char_p), c_void_p, c_size_t],
+    ),
+    "ferry_subscription_set_add": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p]),
+    "ferry_subscription_set_remove": (c_int, [POINTER(c_bool), c_void_p, c_char_p]),
+    "ferry_subscription_set_remove_type": (c_int, [POINTER(c_size_t), c_void_p, c_char_p]),
+    "ferry_subscription_set_remove_all": (c_int, [c_void_p]),
+    "ferry_sync_update_subscriptions": (c_int, [POINTER(c_uint64), c_void_p, c_void_p]),
+    "ferry_sync_wait_for_subscriptions": (c_int, [c_void_p, c_uint64, STATUS_CB, c_void_p]),
 }
 
 FUNCTION_NAMES: tuple[str, ...] = tuple(_SIGNATURES)

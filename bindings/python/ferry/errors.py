@@ -36,6 +36,10 @@ __all__ = [
     "CorruptError",
     "BusyError",
     "InternalError",
+    "NetworkError",
+    "AuthError",
+    "SyncServerError",
+    "FerryTimeoutError",
     "error_for_code",
     "strerror",
 ]
@@ -195,6 +199,38 @@ class BusyError(FerryError):
     CODE = _native.FERRY_ERR_BUSY
 
 
+class NetworkError(FerryError, ConnectionError):
+    """FERRY_ERR_NETWORK: the server could not be reached, or the connection broke."""
+
+    CODE = _native.FERRY_ERR_NETWORK
+
+    def __init__(self, message: str = "", code: Optional[int] = None) -> None:
+        FerryError.__init__(self, message, code)
+
+
+class AuthError(FerryError):
+    """FERRY_ERR_AUTH: the server refused the credentials or the token (or the user is
+    logged out)."""
+
+    CODE = _native.FERRY_ERR_AUTH
+
+
+class SyncServerError(FerryError):
+    """FERRY_ERR_SYNC: the sync server reported an error (e.g. a rejected subscription set;
+    the message is the server's)."""
+
+    CODE = _native.FERRY_ERR_SYNC
+
+
+class FerryTimeoutError(FerryError, TimeoutError):
+    """FERRY_ERR_TIMEOUT, or a blocking wait of the binding that ran out of time."""
+
+    CODE = _native.FERRY_ERR_TIMEOUT
+
+    def __init__(self, message: str = "", code: Optional[int] = None) -> None:
+        FerryError.__init__(self, message, code)
+
+
 class InternalError(FerryError):
     """FERRY_ERR_INTERNAL: a bug in Ferry; please report it with the message."""
 
@@ -223,6 +259,10 @@ _BY_CODE: dict[int, type[FerryError]] = {
         OutOfRangeError,
         CorruptError,
         BusyError,
+        NetworkError,
+        AuthError,
+        SyncServerError,
+        FerryTimeoutError,
         InternalError,
     )
     if cls.CODE is not None

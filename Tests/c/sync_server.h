@@ -1,0 +1,122 @@
+/*
+ * sync_server.h — starts ferry-server for a C test: $FERRY_SERVER (default
+ * <repo>/build/ferry-server) on <repo>/examples/item-app (app id "item-app-seeds"), a fresh
+ * data directory, port 0 and a port file polled with a deadline; stopped with SIGTERM (waited
+ * for) by server_stop() or at exit. Include after check.h; CMake defines FERRY_REPO_DIR.
+ */
+#ifndef FERRY_TEST_SYNC_SERVER_H
+#define FERRY_TEST_SYNC_SERVER_H
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#ifndef FERRY_REPO_DIR
+#error "FERRY_REPO_DIR must name the repository (CMake passes it)"
+#endif
+
+#define SIGNING_KEY "jwtSigningKey=a-host-signing-key-of-at-least-32-bytes!"
+
+extern char **environ;
+
+static pid_t server_pid = 0;
+static char base_url[64];
+
+static void server_stop(void) {
+  if (server_pid <= 0 || getpid() == server_pid) return;
+  pid_t pid = server_pid;
+  server_pid = 0;
+  kill(pid, SIGTERM);
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    int status = 0;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec > 20) {
+      fprintf(stderr, "ferry-server did not stop within 20 s of SIGTERM: killing it\n");
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return;
+    }
+    struct timespec tick = {0, 20 * 1000 * 1000};
+    nanosleep(&tick, NULL); /* polling a child's exit with a deadline */
+  }
+}
+
+static char server_skip_reason[700];
+
+/* Starts the server and fills base_url; false (with server_skip_reason) when there is no
+ * server binary. Any other failure fails the test. */
+static bool server_start(void) {
+  const char *server = getenv("FERRY_SERVER");
+  if (server == NULL || server[0] == '\0') server = FERRY_REPO_DIR "/build/ferry-server";
+  if (access(server, X_OK) != 0) {
+    snprintf(server_skip_reason, sizeof server_skip_reason, "no ferry-server at %s (set FERRY_SERVER)", server);
+    return false;
+  }
+  const char *app_dir = FERRY_REPO_DIR "/examples/item-app";
+  char data_dir[640], port_file[640];
+  snprintf(data_dir, sizeof data_dir, "%s", test_path("server-data"));
+  snprintf(port_file, sizeof port_file, "%s", test_path("server-port"));
+  char *argv[] = {(char *)server, "--app-dir", (char *)app_dir, "--data", data_dir, "--port", "0",
+                  "--port-file", port_file, "--log-level", "warning", NULL};
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **envp = calloc(n + 2, sizeof *envp);
+  CHECK(envp != NULL);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "jwtSigningKey=", 14) != 0) envp[k++] = environ[i];
+  envp[k++] = SIGNING_KEY;
+  envp[k] = NULL;
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, server, NULL, NULL, argv, envp);
+  free(envp);
+  CHECKF(rc == 0, "posix_spawn(%s): %s", server, strerror(rc));
+  server_pid = pid;
+  atexit(server_stop); /* also when a CHECK fails and exits */
+
+  /* wait for the port file: exists and holds a number */
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  int port = 0;
+  for (;;) {
+    FILE *f = fopen(port_file, "r");
+    if (f) {
+      if (fscanf(f, "%d", &port) != 1) port = 0;
+      fclose(f);
+      if (port > 0) break;
+    }
+    int status = 0;
+    CHECKF(waitpid(pid, &status, WNOHANG) == 0, "ferry-server exited before writing its port (status %d)", status);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    CHECKF(now.tv_sec - start.tv_sec < 60, "ferry-server wrote no port file within 60 s");
+    struct timespec tick = {0, 20 * 1000 * 1000};
+    nanosleep(&tick, NULL); /* polling a file with a deadline */
+  }
+  snprintf(base_url, sizeof base_url, "http://127.0.0.1:%d", port);
+  return true;
+}
+
+/* A TCP port on 127.0.0.1 that nothing listens on (bound, then closed). */
+static inline int closed_port(void) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(s >= 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  CHECK(bind(s, (struct sockaddr *)&a, sizeof a) == 0);
+  socklen_t len = sizeof a;
+  CHECK(getsockname(s, (struct sockaddr *)&a, &len) == 0);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+#endif /* FERRY_TEST_SYNC_SERVER_H */
