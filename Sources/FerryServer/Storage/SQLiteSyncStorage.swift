@@ -86,9 +86,33 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         }
     }
 
-    public func commit(version: UInt64, objects: [ObjectKey: StoredObject], clientFile: UInt64, clientVersion: UInt64) throws {
+    /// Whether `transaction` has one open (then `commit` writes inside it).
+    private var inTransaction = false
+
+    public func transaction(_ body: () throws -> Void) throws {
         try lock.withLock {
             try db.exec("BEGIN IMMEDIATE")
+            inTransaction = true
+        }
+        do {
+            try body()
+            try lock.withLock {
+                inTransaction = false
+                try db.exec("COMMIT")
+            }
+        } catch {
+            lock.withLock {
+                inTransaction = false
+                try? db.exec("ROLLBACK")
+            }
+            throw error
+        }
+    }
+
+    public func commit(version: UInt64, objects: [ObjectKey: StoredObject], clientFile: UInt64, clientVersion: UInt64) throws {
+        try lock.withLock {
+            let own = !inTransaction
+            if own { try db.exec("BEGIN IMMEDIATE") }
             do {
                 let put = try db.statement("INSERT OR REPLACE INTO objects (tbl, pk, version, doc, lists) VALUES (?, ?, ?, ?, ?)")
                 for (key, stored) in objects {
@@ -111,9 +135,9 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
                 c.bind(1, Int64(bitPattern: clientVersion)); c.bind(2, Int64(ServerClock.secondsSinceEpoch())); c.bind(3, Int64(bitPattern: clientFile))
                 try c.run()
                 c.reset()
-                try db.exec("COMMIT")
+                if own { try db.exec("COMMIT") }
             } catch {
-                try? db.exec("ROLLBACK")
+                if own { try? db.exec("ROLLBACK") }
                 throw error
             }
         }

@@ -49,6 +49,9 @@ public protocol SyncStorage: AnyObject, Sendable {
     func changes(since version: UInt64, schema: ObjectSchema, _ body: (FerryValue, StampedObject?, UInt64) throws -> Void) throws
     /// Every live object of a class.
     func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) throws -> Void) throws
+    /// Runs `body` in one write transaction: reads see one state, the writes of `commit`
+    /// inside it become durable together when `body` returns (rolled back if it throws).
+    func transaction(_ body: () throws -> Void) throws
     /// Forgets every client file (sync terminated and enabled again: devices must reset).
     func forgetClientFiles() throws
     func close()

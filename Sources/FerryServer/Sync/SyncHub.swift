@@ -211,83 +211,101 @@ actor SyncHub {
 
     // MARK: UPLOAD
 
+    /// What one upload did to one object.
+    private struct UploadEntry {
+        var stored: StoredObject
+        /// The object before the upload (for erases of what left a view).
+        let before: StampedObject?
+        var changed = false
+        /// Every instruction applied exactly as the client made it, with no concurrent change:
+        /// the uploader already has this state (no echo).
+        var exact = true
+        var rejected = false
+    }
+
     /// Returns the compensating writes (already sent to the client).
     private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ changesets: [UploadChangeset]) throws -> [CompensatingWrite] {
         var s = try session(outbox, id)
         let newVersion = version + 1
-        var working: [ObjectKey: StoredObject] = [:]
-        var before: [ObjectKey: StampedObject?] = [:]
-        var changed: Set<ObjectKey> = []
-        var reverted: [ObjectKey] = []
-        /// Every object the upload touched: the uploader gets their merged state back even when
-        /// the merge kept the server's values (its write lost), so it converges.
-        var touched: Set<ObjectKey> = []
-        /// Objects where every instruction applied as the client made it, with no concurrent
-        /// server change: the uploader already has exactly the merged state (no echo needed).
-        var exact: Set<ObjectKey> = []
-        var inexact: Set<ObjectKey> = []
+        var entries: [ObjectKey: UploadEntry] = [:]
         var compensating: [CompensatingWrite] = []
         var lastClientVersion = s.acknowledged
+        let user = outbox.user
+        var validators: [String: WriteValidator] = [:]
+        var advanced = false
 
-        func load(_ key: ObjectKey, _ os: ObjectSchema) throws -> StoredObject {
-            if let w = working[key] { return w }
-            let stored = try storage.object(key, schema: os) ?? StoredObject(object: nil)
-            working[key] = stored
-            if before[key] == nil { before[key] = .some(stored.object) }
-            return stored
-        }
-
-        for upload in changesets where upload.clientVersion > s.acknowledged {
-            lastClientVersion = max(lastClientVersion, upload.clientVersion)
-            let changeset: Changeset
-            do { changeset = try ChangesetCodec.decode(upload.changeset) } catch {
-                throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): a malformed changeset (\(error))", .protocolViolation)
-            }
-            let stamp = Stamp(timestamp: changeset.timestamp, fileIdent: s.clientFile)
-            // Instructions grouped by object, in order: each object's write is judged as a whole.
-            var order: [ObjectKey] = []
-            var byObject: [ObjectKey: [Instruction]] = [:]
-            for i in changeset.instructions {
-                let k = ObjectKey(table: i.table, key: i.key)
-                if byObject[k] == nil { order.append(k) }
-                byObject[k, default: []].append(i)
-            }
-            for k in order {
-                touched.insert(k)
-                guard let os = schema.objectSchema(named: k.table) else {
-                    throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): no object type '\(k.table)' in the app's schema", .protocolViolation)
+        // Reads and writes of one upload are one SQLite transaction: one lock, one fsync.
+        try storage.transaction {
+            for upload in changesets where upload.clientVersion > s.acknowledged {
+                lastClientVersion = max(lastClientVersion, upload.clientVersion)
+                let changeset: Changeset
+                do { changeset = try ChangesetCodec.decode(upload.changeset) } catch {
+                    throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): a malformed changeset (\(error))", .protocolViolation)
                 }
-                let start = try load(k, os)
-                var next = start
-                var didChange = false
-                var asIs = (start.object?.versions.max() ?? 0) <= upload.lastIntegratedServerVersion
-                for i in byObject[k] ?? [] {
-                    do {
-                        let outcome = try ObjectMerge.apply(i, to: &next.object, schema: os, stamp: stamp, base: upload.lastIntegratedServerVersion,
-                                                            version: newVersion, lists: &next.lists)
-                        didChange = outcome.changed || didChange
-                        asIs = asIs && outcome == .applied
-                    } catch let e as FerryError {
-                        throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
+                let stamp = Stamp(timestamp: changeset.timestamp, fileIdent: s.clientFile)
+                let base = upload.lastIntegratedServerVersion
+                // Each run of instructions on one object is judged as a whole write.
+                let instructions = changeset.instructions
+                var i = 0
+                while i < instructions.count {
+                    let first = instructions[i]
+                    var end = i + 1
+                    while end < instructions.count, instructions[end].key == first.key, instructions[end].table == first.table { end += 1 }
+                    defer { i = end }
+                    guard let os = schema.objectSchema(named: first.table) else {
+                        throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): no object type '\(first.table)' in the app's schema", .protocolViolation)
                     }
+                    let k = ObjectKey(table: first.table, key: first.key)
+                    var entry: UploadEntry
+                    if let e = entries[k] { entry = e } else {
+                        let stored = try storage.object(k, schema: os) ?? StoredObject(object: nil)
+                        entry = UploadEntry(stored: stored, before: stored.object)
+                    }
+                    let start = entry.stored
+                    var next = start
+                    var didChange = false
+                    var asIs = (start.object?.versions.max() ?? 0) <= base
+                    for n in i..<end {
+                        do {
+                            let outcome = try ObjectMerge.apply(instructions[n], to: &next.object, schema: os, stamp: stamp, base: base,
+                                                                version: newVersion, lists: &next.lists)
+                            didChange = outcome.changed || didChange
+                            asIs = asIs && outcome == .applied
+                        } catch let e as FerryError {
+                            throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
+                        }
+                    }
+                    guard didChange else {
+                        entry.exact = false
+                        entries[k] = entry
+                        continue
+                    }
+                    let validator: WriteValidator
+                    if let v = validators[os.name] { validator = v } else {
+                        validator = WriteValidator(objectSchema: os, rules: app.rules(for: os.name) ?? CollectionRules(roles: []),
+                                                   subscriptions: s.view.subscriptions(of: os.name))
+                        validators[os.name] = validator
+                    }
+                    if let cw = validator.check(user: user, before: start.object?.values, after: next.object?.values) {
+                        compensating.append(cw)
+                        entry.rejected = true
+                        entries[k] = entry
+                        continue
+                    }
+                    entry.stored = next
+                    entry.changed = true
+                    entry.exact = entry.exact && asIs
+                    entries[k] = entry
                 }
-                guard didChange else { exact.remove(k); inexact.insert(k); continue }
-                let rules = app.rules(for: os.name) ?? CollectionRules(roles: [])
-                let validator = WriteValidator(objectSchema: os, rules: rules, subscriptions: s.view.subscriptions(of: os.name))
-                if let cw = validator.check(user: outbox.user, before: start.object?.values, after: next.object?.values) {
-                    compensating.append(cw)
-                    reverted.append(k)
-                    continue
-                }
-                working[k] = next
-                changed.insert(k)
-                if asIs && !inexact.contains(k) { exact.insert(k) } else { exact.remove(k); inexact.insert(k) }
             }
+            var toStore: [ObjectKey: StoredObject] = [:]
+            for (k, e) in entries where e.changed { toStore[k] = e.stored }
+            try storage.commit(version: toStore.isEmpty ? version : newVersion, objects: toStore,
+                               clientFile: s.clientFile, clientVersion: lastClientVersion)
+            advanced = !toStore.isEmpty
         }
-        let toStore = working.filter { changed.contains($0.key) }
-        try storage.commit(version: toStore.isEmpty ? version : newVersion, objects: toStore,
-                           clientFile: s.clientFile, clientVersion: lastClientVersion)
-        if !toStore.isEmpty { version = newVersion }
+        // Only now is it durable.
+        if advanced { version = newVersion }
         s.acknowledged = lastClientVersion
         sessions[s.key] = s
 
@@ -295,32 +313,22 @@ actor SyncHub {
             logger.warning("\"\(cw.objectType)\": { \"\(cw.primaryKey.keyText)\": \"\(cw.reason.replacingAll("\"", with: "\\\""))\" }")
         }
         // Fan out: every session with a query gets what entered or changed in its view and
-        // erases of what left it; the uploader also gets its reverts.
+        // erases of what left it. The uploader also gets its reverts, and the merged state of
+        // every object it touched unless it already has exactly that.
         for (key, other) in sessions where other.hasQuery || key == s.key {
             let isOrigin = key == s.key
             var batch = DownloadBatch(session: other.id, hub: self)
-            for k in changed where !(isOrigin && exact.contains(k)) {
+            for (k, e) in entries {
                 guard let os = schema.objectSchema(named: k.table) else { continue }
-                let after = working[k]?.object
-                if let after, other.view.contains(after.values, of: os) { batch.add(after.fullState(os)) }
-                else if let b = before[k] ?? nil, other.view.contains(b.values, of: os) { batch.add(.erase(table: k.table, key: k.key)) }
-                else if isOrigin && after == nil { batch.add(.erase(table: k.table, key: k.key)) }
-            }
-            if isOrigin {
-                let rejected = Set(reverted)
-                for k in touched where !changed.contains(k) && !rejected.contains(k) {
-                    guard let os = schema.objectSchema(named: k.table) else { continue }
-                    if let current = working[k]?.object {
-                        if other.view.contains(current.values, of: os) { batch.add(current.fullState(os)) } else { batch.add(.erase(table: k.table, key: k.key)) }
-                    } else {
-                        batch.add(.erase(table: k.table, key: k.key))
-                    }
-                }
-                for k in reverted {
-                    guard let os = schema.objectSchema(named: k.table) else { continue }
-                    // The revert restores what the user may see: the server's object when it
-                    // is in the session's view, otherwise nothing (never another user's data).
-                    if let current = before[k] ?? nil, other.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
+                let current = e.stored.object
+                if e.changed && !(isOrigin && e.exact) {
+                    if let current, other.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
+                    else if let b = e.before, other.view.contains(b.values, of: os) { batch.add(.erase(table: k.table, key: k.key)) }
+                    else if isOrigin { batch.add(.erase(table: k.table, key: k.key)) }
+                } else if isOrigin && (e.rejected || !e.changed) {
+                    // A revert, or a write the merge did not take: the server's object when
+                    // the user may see it (never another user's data), else an erase.
+                    if let current, other.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
                     else { batch.add(.erase(table: k.table, key: k.key)) }
                 }
             }
