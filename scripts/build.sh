@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2
 # The server, for the sync tests of every language (they start it on a free port).
-swift build --product ferry-server
+swift build -q --product ferry-server
 ln -sf "$PWD/.build/debug/ferry-server" build/ferry-server
 if [ ! -x build/venv/bin/python ]; then
   python3 -m venv build/venv
