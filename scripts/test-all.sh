@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test suite: Swift (FerryCore, FerryStore, FerryAppConfig; also under ASan and
-# TSan), the C ABI tests under CTest (also under valgrind), the install and pkg-config check,
+# Runs every test suite: Swift (core, store, app config, auth, server, client network stack
+# and sync engine against an in-process ferry-server, 200 seeds of the randomized convergence
+# test; also under ASan, and the concurrent ones under TSan), the C ABI tests under CTest (also
+# under valgrind; the sync test starts build/ferry-server), the install and pkg-config check,
 # Python (pytest), Rust (cargo test), and a short run of every fuzz target. Exits non-zero on
 # the first failing suite.
 set -euo pipefail
@@ -12,7 +14,8 @@ echo "==> building libferry.so"
 scripts/build.sh
 
 echo "==> Swift tests"
-swift test
+# The randomized convergence test runs this many seeds (a failure prints its seed).
+FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} swift test
 
 echo "==> Swift tests under AddressSanitizer, and the concurrent ones under ThreadSanitizer"
 # Leak reports here would be the test harness's own statics; valgrind checks leaks on the C side.

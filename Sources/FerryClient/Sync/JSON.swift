@@ -1,4 +1,6 @@
-import FerryCore
+#if canImport(FerryCore)
+import FerryCore // the fuzz build compiles this file into one module with FerryCore's sources
+#endif
 
 /// The little JSON the auth API speaks (no Foundation in libferry.so). Parsing treats its
 /// input as hostile: depth and size are bounded, every error is a thrown `FerryError`.
