@@ -20,7 +20,7 @@ FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} swift test
 echo "==> Swift tests under AddressSanitizer, and the concurrent ones under ThreadSanitizer"
 # Leak reports here would be the test harness's own statics; valgrind checks leaks on the C side.
 ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan
-swift test --sanitize=thread --scratch-path .build-tsan --filter "Concurrency|Notification|DatabaseTests"
+swift test --sanitize=thread --scratch-path .build-tsan --filter "Concurrency|Notification|DatabaseTests|SyncEndToEnd|RandomConvergence|SyncTLS|NetWebSocket"
 
 echo "==> C tests (CTest, with valgrind)"
 ctest --test-dir build --output-on-failure -j2
