@@ -77,21 +77,21 @@ extension Database {
     /// The local changesets after `version`, oldest first, up to about `maxBytes` (at least one).
     public func pendingChangesets(after version: UInt64, maxBytes: Int = 1 << 20) throws -> [PendingChangeset] {
         try readingStore { c in
-            var bases: [(UInt64, UInt64)] = []
-            let b = try c.statement("SELECT history_version, server_version FROM __ferry_sync_bases ORDER BY history_version")
-            while try b.step() { bases.append((UInt64(bitPattern: b.int64(0)), UInt64(bitPattern: b.int64(1)))) }
-            b.resetKeepingBindings()
-            let s = try c.statement("SELECT version, changeset FROM __ferry_history WHERE version > ? ORDER BY version")
+            // The base of a changeset is the server version of the last integration before
+            // its commit (an indexed lookup per changeset).
+            let s = try c.statement("""
+                SELECT h.version, h.changeset,
+                       (SELECT b.server_version FROM __ferry_sync_bases b WHERE b.history_version < h.version
+                        ORDER BY b.history_version DESC LIMIT 1)
+                FROM __ferry_history h WHERE h.version > ? ORDER BY h.version
+                """)
             defer { s.resetKeepingBindings() }
             s.bind(1, Int64(bitPattern: version))
             var out: [PendingChangeset] = []
             var total = 0
             while try s.step() {
-                let v = UInt64(bitPattern: s.int64(0))
                 let bytes = s.blob(1)
-                // The base is the server version of the last integration before this commit.
-                let base = bases.last(where: { $0.0 < v })?.1 ?? 0
-                out.append(PendingChangeset(version: v, base: base, bytes: bytes))
+                out.append(PendingChangeset(version: UInt64(bitPattern: s.int64(0)), base: s.isNull(2) ? 0 : UInt64(bitPattern: s.int64(2)), bytes: bytes))
                 total += bytes.count
                 if total >= maxBytes { break }
             }
@@ -176,6 +176,15 @@ extension Database {
                 h.bind(1, Int64(bitPattern: latest)); h.bind(2, Int64(bitPattern: serverVersion))
                 try h.run()
                 h.resetKeepingBindings()
+                // Only the bases of changesets not yet acknowledged are needed: keep the last
+                // row at or before the acknowledged version and everything after it.
+                let prune = try c.statement("""
+                    DELETE FROM __ferry_sync_bases WHERE history_version <
+                      (SELECT MAX(history_version) FROM __ferry_sync_bases WHERE history_version <= ?)
+                    """)
+                prune.bind(1, Int64(bitPattern: ack))
+                try prune.run()
+                prune.resetKeepingBindings()
             }
             return applied.isEmpty ? nil : applied
         }

@@ -68,6 +68,30 @@ struct SyncEndToEndTests {
         }
     }
 
+    /// SPEC F-REQSUB: nothing syncs down without a subscription, and a write made without
+    /// any subscription is outside every view: the server reverts it (231).
+    @Test func withoutASubscriptionNothingDownloadsAndWritesAreReverted() async throws {
+        try await SyncTestServer.withServer { url in
+            let a = try await TestDevice(baseURL: url, credentials: .jwt(testJWT(subject: "no-subs")))
+            let b = try await TestDevice(baseURL: url, credentials: .jwt(testJWT(subject: "no-subs")))
+            defer { a.close(); b.close() }
+            try await a.subscribe("complexity <= 4")
+            let kept = ObjectId.generate()
+            try a.createItem(kept, owner: a.user.id, name: "synced", complexity: 1)
+            try await a.sync()
+            try await b.waitDownload()
+            #expect(try b.allItems().isEmpty)
+            let orphan = ObjectId.generate()
+            try b.createItem(orphan, owner: b.user.id, name: "no subscription", complexity: 1)
+            let errors = await b.errors.wait(count: 1)
+            #expect(errors.first?.compensatingWrites == [.outsideView(objectType: "Item", primaryKey: .objectId(orphan))])
+            #expect(try b.item(orphan) == nil)
+            try await a.sync()
+            #expect(try a.item(orphan) == nil)
+            #expect(try a.item(kept) != nil)
+        }
+    }
+
     @Test func concurrentOfflineEditsConverge() async throws {
         try await SyncTestServer.withServer { url in
             let email = "bo\(UInt32.random(in: 0...UInt32.max))@example.com"

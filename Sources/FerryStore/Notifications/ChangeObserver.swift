@@ -35,6 +35,10 @@ public final class ChangeObserver: @unchecked Sendable {
     private var deliveringThread: UInt = 0
     /// The last reported state: result keys in order, or whether the object existed.
     private var lastKeys: [FerryValue] = []
+    /// The same keys as a set, for the incremental path of unsorted, unlimited queries.
+    private var lastSet: Set<FerryValue> = []
+    /// Whether `lastKeys` is up to date (the incremental path updates only the set).
+    private var lastKeysCurrent = true
     private var objectExisted = false
     private let className: String
 
@@ -48,7 +52,9 @@ public final class ChangeObserver: @unchecked Sendable {
         self.callback = callback
         className = store.schema.classes[classIndex].name
         switch target {
-        case .query(let q): lastKeys = try Self.keys(store, c, q, classIndex)
+        case .query(let q):
+            lastKeys = try Self.keys(store, c, q, classIndex)
+            lastSet = Set(lastKeys)
         case .object(let key): objectExisted = try store.readRow(c, classIndex, key: key) != nil
         }
     }
@@ -95,18 +101,42 @@ public final class ChangeObserver: @unchecked Sendable {
                 guard !changes.isEmpty else { return }
                 let touched = changes.byClass[className] ?? [:]
                 switch target {
+                case .query(let q) where q.sort.isEmpty && q.limit == nil && touched.count <= max(64, lastSet.count / 8):
+                    // Only the touched objects can have entered, left or changed: check those
+                    // (a commit of a few objects costs a few lookups, not a re-run of the query).
+                    var inserted: [(Int64, FerryValue)] = []
+                    for (key, t) in touched {
+                        let row = try store.readRow(c, classIndex, key: key)
+                        let nowIn = row.map { q.matches($0) } ?? false
+                        let wasIn = lastSet.contains(key)
+                        if nowIn && !wasIn {
+                            inserted.append((try store.rowid(c, classIndex, key: key) ?? 0, key))
+                            lastSet.insert(key)
+                        } else if !nowIn && wasIn {
+                            summary.deleted.append(key)
+                            lastSet.remove(key)
+                        } else if nowIn {
+                            summary.modified.append(key)
+                            properties.formUnion(t.properties)
+                        }
+                    }
+                    // Results keep insertion order: new ones in rowid order.
+                    summary.inserted = inserted.sorted { $0.0 < $1.0 }.map(\.1)
+                    if !summary.inserted.isEmpty || !summary.deleted.isEmpty { lastKeysCurrent = false }
                 case .query(let q):
                     let now = try Self.keys(store, c, q, classIndex)
-                    let before = Set(lastKeys), after = Set(now)
-                    summary.inserted = now.filter { !before.contains($0) }
-                    summary.deleted = lastKeys.filter { !after.contains($0) }
-                    for key in now where before.contains(key) {
+                    let after = Set(now)
+                    summary.inserted = now.filter { !lastSet.contains($0) }
+                    summary.deleted = lastKeysCurrent ? lastKeys.filter { !after.contains($0) } : Array(lastSet.subtracting(after))
+                    for key in now where lastSet.contains(key) {
                         if let t = touched[key] {
                             summary.modified.append(key)
                             properties.formUnion(t.properties)
                         }
                     }
                     lastKeys = now
+                    lastSet = after
+                    lastKeysCurrent = true
                 case .object(let key):
                     let exists = try store.readRow(c, classIndex, key: key) != nil
                     if exists && !objectExisted { summary.inserted = [key] }

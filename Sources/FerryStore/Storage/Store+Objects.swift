@@ -48,6 +48,15 @@ extension Store {
         }
     }
 
+    /// The SQLite rowid of an object (its insertion order), or nil.
+    func rowid(_ c: SQLiteConnection, _ classIndex: Int, key: FerryValue) throws -> Int64? {
+        let l = layouts[classIndex]
+        let s = try c.statement(key: l.rowidKey, "SELECT rowid FROM \(l.table) WHERE \(l.primaryKeyColumn) = ?")
+        defer { s.resetKeepingBindings() }
+        ColumnCodec.bind(key, to: s, at: 1)
+        return try s.step() ? s.int64(0) : nil
+    }
+
     /// Writes a whole object (sync integration): inserted, or overwritten in place.
     func upsertRow(_ c: SQLiteConnection, _ classIndex: Int, _ values: [FerryValue]) throws {
         let l = layouts[classIndex]

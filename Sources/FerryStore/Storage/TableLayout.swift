@@ -17,6 +17,7 @@ final class TableLayout {
     var selectKey: Int { classIndex << 16 | 2 }
     var deleteKey: Int { classIndex << 16 | 3 }
     var upsertKey: Int { classIndex << 16 | 4 }
+    var rowidKey: Int { classIndex << 16 | 5 }
     func updateKey(_ property: Int) -> Int { classIndex << 16 | 0x8000 | property }
     let table: String
     let selectColumns: String
