@@ -83,6 +83,7 @@ actor SyncHub {
     }
 
     /// Handles one decoded message from a connection.
+    /// Handles one decoded message from a connection.
     func receive(_ message: ProtocolMessage, from outbox: ConnectionOutbox) async {
         guard syncEnabled else { return }
         do {
@@ -256,12 +257,11 @@ actor SyncHub {
                         throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): no object type '\(first.table)' in the app's schema", .protocolViolation)
                     }
                     let k = ObjectKey(table: first.table, key: first.key)
-                    var entry: UploadEntry
-                    if let e = entries[k] { entry = e } else {
+                    if entries[k] == nil {
                         let stored = try storage.object(k, schema: os) ?? StoredObject(object: nil)
-                        entry = UploadEntry(stored: stored, before: stored.object)
+                        entries[k] = UploadEntry(stored: stored, before: stored.object)
                     }
-                    let start = entry.stored
+                    let start = entries[k]!.stored
                     var next = start
                     var didChange = false
                     var asIs = (start.object?.versions.max() ?? 0) <= base
@@ -276,8 +276,7 @@ actor SyncHub {
                         }
                     }
                     guard didChange else {
-                        entry.exact = false
-                        entries[k] = entry
+                        entries[k]!.exact = false
                         continue
                     }
                     let validator: WriteValidator
@@ -288,14 +287,12 @@ actor SyncHub {
                     }
                     if let cw = validator.check(user: user, before: start.object?.values, after: next.object?.values) {
                         compensating.append(cw)
-                        entry.rejected = true
-                        entries[k] = entry
+                        entries[k]!.rejected = true
                         continue
                     }
-                    entry.stored = next
-                    entry.changed = true
-                    entry.exact = entry.exact && asIs
-                    entries[k] = entry
+                    entries[k]!.stored = next
+                    entries[k]!.changed = true
+                    if !asIs { entries[k]!.exact = false }
                 }
             }
             var toStore: [ObjectKey: StoredObject] = [:]
