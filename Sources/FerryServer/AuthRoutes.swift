@@ -132,21 +132,7 @@ struct APIError: HTTPResponseError {
     }
 }
 
-func jsonString(_ s: String) -> String {
-    var out = "\""
-    for u in s.unicodeScalars {
-        switch u {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        default:
-            if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-        }
-    }
-    return out + "\""
-}
+func jsonString(_ s: String) -> String { JSONText.quote(s) }
 
 /// Turns `AuthError`s thrown by routes into their API responses.
 struct AuthErrorMiddleware: RouterMiddleware {

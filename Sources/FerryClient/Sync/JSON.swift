@@ -31,24 +31,7 @@ public indirect enum JSON: Equatable, Sendable {
         "{" + members.map { quote($0.0) + ":" + quote($0.1) }.joined(separator: ",") + "}"
     }
 
-    public static func quote(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 {
-                    let hex = String(u.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
-    }
+    public static func quote(_ s: String) -> String { JSONText.quote(s) }
 
     public static func parse(_ bytes: [UInt8]) throws -> JSON {
         var p = JSONParser(bytes: bytes)
