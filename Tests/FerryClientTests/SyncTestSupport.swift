@@ -24,12 +24,13 @@ enum SyncTestServer {
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/convergence-app").path
 
     static func withServer(appDirectory: String = appDirectory, tls: (certificate: String, key: String)? = nil,
+                           dataDirectory: String? = nil, port: Int = 0, secrets: [String: String] = [:],
                            _ body: (String) async throws -> Void) async throws {
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "ferry-server-test")
         logger.logLevel = .warning
-        let config = ServerConfiguration(appDirectory: appDirectory, dataDirectory: temporaryDirectory("server"),
-                                         secrets: ["jwtSigningKey": "a-host-signing-key-of-at-least-32-bytes!"],
+        let config = ServerConfiguration(appDirectory: appDirectory, dataDirectory: dataDirectory ?? temporaryDirectory("server"), port: port,
+                                         secrets: secrets.merging(["jwtSigningKey": "a-host-signing-key-of-at-least-32-bytes!"]) { a, _ in a },
                                          tlsCertificatePath: tls?.certificate, tlsKeyPath: tls?.key)
         let app = try await FerryServer.make(config, logger: logger) { port in
             portSink.yield(port)
