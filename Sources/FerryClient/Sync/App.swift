@@ -59,7 +59,9 @@ public final class App: @unchecked Sendable {
         }
     }
 
-    deinit { close() }
+    /// A deinit has nothing on the loop to stop: every connection (and so every session)
+    /// holds its App. It must not hand `self` to the loop either (that would outlive deinit).
+    deinit { finish(stoppingConnections: false) }
 
     /// OpenSSL without its exit-time cleanup: a host that exits with an App still open must
     /// not have the loop thread use a torn-down OpenSSL (random bytes for a WebSocket key,
@@ -68,20 +70,25 @@ public final class App: @unchecked Sendable {
         OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil) == 1
     }()
 
-    /// Ends every connection and releases the loop. Open databases stay usable locally.
-    public func close() {
+    /// Ends every connection (their sessions' waits complete with an error) and releases the
+    /// loop. Open databases stay usable locally.
+    public func close() { finish(stoppingConnections: true) }
+
+    private func finish(stoppingConnections: Bool) {
         let wasOpen: Bool = lock.withLock {
             defer { closed = true }
             return !closed
         }
         guard wasOpen else { return }
-        let done = LoopSemaphore()
-        loop.post { [self] in
-            for c in connections.values { c.shutdown(error: SyncError(code: 0, message: "the App was closed", isFatal: true, action: .applicationBug)) }
-            connections.removeAll()
-            done.signal()
+        if stoppingConnections {
+            let done = LoopSemaphore()
+            loop.post { [self] in
+                for c in connections.values { c.shutdown(error: SyncError(code: 0, message: "the App was closed", isFatal: true, action: .applicationBug)) }
+                connections.removeAll()
+                done.signal()
+            }
+            if !loop.isCurrent { done.wait() }
         }
-        if !loop.isCurrent { done.wait() }
         lock.withLock { store?.close(); store = nil }
         EventLoop.releaseShared()
     }

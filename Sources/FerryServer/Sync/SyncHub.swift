@@ -164,6 +164,7 @@ actor SyncHub {
     /// Returns the rejection message of a bad subscription set.
     private func query(_ outbox: ConnectionOutbox, _ id: UInt64, _ setVersion: UInt64, _ subscriptions: [Subscription]) throws -> String? {
         var s = try session(outbox, id)
+        if let record = try storage.clientFile(s.clientFile) { s.acknowledged = max(s.acknowledged, record.acknowledgedClientVersion) }
         let newView: SessionView
         switch SessionView.make(subscriptions, user: outbox.user, app: app, schema: schema) {
         case .failure(let e):
@@ -227,6 +228,10 @@ actor SyncHub {
     /// Returns the compensating writes (already sent to the client).
     private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ changesets: [UploadChangeset]) throws -> [CompensatingWrite] {
         var s = try session(outbox, id)
+        // The durable acknowledgement, not the session's copy: another session of the same file
+        // (a reconnect racing an upload still in flight on the old connection) may have moved
+        // it. Nothing is applied twice.
+        if let record = try storage.clientFile(s.clientFile) { s.acknowledged = max(s.acknowledged, record.acknowledgedClientVersion) }
         let newVersion = version + 1
         var entries: [ObjectKey: UploadEntry] = [:]
         var compensating: [CompensatingWrite] = []
@@ -305,6 +310,9 @@ actor SyncHub {
         if advanced { version = newVersion }
         s.acknowledged = lastClientVersion
         sessions[s.key] = s
+        for (key, other) in sessions where other.clientFile == s.clientFile && key != s.key {
+            sessions[key]?.acknowledged = max(other.acknowledged, lastClientVersion)
+        }
 
         for cw in compensating {
             logger.warning("\"\(cw.objectType)\": { \"\(cw.primaryKey.keyText)\": \"\(cw.reason.replacingAll("\"", with: "\\\""))\" }")
