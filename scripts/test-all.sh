@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test suite: Swift (core, store, app config, auth, server, client network stack
-# and sync engine against an in-process ferry-server, 100 seeds of the randomized convergence
+# and sync engine against an in-process ferry-server, 200 seeds of the randomized convergence
 # test; also under ASan, and the concurrent ones under TSan), the C ABI tests under CTest (also
 # under valgrind; the sync test starts build/ferry-server), the install and pkg-config check,
 # Python (pytest), Rust (cargo test), and a short run of every fuzz target. Exits non-zero on
@@ -15,14 +15,12 @@ scripts/build.sh
 
 echo "==> Swift tests"
 # The randomized convergence test runs this many seeds (a failure prints its seed).
-FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-100} swift test
+FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} swift test
 
 echo "==> Swift tests under AddressSanitizer, and the concurrent ones under ThreadSanitizer"
 # Leak reports here would be the test harness's own statics; valgrind checks leaks on the C side.
-# The randomized convergence test runs in the plain run above (its 100 seeds); under the
-# sanitizers its timing changes expose a rare divergence that is still open (issue 3's note).
-ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan --skip RandomConvergence
-swift test --sanitize=thread --scratch-path .build-tsan --filter "Concurrency|Notification|DatabaseTests|SyncEndToEnd|SyncTLS|NetWebSocket"
+ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan
+swift test --sanitize=thread --scratch-path .build-tsan --filter "Concurrency|Notification|DatabaseTests|SyncEndToEnd|RandomConvergence|SyncTLS|NetWebSocket"
 
 echo "==> C tests (CTest, with valgrind)"
 ctest --test-dir build --output-on-failure -j2

@@ -239,9 +239,17 @@ actor SyncHub {
         let user = outbox.user
         var validators: [String: WriteValidator] = [:]
         var advanced = false
+        /// Objects of changesets the server had already acknowledged: the client uploads them
+        /// again only when it missed the acknowledgement (its session ended first), so it may
+        /// also have missed their echoes and reverts: it gets the objects' current state.
+        var resend: Set<ObjectKey> = []
 
         // Reads and writes of one upload are one SQLite transaction: one lock, one fsync.
         try storage.transaction {
+            for upload in changesets where upload.clientVersion <= s.acknowledged {
+                guard let known = try? ChangesetCodec.decode(upload.changeset) else { continue }
+                for i in known.instructions { resend.insert(ObjectKey(table: i.table, key: i.key)) }
+            }
             for upload in changesets where upload.clientVersion > s.acknowledged {
                 lastClientVersion = max(lastClientVersion, upload.clientVersion)
                 let changeset: Changeset
@@ -335,6 +343,16 @@ actor SyncHub {
                     // the user may see it (never another user's data), else an erase.
                     if let current, other.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
                     else { batch.add(.erase(table: k.table, key: k.key)) }
+                }
+            }
+            if isOrigin {
+                for k in resend where entries[k] == nil {
+                    guard let os = schema.objectSchema(named: k.table) else { continue }
+                    if let current = try storage.object(k, schema: os)?.object, other.view.contains(current.values, of: os) {
+                        batch.add(current.fullState(os))
+                    } else {
+                        batch.add(.erase(table: k.table, key: k.key))
+                    }
                 }
             }
             guard isOrigin || !batch.isEmpty else { continue }
