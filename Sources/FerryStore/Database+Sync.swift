@@ -139,9 +139,25 @@ extension Database {
                 switch i {
                 case let .create(_, key, fields):
                     let layout = store.layout(ci)
+                    let os = layout.objectSchema
                     var values = layout.defaults
+                    // The server's values are checked like the host's: a value of the wrong type
+                    // would otherwise be stored and break later reads.
+                    try os.primaryKey.validateElement(key, className: os.name)
                     values[layout.primaryKeyIndex] = key
-                    for f in fields { if let p = layout.objectSchema.propertyIndex(named: f.name) { values[p] = f.value } }
+                    for f in fields {
+                        guard let p = os.propertyIndex(named: f.name), p != layout.primaryKeyIndex else { continue }
+                        let property = os.properties[p]
+                        if property.isList {
+                            guard case .list(let items) = f.value else {
+                                throw FerryError(.wrongType, "the server sent a non-list value for list '\(os.name).\(property.name)'")
+                            }
+                            for item in items { try property.validateElement(item, className: os.name) }
+                        } else {
+                            try property.validateElement(f.value, className: os.name)
+                        }
+                        values[p] = f.value
+                    }
                     try store.upsertRow(c, ci, values)
                 case let .erase(_, key):
                     guard try store.deleteRowIfExists(c, ci, key: key) else { continue }
