@@ -528,10 +528,12 @@ typedef void (*ferry_log_cb)(void *userdata, int32_t level, const char *message)
  *  the call). Called exactly once, on the loop thread. */
 typedef void (*ferry_status_cb)(void *userdata, const ferry_error_t *error);
 
-#define FERRY_APP_OPTIONS_VERSION 1
+#define FERRY_APP_OPTIONS_VERSION 2
 
+/* Version 1 ends at log_userdata; a host built against version 1 keeps working (the fields
+ * after it take their defaults). */
 typedef struct ferry_app_options {
-  uint32_t version;            /* FERRY_APP_OPTIONS_VERSION */
+  uint32_t version;            /* FERRY_APP_OPTIONS_VERSION (1 is accepted too) */
   const char *app_id;          /* required: the app id of the server's app configuration */
   const char *base_url;        /* required: http://host:port or https://host:port */
   const char *base_directory;  /* required, must exist: the user cache lives here */
@@ -541,6 +543,14 @@ typedef struct ferry_app_options {
   int32_t log_level;           /* ferry_log_level_t, default FERRY_LOG_INFO */
   ferry_log_cb log_callback;   /* NULL: no logging */
   void *log_userdata;
+  /* version 2 */
+  bool multiplex_sessions;          /* default true: a user's sessions share one connection
+                                       (SPEC F-MUX); false: one connection per session */
+  uint64_t read_timeout_ms;         /* default 120000: a connection that receives nothing for
+                                       this long is dropped and retried (F-READTIMEOUT) */
+  uint64_t ping_interval_ms;        /* default 60000: a quiet connection pings the server */
+  uint64_t reconnect_delay_min_ms;  /* default 1000: first retry after a failed connection */
+  uint64_t reconnect_delay_max_ms;  /* default 16000: the backoff's cap (F-BACKOFF) */
 } ferry_app_options_t;
 
 /** Fills *opts with defaults. Errors: FERRY_ERR_INVALID_ARGUMENT (NULL, unknown version). */
@@ -550,6 +560,13 @@ int ferry_app_options_init(ferry_app_options_t *opts, uint32_t version);
  *  base_directory (they survive restarts and are available offline). Any thread.
  *  Errors: FERRY_ERR_INVALID_ARGUMENT (missing or malformed option), FERRY_ERR_IO. */
 int ferry_app_new(ferry_app_t **out, const ferry_app_options_t *opts);
+
+/** Makes every connection of the App that is waiting to retry try at once, with its backoff
+ *  reset (SPEC F-RECONNECT); e.g. when the host learns the network is back. Does nothing for
+ *  connections that are connected or connecting (a silent one is dropped by the read timeout,
+ *  not by this) or whose sessions stopped on a fatal error. Any thread; returns at once.
+ *  Errors: FERRY_ERR_INVALID_HANDLE. */
+int ferry_app_reconnect(ferry_app_t *app);
 
 /** Closes the App's connections and frees it. Sessions opened through it stop syncing;
  *  their database handles stay usable locally. Not from the loop thread. */
@@ -643,18 +660,44 @@ int ferry_app_set_sync_error_handler(ferry_app_t *app, ferry_sync_error_cb callb
 
 /* --- Synced databases ------------------------------------------------------------------- */
 
-#define FERRY_SYNC_OPTIONS_VERSION 1
+#define FERRY_SYNC_OPTIONS_VERSION 2
 
+/** When an open waits for the server (SPEC F-OPEN). */
+typedef enum ferry_download_before_open {
+  FERRY_DOWNLOAD_BEFORE_OPEN_NEVER = 0,  /* open at once, offline too; sync in the background */
+  FERRY_DOWNLOAD_BEFORE_OPEN_ALWAYS = 1, /* download everything first, at every open */
+  FERRY_DOWNLOAD_BEFORE_OPEN_ONCE = 2    /* download first at the file's first open only */
+} ferry_download_before_open_t;
+
+/** Fills a new database's subscription set (SPEC F-INITSUBS): set is lent for the call; edit
+ *  it with the ferry_subscription_set_* functions. Return FERRY_OK to commit it; any other
+ *  value fails the open with FERRY_ERR_INVALID_ARGUMENT naming that value. Called on the
+ *  opening thread, before the call returns. */
+typedef int (*ferry_initial_subscriptions_cb)(void *userdata, ferry_subscription_set_t *set);
+
+/* Version 1 ends at schema; the fields after it take their defaults for a version-1 host. */
 typedef struct ferry_sync_options {
-  uint32_t version;              /* FERRY_SYNC_OPTIONS_VERSION */
-  const char *path;              /* required: the database file (created if missing) */
+  uint32_t version;              /* FERRY_SYNC_OPTIONS_VERSION (1 is accepted too) */
+  const char *path;              /* required: the database file (created if missing), or the
+                                    identifier of an in-memory database */
   const ferry_schema_t *schema;  /* required */
+  /* version 2 */
+  int32_t download_before_open;  /* ferry_download_before_open_t, default NEVER; ALWAYS and ONCE
+                                    need ferry_sync_open_async */
+  uint64_t open_timeout_ms;      /* default 30000: how long a download before open may take */
+  bool in_memory;                /* default false: nothing on disk (SPEC F-INMEM); the data is
+                                    dropped when the session and every handle are closed */
+  ferry_initial_subscriptions_cb initial_subscriptions; /* NULL: none */
+  void *initial_subscriptions_userdata;
+  bool rerun_initial_subscriptions; /* default false: only when the set was never written */
 } ferry_sync_options_t;
 
 int ferry_sync_options_init(ferry_sync_options_t *opts, uint32_t version);
 
 /** Opens a flexible-sync database of a logged-in user (download before open: never; the
- *  database opens at once, offline too) and starts its sync session. *out_db is an ordinary
+ *  database opens at once, offline too, with a user cached from an earlier login) and starts
+ *  its sync session; initial subscriptions and in_memory apply. download_before_open other
+ *  than NEVER is FERRY_ERR_INVALID_ARGUMENT here: use ferry_sync_open_async. *out_db is an ordinary
  *  database handle (notifications on the loop thread; integrated downloads fire them);
  *  *out_session drives sync. Free both; freeing the session stops syncing.
  *  Nothing syncs down until the subscription set has a subscription (SPEC F-REQSUB).
@@ -662,6 +705,20 @@ int ferry_sync_options_init(ferry_sync_options_t *opts, uint32_t version);
  *  FERRY_ERR_MULTIPLE_SYNC_AGENTS, the errors of ferry_db_open. */
 int ferry_sync_open(ferry_sync_session_t **out_session, ferry_db_t **out_db, ferry_user_t *user,
                     const ferry_sync_options_t *opts);
+
+/** Open completion: on success session and db are new handles owned by the callee (as from
+ *  ferry_sync_open) and error is NULL; on failure both are NULL. Called exactly once, on the
+ *  loop thread. */
+typedef void (*ferry_sync_open_cb)(void *userdata, ferry_sync_session_t *session, ferry_db_t *db, const ferry_error_t *error);
+
+/** Opens like ferry_sync_open, then, for download_before_open ALWAYS (or ONCE at the file's
+ *  first successful open), waits until the subscriptions (initial ones included) are complete
+ *  and everything the server has is downloaded. The completion gets FERRY_ERR_TIMEOUT when
+ *  that takes longer than open_timeout_ms (e.g. the server is unreachable), FERRY_ERR_SYNC
+ *  when the server rejects the subscriptions, or an error of ferry_sync_open. Errors of the
+ *  call itself (then the callback is not called): FERRY_ERR_INVALID_HANDLE,
+ *  FERRY_ERR_INVALID_ARGUMENT. */
+int ferry_sync_open_async(ferry_user_t *user, const ferry_sync_options_t *opts, ferry_sync_open_cb callback, void *userdata);
 
 /** Calls back once every local change committed before this call is durable on the server,
  *  or with the error that stopped the session (a wait never hangs on a dead session). */
@@ -673,6 +730,76 @@ int ferry_sync_wait_for_download(ferry_sync_session_t *session, ferry_status_cb 
 /** Stops the session (pending waits complete with FERRY_ERR_CLOSED) and frees it. Not from
  *  the loop thread. */
 void ferry_sync_session_free(ferry_sync_session_t *session);
+
+/* --- Session state, pause and resume, progress (SPEC F-CONNSTATE, F-SUSPEND, F-PROGRESS) --- */
+
+typedef enum ferry_connection_state {
+  FERRY_CONNECTION_DISCONNECTED = 0, FERRY_CONNECTION_CONNECTING = 1, FERRY_CONNECTION_CONNECTED = 2
+} ferry_connection_state_t;
+
+typedef enum ferry_session_state {
+  FERRY_SESSION_ACTIVE = 0,  /* syncing, or trying to while offline */
+  FERRY_SESSION_PAUSED = 1,  /* suspended by the host */
+  FERRY_SESSION_INACTIVE = 2 /* ended: freed App, logged-out user, or a fatal error */
+} ferry_session_state_t;
+
+/** The state of the connection the session syncs over (disconnected while paused or ended),
+ *  and the session's own state. Any thread. */
+int ferry_sync_connection_state(int32_t *out, const ferry_sync_session_t *session);
+int ferry_sync_session_state(int32_t *out, const ferry_sync_session_t *session);
+
+typedef struct ferry_connection_state_token ferry_connection_state_token_t;
+
+/** Called on the loop thread at every change of the session's connection state. */
+typedef void (*ferry_connection_state_cb)(void *userdata, int32_t old_state, int32_t new_state);
+
+/** Observes the session's connection state until the token is freed. userdata is handed
+ *  over (freed with userdata_free when the token is freed, or at once when the call fails). */
+int ferry_sync_observe_connection_state(ferry_connection_state_token_t **out, ferry_sync_session_t *session,
+                                        ferry_connection_state_cb callback, void *userdata, ferry_free_fn userdata_free);
+
+/** Unregisters; userdata_free runs on the loop thread after any delivery in progress, so no
+ *  callback uses the userdata after it. Any thread; NULL is a no-op. */
+void ferry_connection_state_token_free(ferry_connection_state_token_t *token);
+
+/** Pauses the session in both directions: it leaves its connection (closed when no other
+ *  session uses it); local writes are kept and uploaded after ferry_sync_resume; pending waits
+ *  stay pending. Other sessions keep syncing. No-op when already paused or ended. */
+int ferry_sync_suspend(ferry_sync_session_t *session);
+/** Resumes a paused session. No-op unless paused. */
+int ferry_sync_resume(ferry_sync_session_t *session);
+
+typedef enum ferry_progress_direction { FERRY_PROGRESS_UPLOAD = 0, FERRY_PROGRESS_DOWNLOAD = 1 } ferry_progress_direction_t;
+
+typedef enum ferry_progress_mode {
+  FERRY_PROGRESS_REPORT_INDEFINITELY = 0,  /* every unit of work, until the token is freed */
+  FERRY_PROGRESS_FOR_CURRENT_WORK = 1      /* the work outstanding at registration; stops after 1.0 */
+} ferry_progress_mode_t;
+
+/** One report: within a unit of work progress_estimate never goes down, stays in [0.0, 1.0]
+ *  and is exactly 1.0 when the work is done. Bytes are changeset bytes (uploads: acknowledged
+ *  out of committed; downloads: received out of announced by the server). */
+typedef struct ferry_progress {
+  double progress_estimate;
+  uint64_t transferred_bytes;
+  uint64_t transferable_bytes;
+} ferry_progress_t;
+
+typedef struct ferry_progress_token ferry_progress_token_t;
+
+/** Called on the loop thread; progress is lent for the call. */
+typedef void (*ferry_progress_cb)(void *userdata, const ferry_progress_t *progress);
+
+/** Registers a progress notifier on a direction (ferry_progress_direction_t) with a mode
+ *  (ferry_progress_mode_t). The first report follows shortly on the loop thread. userdata is
+ *  handed over as for ferry_sync_observe_connection_state. A FOR_CURRENT_WORK notifier stops
+ *  by itself after reporting 1.0; free its token all the same. */
+int ferry_sync_observe_progress(ferry_progress_token_t **out, ferry_sync_session_t *session, int32_t direction, int32_t mode,
+                                ferry_progress_cb callback, void *userdata, ferry_free_fn userdata_free);
+
+/** Unregisters; userdata_free runs on the loop thread after any delivery in progress. Any
+ *  thread; NULL is a no-op. */
+void ferry_progress_token_free(ferry_progress_token_t *token);
 
 /* --- Subscriptions (SPEC F-SUBS) --------------------------------------------------------- */
 

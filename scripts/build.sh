@@ -9,6 +9,7 @@ cmake --build build -j2
 # The server, for the sync tests of every language (they start it on a free port).
 swift build -q --product ferry-server
 ln -sf "$PWD/.build/debug/ferry-server" build/ferry-server
+# build/ferry-fault-proxy (tools/fault-proxy) comes from the CMake build above.
 if [ ! -x build/venv/bin/python ]; then
   python3 -m venv build/venv
 fi

@@ -50,3 +50,35 @@ func mallocString(_ s: String) -> UnsafeMutablePointer<CChar> {
         return p
     }
 }
+
+/// Reads a versioned options struct: version 1 hosts allocated only its first `v1Size` bytes,
+/// so only those are read and the later fields keep `defaults`.
+func readVersioned<T>(_ p: UnsafePointer<T>, _ defaults: T, v1Size: Int, what: String) throws -> T {
+    let v = UnsafeRawPointer(p).load(as: UInt32.self)
+    switch v {
+    case 1:
+        var out = defaults
+        withUnsafeMutableBytes(of: &out) { $0.baseAddress!.copyMemory(from: UnsafeRawPointer(p), byteCount: v1Size) }
+        return out
+    case 2:
+        return p.pointee
+    default:
+        throw FerryError(.invalidArgument, "unknown \(what) version \(v); call the matching _init function")
+    }
+}
+
+/// Writes a versioned options struct, only the first `v1Size` bytes for a version 1 host.
+func writeVersioned<T>(_ p: UnsafeMutablePointer<T>, _ value: T, v1Size: Int) {
+    let v = withUnsafeBytes(of: value) { $0.load(as: UInt32.self) }
+    if v == 1 {
+        withUnsafeBytes(of: value) { UnsafeMutableRawPointer(p).copyMemory(from: $0.baseAddress!, byteCount: v1Size) }
+    } else {
+        p.pointee = value
+    }
+}
+
+/// Carries a non-Sendable value into a closure run once on the loop thread.
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

@@ -21,12 +21,18 @@ private func optionalString(_ p: UnsafePointer<CChar>?, _ name: String) throws -
 public func ferry_app_options_init(_ opts: UnsafeMutablePointer<ferry_app_options_t>!, _ version: UInt32) -> Int32 {
     ferryCall {
         let o = try required(opts, "opts")
-        guard version == 1 else { throw FerryError(.invalidArgument, "unknown ferry_app_options_t version \(version)") }
-        o.pointee = ferry_app_options_t()
-        o.pointee.version = 1
-        o.pointee.verify_peer = true
-        o.pointee.request_timeout_ms = 60_000
-        o.pointee.log_level = LogLevel.info.rawValue
+        guard version == 1 || version == 2 else { throw FerryError(.invalidArgument, "unknown ferry_app_options_t version \(version)") }
+        var d = ferry_app_options_t()
+        d.version = version
+        d.verify_peer = true
+        d.request_timeout_ms = 60_000
+        d.log_level = LogLevel.info.rawValue
+        d.multiplex_sessions = true
+        d.read_timeout_ms = 120_000
+        d.ping_interval_ms = 60_000
+        d.reconnect_delay_min_ms = 1_000
+        d.reconnect_delay_max_ms = 16_000
+        writeVersioned(o, d, v1Size: MemoryLayout<ferry_app_options_t>.offset(of: \.multiplex_sessions)!)
     }
 }
 
@@ -34,14 +40,22 @@ public func ferry_app_options_init(_ opts: UnsafeMutablePointer<ferry_app_option
 public func ferry_app_new(_ out: UnsafeMutablePointer<OpaquePointer?>!, _ opts: UnsafePointer<ferry_app_options_t>!) -> Int32 {
     ferryCall {
         let out = try required(out, "out")
-        let o = try required(opts, "opts").pointee
-        guard o.version == 1 else { throw FerryError(.invalidArgument, "unknown ferry_app_options_t version \(o.version); call ferry_app_options_init") }
+        var defaults = ferry_app_options_t()
+        defaults.multiplex_sessions = true
+        defaults.read_timeout_ms = 120_000
+        defaults.ping_interval_ms = 60_000
+        defaults.reconnect_delay_min_ms = 1_000
+        defaults.reconnect_delay_max_ms = 16_000
+        let o = try readVersioned(try required(opts, "opts"), defaults, v1Size: MemoryLayout<ferry_app_options_t>.offset(of: \.multiplex_sessions)!,
+                                  what: "ferry_app_options_t")
         guard let level = LogLevel(rawValue: o.log_level) else { throw FerryError(.invalidArgument, "unknown log level \(o.log_level)") }
         guard o.request_timeout_ms > 0 else { throw FerryError(.invalidArgument, "request_timeout_ms must be positive") }
         let config = App.Configuration(appId: try hostString(o.app_id, "opts->app_id"), baseURL: try hostString(o.base_url, "opts->base_url"),
                                        baseDirectory: try hostString(o.base_directory, "opts->base_directory"),
                                        tls: TLSOptions(caFile: try optionalString(o.ca_file, "opts->ca_file"), verifyPeer: o.verify_peer),
-                                       requestTimeoutMs: o.request_timeout_ms, logLevel: level)
+                                       requestTimeoutMs: o.request_timeout_ms, logLevel: level, multiplexSessions: o.multiplex_sessions,
+                                       readTimeoutMs: o.read_timeout_ms, pingIntervalMs: o.ping_interval_ms,
+                                       reconnectDelayMinMs: o.reconnect_delay_min_ms, reconnectDelayMaxMs: o.reconnect_delay_max_ms)
         let app = try App(config)
         if let cb = o.log_callback {
             let box = CCallback(userdata: o.log_userdata)
@@ -180,9 +194,62 @@ public func ferry_app_set_sync_error_handler(_ app: OpaquePointer!, _ callback: 
 public func ferry_sync_options_init(_ opts: UnsafeMutablePointer<ferry_sync_options_t>!, _ version: UInt32) -> Int32 {
     ferryCall {
         let o = try required(opts, "opts")
-        guard version == 1 else { throw FerryError(.invalidArgument, "unknown ferry_sync_options_t version \(version)") }
-        o.pointee = ferry_sync_options_t()
-        o.pointee.version = 1
+        guard version == 1 || version == 2 else { throw FerryError(.invalidArgument, "unknown ferry_sync_options_t version \(version)") }
+        var d = syncOptionDefaults
+        d.version = version
+        writeVersioned(o, d, v1Size: MemoryLayout<ferry_sync_options_t>.offset(of: \.download_before_open)!)
+    }
+}
+
+private var syncOptionDefaults: ferry_sync_options_t {
+    var d = ferry_sync_options_t()
+    d.open_timeout_ms = 30_000
+    return d
+}
+
+/// The host's sync options as Swift values.
+private struct SyncOpenRequest {
+    let path: String
+    let schema: Schema
+    let options: SyncOpenOptions
+
+    init(_ opts: UnsafePointer<ferry_sync_options_t>?) throws {
+        let o = try readVersioned(try required(opts, "opts"), syncOptionDefaults,
+                                  v1Size: MemoryLayout<ferry_sync_options_t>.offset(of: \.download_before_open)!, what: "ferry_sync_options_t")
+        path = try hostString(o.path, "opts->path")
+        guard let s = o.schema else { throw FerryError(.invalidArgument, "opts->schema must not be NULL") }
+        schema = try HandleTable.shared.lookup(s, .schema, as: SchemaHandle.self).schema
+        guard let download = DownloadBeforeOpen(rawValue: o.download_before_open) else {
+            throw FerryError(.invalidArgument, "unknown download_before_open \(o.download_before_open)")
+        }
+        guard o.open_timeout_ms > 0 else { throw FerryError(.invalidArgument, "opts->open_timeout_ms must be positive") }
+        var options = SyncOpenOptions(downloadBeforeOpen: download, openTimeoutMs: o.open_timeout_ms, inMemory: o.in_memory,
+                                      rerunInitialSubscriptions: o.rerun_initial_subscriptions)
+        if let cb = o.initial_subscriptions {
+            let box = CCallback(userdata: o.initial_subscriptions_userdata)
+            options.initialSubscriptions = { set in
+                let handle = SubscriptionSetHandle(set: set)
+                let p = HandleTable.shared.register(handle, kind: .subscriptionSet)
+                let rc = cb(box.userdata, p)
+                _ = HandleTable.shared.remove(p, .subscriptionSet, as: SubscriptionSetHandle.self)
+                guard rc == 0 else { throw FerryError(.invalidArgument, "the initial subscriptions callback returned \(rc)") }
+                set = handle.set
+            }
+        }
+        self.options = options
+    }
+
+    /// The host's database handle: a second handle on the session's store.
+    func hostDatabase() throws -> OpaquePointer {
+        let scheduler = try LoopScheduler()
+        do {
+            let db = try Database.open(DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true),
+                                       scheduler: scheduler)
+            return HandleTable.shared.register(DatabaseHandle(database: db, polling: nil), kind: .database)
+        } catch {
+            scheduler.shutdown()
+            throw error
+        }
     }
 }
 
@@ -193,23 +260,45 @@ public func ferry_sync_open(_ outSession: UnsafeMutablePointer<OpaquePointer?>!,
         let outSession = try required(outSession, "out_session")
         let outDb = try required(outDb, "out_db")
         let u = try userHandle(user)
-        let o = try required(opts, "opts").pointee
-        guard o.version == 1 else { throw FerryError(.invalidArgument, "unknown ferry_sync_options_t version \(o.version); call ferry_sync_options_init") }
-        let path = try hostString(o.path, "opts->path")
-        guard let s = o.schema else { throw FerryError(.invalidArgument, "opts->schema must not be NULL") }
-        let schema = try HandleTable.shared.lookup(s, .schema, as: SchemaHandle.self).schema
+        let request = try SyncOpenRequest(opts)
         guard let app = u.user.app else { throw FerryError(.closed, "the user's app was freed") }
-        let session = try app.openSynced(user: u.user, path: path, schema: schema)
-        // The host's database handle is a second handle on the same store.
-        let scheduler = try LoopScheduler()
-        let db: Database
-        do { db = try Database.open(DatabaseConfiguration(location: .file(path), schema: schema, synced: true), scheduler: scheduler) } catch {
-            scheduler.shutdown()
+        let session = try app.openSynced(user: u.user, path: request.path, schema: request.schema, options: request.options)
+        do { outDb.pointee = try request.hostDatabase() } catch {
             session.close()
             throw error
         }
-        outDb.pointee = HandleTable.shared.register(DatabaseHandle(database: db, polling: nil), kind: .database)
         outSession.pointee = SessionHandle(session: session).register()
+    }
+}
+
+@c @implementation
+public func ferry_sync_open_async(_ user: OpaquePointer!, _ opts: UnsafePointer<ferry_sync_options_t>!, _ callback: ferry_sync_open_cb!,
+                                  _ userdata: UnsafeMutableRawPointer!) -> Int32 {
+    ferryCall {
+        let u = try userHandle(user)
+        let request = try SyncOpenRequest(opts)
+        guard let callback else { throw FerryError(.invalidArgument, "callback must not be NULL") }
+        guard let app = u.user.app else { throw FerryError(.closed, "the user's app was freed") }
+        let box = CCallback(userdata: userdata)
+        let fail: @Sendable (FerryError) -> Void = { e in
+            let storage = CValueStorage()
+            var err = ferry_error_t(code: e.code.rawValue, message: storage.cString(e.message))
+            withExtendedLifetime(storage) { withUnsafePointer(to: &err) { callback(box.userdata, nil, nil, $0) } }
+        }
+        let req = UncheckedBox(request)
+        app.openSynced(user: u.user, path: request.path, schema: request.schema, options: request.options) { result in
+            switch result {
+            case .failure(let e): fail(e)
+            case .success(let session):
+                do {
+                    let db = try req.value.hostDatabase()
+                    callback(box.userdata, SessionHandle(session: session).register(), db, nil)
+                } catch {
+                    session.close()
+                    fail(error as? FerryError ?? FerryError(.internal, "\(error)"))
+                }
+            }
+        }
     }
 }
 

@@ -86,14 +86,17 @@ public final class EventLoop: @unchecked Sendable {
     /// Whether the caller is on the loop thread.
     public var isCurrent: Bool { lock.withLock { threadID.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
 
-    /// Runs `work` on the loop thread, after everything posted before it.
-    public func post(_ work: @escaping @Sendable () -> Void) {
+    /// Runs `work` on the loop thread, after everything posted before it. False (and `work`
+    /// dropped) when the loop is stopping.
+    @discardableResult
+    public func post(_ work: @escaping @Sendable () -> Void) -> Bool {
         let accepted: Bool = lock.withLock {
             guard !stopping else { return false }
             queue.append(work)
             return true
         }
         if accepted { uv_async_send(async) }
+        return accepted
     }
 
     private func drain() {

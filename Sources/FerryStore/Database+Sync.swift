@@ -99,6 +99,19 @@ extension Database {
         }
     }
 
+    /// The versions and byte sizes of the local changesets after `version`, oldest first (the
+    /// upload progress counts them without reading them).
+    public func pendingChangesetSizes(after version: UInt64) throws -> [(version: UInt64, bytes: UInt64)] {
+        try readingStore { c in
+            let s = try c.statement("SELECT version, length(changeset) FROM __ferry_history WHERE version > ? ORDER BY version")
+            defer { s.resetKeepingBindings() }
+            s.bind(1, Int64(bitPattern: version))
+            var out: [(version: UInt64, bytes: UInt64)] = []
+            while try s.step() { out.append((UInt64(bitPattern: s.int64(0)), UInt64(bitPattern: s.int64(1)))) }
+            return out
+        }
+    }
+
     /// The newest local version (0 when nothing was ever written).
     public func latestLocalVersion() throws -> UInt64 {
         try readingStore { c in

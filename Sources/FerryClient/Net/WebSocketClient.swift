@@ -158,6 +158,15 @@ public final class WebSocketClient {
         }
     }
 
+    /// Drops the connection at once, without a closing handshake (a peer that stopped
+    /// answering would not finish one); `webSocketDidClose` follows with `error`.
+    public func abort(_ error: FerryError) {
+        switch phase {
+        case .idle, .closed: return
+        case .connecting, .open, .closing: fail(error)
+        }
+    }
+
     // MARK: - Handshake
 
     private func handshakeData(_ bytes: [UInt8]) {

@@ -18,14 +18,31 @@ public final class App: @unchecked Sendable {
         public var tls: TLSOptions
         public var requestTimeoutMs: UInt64
         public var logLevel: LogLevel
+        /// All sessions of a user share one connection (SPEC F-MUX); false: one per session.
+        public var multiplexSessions: Bool
+        /// A connection that receives nothing for this long is dropped and retried (F-READTIMEOUT).
+        public var readTimeoutMs: UInt64
+        /// A connection quiet for this long sends a ping (the server's pong keeps it alive).
+        public var pingIntervalMs: UInt64
+        /// Reconnection backoff: the first retry waits about the minimum, each failure doubles
+        /// it up to the maximum; a successful connection starts over (F-BACKOFF).
+        public var reconnectDelayMinMs: UInt64
+        public var reconnectDelayMaxMs: UInt64
         public init(appId: String, baseURL: String, baseDirectory: String, tls: TLSOptions = TLSOptions(),
-                    requestTimeoutMs: UInt64 = 60_000, logLevel: LogLevel = .info) {
+                    requestTimeoutMs: UInt64 = 60_000, logLevel: LogLevel = .info, multiplexSessions: Bool = true,
+                    readTimeoutMs: UInt64 = 120_000, pingIntervalMs: UInt64 = 60_000,
+                    reconnectDelayMinMs: UInt64 = 1_000, reconnectDelayMaxMs: UInt64 = 16_000) {
             self.appId = appId
             self.baseURL = baseURL
             self.baseDirectory = baseDirectory
             self.tls = tls
             self.requestTimeoutMs = requestTimeoutMs
             self.logLevel = logLevel
+            self.multiplexSessions = multiplexSessions
+            self.readTimeoutMs = readTimeoutMs
+            self.pingIntervalMs = pingIntervalMs
+            self.reconnectDelayMinMs = reconnectDelayMinMs
+            self.reconnectDelayMaxMs = reconnectDelayMaxMs
         }
     }
 
@@ -38,14 +55,21 @@ public final class App: @unchecked Sendable {
     private var _errorHandler: (@Sendable (SyncSession, SyncError) -> Void)?
     private var _logger: (@Sendable (LogLevel, String) -> Void)?
     private var closed = false
-    /// One connection per user (loop thread only).
+    /// One connection per user, or per session without multiplexing (loop thread only).
     var connections: [String: SyncConnection] = [:]
+    private var nextConnectionKey: UInt64 = 1
 
     public init(_ configuration: Configuration) throws {
         guard !configuration.appId.isEmpty else { throw FerryError(.invalidArgument, "the app id is empty") }
         let base = try Endpoint(parsing: configuration.baseURL)
         guard base.scheme == "http" || base.scheme == "https" else {
             throw FerryError(.invalidArgument, "the base URL must start with http:// or https:// (got '\(configuration.baseURL)')")
+        }
+        guard configuration.readTimeoutMs > 0, configuration.pingIntervalMs > 0 else {
+            throw FerryError(.invalidArgument, "the read timeout and the ping interval must be positive")
+        }
+        guard configuration.reconnectDelayMinMs > 0, configuration.reconnectDelayMaxMs >= configuration.reconnectDelayMinMs else {
+            throw FerryError(.invalidArgument, "the reconnect delays must be positive, the maximum at least the minimum")
         }
         self.configuration = configuration
         _ = Self.openSSLReady
@@ -165,7 +189,10 @@ public final class App: @unchecked Sendable {
         let saved: Result<Void, FerryError> = Result { () throws -> Void in try lock.withLock { try store?.save(user.record, bump: false) } }
             .mapError { $0 as? FerryError ?? FerryError(.io, "\($0)") }
         loop.post { [self] in
-            connections.removeValue(forKey: user.id)?.shutdown(error: SyncError(code: 0, message: "the user logged out", isFatal: true, action: .logOutUser))
+            for (key, c) in connections where c.user === user {
+                connections[key] = nil
+                c.shutdown(error: SyncError(code: 0, message: "the user logged out", isFatal: true, action: .logOutUser))
+            }
             HTTPClient.send(request, on: loop, tls: configuration.tls, timeoutMs: configuration.requestTimeoutMs) { _ in completion(saved) }
         }
     }
@@ -230,26 +257,125 @@ public final class App: @unchecked Sendable {
         return ws + "/api/client/v2.0/app/\(configuration.appId)/realm-sync"
     }
 
-    /// Opens a synced database of `user` at `path` with `schema` and starts its session.
-    public func openSynced(user: SyncUser, path: String, schema: Schema) throws -> SyncSession {
+    /// Opens a synced database of `user` at `path` (an identifier when in memory) with
+    /// `schema` and starts its session, without waiting for the server: `downloadBeforeOpen`
+    /// must be `.never` here (the completion form waits for downloads). Works offline with a
+    /// cached logged-in user.
+    public func openSynced(user: SyncUser, path: String, schema: Schema, options: SyncOpenOptions = SyncOpenOptions()) throws -> SyncSession {
+        guard options.downloadBeforeOpen == .never else {
+            throw FerryError(.invalidArgument, "downloadBeforeOpen \(options.downloadBeforeOpen) waits for the server: use the open with a completion")
+        }
+        return try startSession(user: user, path: path, schema: schema, options: options)
+    }
+
+    /// Opens a synced database and calls `completion` on the loop thread with its session:
+    /// at once for `.never` (and for `.once` after the file's first successful download),
+    /// otherwise once everything the server has for the subscriptions (initial ones included)
+    /// is downloaded. Fails with `.timeout` when that takes longer than the open timeout
+    /// (e.g. the server is unreachable); the session is then closed.
+    public func openSynced(user: SyncUser, path: String, schema: Schema, options: SyncOpenOptions,
+                           completion: @escaping @Sendable (Result<SyncSession, FerryError>) -> Void) {
+        let session: SyncSession
+        do { session = try startSession(user: user, path: path, schema: schema, options: options) } catch {
+            let e = error as? FerryError ?? FerryError(.internal, "\(error)")
+            loop.post { completion(.failure(e)) }
+            return
+        }
+        let downloadedOnce = (try? session.database.syncValue(Self.downloadedOnceKey)) != nil
+        let wait = options.downloadBeforeOpen == .always || (options.downloadBeforeOpen == .once && !downloadedOnce)
+        guard wait else {
+            loop.post { completion(.success(session)) }
+            return
+        }
+        let finish = OpenCompletion(completion)
+        loop.post { [self] in
+            // Touched on the loop thread only (both closures below run there).
+            let timer = UncheckedSendable(LoopTimer(loop: loop))
+            timer.value.schedule(afterMilliseconds: options.openTimeoutMs) { [self] in
+                let state = session.connectionState
+                guard finish.claim() else { return }
+                session.close()
+                finish.deliver(.failure(FerryError(.timeout, "could not download \(path) before opening it within \(options.openTimeoutMs) ms "
+                    + "(the connection to \(configuration.baseURL) is \(state)); open with downloadBeforeOpen never to work offline")))
+            }
+            let done: @Sendable (FerryError?) -> Void = { error in
+                guard finish.claim() else { return }
+                timer.value.invalidate()
+                if let error {
+                    session.close()
+                    return finish.deliver(.failure(error))
+                }
+                if options.downloadBeforeOpen == .once { try? session.database.setSyncValue(Self.downloadedOnceKey, [1]) }
+                finish.deliver(.success(session))
+            }
+            let version = (try? session.subscriptions().version) ?? 0
+            session.waitForSubscriptions(version: version) { error in
+                if let error { return done(error) }
+                session.waitForDownload(done)
+            }
+        }
+    }
+
+    static let downloadedOnceKey = "downloaded_once"
+
+    private func startSession(user: SyncUser, path: String, schema: Schema, options: SyncOpenOptions) throws -> SyncSession {
         guard user.app === self else { throw FerryError(.invalidArgument, "the user belongs to another App") }
         guard user.isLoggedIn else { throw FerryError(.auth, "user \(user.id) is logged out; log in again to open its synced databases") }
+        guard !lock.withLock({ closed }) else { throw FerryError(.closed, "the App is closed") }
+        guard options.openTimeoutMs > 0 else { throw FerryError(.invalidArgument, "the open timeout must be positive") }
         let scheduler = try LoopScheduler()
-        let db = try Database.open(DatabaseConfiguration(location: .file(path), schema: schema, synced: true), scheduler: scheduler)
-        let session = SyncSession(app: self, user: user, database: db, path: path)
-        loop.post { [self] in
-            let c: SyncConnection
-            if let existing = connections[user.id] { c = existing } else {
-                c = SyncConnection(app: self, user: user)
-                connections[user.id] = c
-            }
-            c.add(session)
+        let db: Database
+        do {
+            db = try Database.open(DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true),
+                                   scheduler: scheduler)
+        } catch {
+            scheduler.shutdown()
+            throw error
         }
+        let session: SyncSession
+        do {
+            session = try SyncSession(app: self, user: user, database: db, path: path)
+            if let initial = options.initialSubscriptions {
+                let current = try session.subscriptions()
+                if current.version == 0 || options.rerunInitialSubscriptions { try session.updateSubscriptions(initial) }
+            }
+        } catch {
+            db.close()
+            scheduler.shutdown()
+            throw error
+        }
+        loop.post { [self] in attach(session) }
         return session
     }
 
-    func detach(_ session: SyncSession) {
-        loop.post { [self] in connections[session.user.id]?.remove(session) }
+    /// Puts a session on its connection (loop thread): the user's shared one, or a new one
+    /// when the App does not multiplex.
+    func attach(_ session: SyncSession) {
+        let key: String
+        if configuration.multiplexSessions { key = session.user.id } else {
+            key = session.user.id + "#" + String(nextConnectionKey)
+            nextConnectionKey += 1
+        }
+        let c: SyncConnection
+        if let existing = connections[key] { c = existing } else {
+            c = SyncConnection(app: self, user: session.user, key: key)
+            connections[key] = c
+        }
+        c.add(session)
+    }
+
+    /// A connection without sessions is closed and forgotten (loop thread).
+    func forget(_ connection: SyncConnection) {
+        if connections[connection.key] === connection { connections[connection.key] = nil }
+    }
+
+    /// Makes every connection waiting to retry try now, with its backoff reset (SPEC
+    /// F-RECONNECT). Does nothing for connections that are connected or connecting (a silent
+    /// connection is dropped by the read timeout, not by this), or whose sessions ended.
+    public func reconnect() {
+        loop.post { [self] in
+            for c in connections.values { c.reconnect() }
+        }
     }
 }
 

@@ -1,15 +1,30 @@
 import FerryCore
 
-/// The WebSocket of one user, shared by all the user's sessions (one per synced database).
-/// Lives on the loop thread. Reconnects by itself with exponential backoff and jitter (capped)
-/// while it has sessions; a refused access token is refreshed once, then retried.
-final class SyncConnection: WebSocketDelegate {
-    enum State: Int32 { case disconnected = 0, connecting = 1, connected = 2 }
+#if canImport(Glibc)
+import Glibc
+#endif
 
+/// The WebSocket of one user, shared by all the user's sessions (one per synced database), or
+/// of one session when the App does not multiplex. Lives on the loop thread. Reconnects by
+/// itself with exponential backoff and jitter (capped, reset by a successful connection) while
+/// it has sessions; a refused access token is refreshed once, then retried. A connection that
+/// receives nothing for the read timeout is dropped and retried; pings every ping interval
+/// keep a healthy one talking.
+final class SyncConnection: WebSocketDelegate {
     /// Strong: the App drops its connections when it closes, which ends the cycle.
     let app: App
     let user: SyncUser
-    private(set) var state: State = .disconnected
+    /// The App's key for this connection.
+    let key: String
+    private(set) var state: ConnectionState = .disconnected {
+        didSet {
+            guard state != oldValue else { return }
+            for s in orderedSessions { s.connectionStateChanged(from: oldValue, to: state) }
+        }
+    }
+    private var keepAlive: LoopTimer?
+    private var lastReceivedMs: UInt64 = 0
+    private var lastPingMs: UInt64 = 0
     private var socket: WebSocketClient?
     private var sessions: [UInt64: SyncSession] = [:]
     private var nextSession: UInt64 = 1
@@ -18,10 +33,15 @@ final class SyncConnection: WebSocketDelegate {
     private var shutDown = false
     private var refreshedForThisAttempt = false
 
-    init(app: App, user: SyncUser) {
+    init(app: App, user: SyncUser, key: String) {
         self.app = app
         self.user = user
+        self.key = key
     }
+
+    private var orderedSessions: [SyncSession] { sessions.values.sorted { ($0.sessionId ?? 0) < ($1.sessionId ?? 0) } }
+
+    var isEmpty: Bool { sessions.isEmpty }
 
     func add(_ session: SyncSession) {
         guard !shutDown else { return }
@@ -29,6 +49,7 @@ final class SyncConnection: WebSocketDelegate {
         nextSession += 1
         session.attach(self, id: id)
         sessions[id] = session
+        session.connectionStateChanged(from: .disconnected, to: state)
         if state == .connected { session.activate() } else { connect() }
     }
 
@@ -36,7 +57,11 @@ final class SyncConnection: WebSocketDelegate {
         guard let id = session.sessionId, sessions[id] === session else { return }
         sessions[id] = nil
         if state == .connected { send(.unbind(session: id)) }
-        if sessions.isEmpty { close() }
+        session.connectionStateChanged(from: state, to: .disconnected)
+        if sessions.isEmpty {
+            close()
+            app.forget(self)
+        }
     }
 
     func send(_ message: ProtocolMessage) {
@@ -51,18 +76,69 @@ final class SyncConnection: WebSocketDelegate {
         app.log(.debug, "connecting to \(app.syncURL) for user \(user.id)")
         let ws = WebSocketClient(loop: app.loop, url: app.syncURL, subprotocol: "ferry-sync.1",
                                  headers: [("Authorization", "Bearer \(user.accessToken)")], tls: app.configuration.tls)
+        // The read timeout covers the handshake too: a server that accepts and stays silent
+        // is as dead as one that stops answering later.
+        ws.connectTimeoutMs = app.configuration.readTimeoutMs
         ws.delegate = self
         socket = ws
         ws.connect()
     }
 
+    /// Tries at once (backoff reset) when waiting to retry; nothing when connected,
+    /// connecting, or ended (SPEC F-RECONNECT).
+    func reconnect() {
+        guard !shutDown, state == .disconnected, !sessions.isEmpty else { return }
+        attempts = 0
+        retryTimer?.cancel()
+        connect()
+    }
+
     private func close() {
         retryTimer?.invalidate()
         retryTimer = nil
+        keepAlive?.invalidate()
+        keepAlive = nil
         let ws = socket
         socket = nil
         state = .disconnected
         ws?.close()
+    }
+
+    /// Checks every quarter of the shorter of the read timeout and the ping interval: drops a
+    /// connection silent for the read timeout, pings one quiet for the ping interval.
+    private func startKeepAlive() {
+        let now = Self.nowMs()
+        lastReceivedMs = now
+        lastPingMs = now
+        if keepAlive == nil { keepAlive = LoopTimer(loop: app.loop) }
+        scheduleKeepAlive()
+    }
+
+    private func scheduleKeepAlive() {
+        let c = app.configuration
+        let tick = max(10, min(c.readTimeoutMs, c.pingIntervalMs) / 4)
+        keepAlive?.schedule(afterMilliseconds: tick) { [weak self] in self?.keepAliveTick() }
+    }
+
+    private func keepAliveTick() {
+        guard state == .connected, let socket else { return }
+        let now = Self.nowMs(), c = app.configuration
+        if now - lastReceivedMs >= c.readTimeoutMs {
+            app.log(.info, "Connection[\(user.id)]: nothing received for \(c.readTimeoutMs) ms; reconnecting")
+            socket.abort(FerryError(.timeout, "read timed out after \(c.readTimeoutMs) ms"))
+            return
+        }
+        if now - max(lastReceivedMs, lastPingMs) >= c.pingIntervalMs {
+            lastPingMs = now
+            send(.ping(timestamp: now))
+        }
+        scheduleKeepAlive()
+    }
+
+    static func nowMs() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
     }
 
     /// Ends the connection for good (App closed, user logged out); sessions learn why.
@@ -78,15 +154,17 @@ final class SyncConnection: WebSocketDelegate {
 
     func webSocketDidOpen(_ socket: WebSocketClient) {
         guard socket === self.socket else { return }
-        state = .connected
         attempts = 0
         refreshedForThisAttempt = false
         app.log(.info, "Connection[\(user.id)]: connected")
-        for s in sessions.values.sorted(by: { ($0.sessionId ?? 0) < ($1.sessionId ?? 0) }) { s.activate() }
+        startKeepAlive()
+        state = .connected
+        for s in orderedSessions { s.activate() }
     }
 
     func webSocket(_ socket: WebSocketClient, didReceive bytes: [UInt8]) {
         guard socket === self.socket else { return }
+        lastReceivedMs = Self.nowMs()
         let message: ProtocolMessage
         do { message = try ProtocolCodec.decode(bytes) } catch {
             app.log(.error, "the server sent a malformed message: \(error)")
@@ -111,10 +189,13 @@ final class SyncConnection: WebSocketDelegate {
     }
 
     func webSocketDidClose(_ socket: WebSocketClient, error: FerryError?) {
+        // The socket is gone (closed by the server, a network failure, or the read
+        // timeout): sessions learn it, and the connection retries after a backoff.
         guard socket === self.socket else { return }
         self.socket = nil
+        keepAlive?.cancel()
+        for s in orderedSessions { s.connectionEnded(fatal: nil) }
         state = .disconnected
-        for s in sessions.values { s.connectionEnded(fatal: nil) }
         guard !shutDown, !sessions.isEmpty else { return }
         // A refused upgrade (Hummingbird answers every refusal with 400, a plain server 401)
         // may be an expired access token: refresh it once, then retry.
@@ -138,10 +219,13 @@ final class SyncConnection: WebSocketDelegate {
         scheduleReconnect()
     }
 
+    /// The next delay doubles from the configured minimum up to the maximum; the wait is a
+    /// random point in its upper half, so devices cut off together do not return together.
     private func scheduleReconnect() {
         attempts += 1
-        let base = min(UInt64(1) << UInt64(min(attempts, 6)), 64) * 250 // 0.5 s … 16 s
-        let delay = base / 2 + UInt64.random(in: 0...(base / 2))
+        let c = app.configuration
+        let base = min(c.reconnectDelayMinMs << UInt64(min(attempts - 1, 20)), c.reconnectDelayMaxMs)
+        let delay = base / 2 + UInt64.random(in: 0...(base - base / 2))
         if retryTimer == nil { retryTimer = LoopTimer(loop: app.loop) }
         retryTimer?.schedule(afterMilliseconds: delay) { [weak self] in self?.connect() }
     }

@@ -3,8 +3,9 @@ import FerryStore
 
 /// The sync session of one synced database (the seeds' `SyncSession`): binds the file on its
 /// user's connection, sends the subscription set, uploads local changesets, integrates
-/// downloads, reports errors, and completes waits. Its state lives on the loop thread; the
-/// public methods can be called from any thread and completions run on the loop thread.
+/// downloads, reports errors, completes waits, and reports its state and progress. Its state
+/// lives on the loop thread; the public methods can be called from any thread; completions,
+/// observers and notifiers run on the loop thread.
 public final class SyncSession: @unchecked Sendable {
     public let database: Database
     public let path: String
@@ -25,16 +26,135 @@ public final class SyncSession: @unchecked Sendable {
     private var uploadWaiters: [(target: UInt64, done: @Sendable (FerryError?) -> Void)] = []
     private var subscriptionWaiters: [(version: UInt64, done: @Sendable (FerryError?) -> Void)] = []
     private var fatal: SyncError?
+    private var paused = false
+    /// The last local version counted into the upload progress, and the sizes of the counted
+    /// changesets the server has not acknowledged yet (oldest first).
+    private var countedThrough: UInt64 = 0
+    private var unacknowledgedSizes: [(version: UInt64, bytes: UInt64)] = []
+    private var unacknowledgedHead = 0
+    let progress: ProgressNotifiers
 
-    init(app: App, user: SyncUser, database: Database, path: String) {
+    /// What the host's threads read: guarded by `lock`, written on the loop thread.
+    private let lock = SpinLock()
+    private var _state: SessionState = .active
+    private var _connectionState: ConnectionState = .disconnected
+    private var stateObservers: [UInt64: @Sendable (ConnectionState, ConnectionState) -> Void] = [:]
+    private var nextObserver: UInt64 = 1
+
+    init(app: App, user: SyncUser, database: Database, path: String) throws {
         self.app = app
         self.user = user
         self.database = database
         self.path = path
+        let loop = app.loop
+        progress = ProgressNotifiers { loop.post($0) }
+        let meta = try database.syncMetadata()
+        acknowledged = meta.acknowledged
+        countedThrough = meta.acknowledged
+        try countLocalChanges()
+        if let set = try? SubscriptionSet.load(database), set.version > 0, set.state == .pending { progress.expectDownload() }
         database.setCommitListener(self) { [weak self] in
             guard let self else { return }
-            self.app.loop.post { self.uploadPending() }
+            self.app.loop.post {
+                try? self.countLocalChanges()
+                self.uploadPending()
+            }
         }
+    }
+
+    // MARK: state
+
+    /// Active, paused (by `suspend()`), or inactive (closed, logged out, fatal error).
+    public var state: SessionState { lock.withLock { _state } }
+
+    /// The state of the connection this session syncs over; `disconnected` while paused.
+    public var connectionState: ConnectionState { lock.withLock { _connectionState } }
+
+    /// Calls `observer(old, new)` on the loop thread at every change of `connectionState`
+    /// until the token is cancelled or released.
+    public func observeConnectionState(_ observer: @escaping @Sendable (ConnectionState, ConnectionState) -> Void) -> ConnectionStateToken {
+        let id = lock.withLock { () -> UInt64 in
+            defer { nextObserver += 1 }
+            stateObservers[nextObserver] = observer
+            return nextObserver
+        }
+        let loop = app.loop
+        return ConnectionStateToken(post: { loop.post($0) }) { [weak self] in _ = self?.lock.withLock { self?.stateObservers.removeValue(forKey: id) } }
+    }
+
+    /// Loop thread: the connection (or the session's leaving it) changed the state. Observers
+    /// get the state this session last reported, so they see every step exactly once.
+    func connectionStateChanged(from _: ConnectionState, to new: ConnectionState) {
+        let (previous, observers): (ConnectionState, [@Sendable (ConnectionState, ConnectionState) -> Void]) = lock.withLock {
+            let previous = _connectionState
+            guard previous != new else { return (previous, []) }
+            _connectionState = new
+            return (previous, stateObservers.sorted { $0.key < $1.key }.map(\.value))
+        }
+        for o in observers { o(previous, new) }
+    }
+
+    private func setState(_ s: SessionState) { lock.withLock { _state = s } }
+
+    /// Pauses syncing in both directions (SPEC F-SUSPEND): the session leaves its connection
+    /// (closed when no other session uses it); local writes are kept and uploaded after
+    /// `resume()`; waits stay pending until then. Other sessions are not affected.
+    public func suspend() {
+        // The state reads `paused` as soon as this returns; the loop thread does the rest.
+        lock.withLock { if _state == .active { _state = .paused } }
+        app.loop.post { [self] in
+            guard !closed, fatal == nil, !paused else { return }
+            paused = true
+            let c = connection
+            connection = nil
+            connectionEnded(fatal: nil)
+            c?.remove(self)
+            connectionStateChanged(from: connectionState, to: .disconnected)
+        }
+    }
+
+    /// Resumes a suspended session: it connects (or joins its user's connection) and catches
+    /// up both ways. Does nothing unless paused.
+    public func resume() {
+        lock.withLock { if _state == .paused { _state = .active } }
+        app.loop.post { [self] in
+            guard !closed, fatal == nil, paused else { return }
+            paused = false
+            app.attach(self)
+        }
+    }
+
+    // MARK: progress
+
+    /// Registers a progress notifier (SPEC F-PROGRESS); it runs on the loop thread until the
+    /// token is cancelled or released, or, for `.forCurrentlyOutstandingWork`, until it has
+    /// reported completion (1.0). The first report comes right after registration.
+    public func addProgressNotifier(direction: ProgressDirection, mode: ProgressMode,
+                                    _ callback: @escaping @Sendable (SyncProgress) -> Void) -> ProgressToken {
+        progress.register(direction, mode, callback)
+    }
+
+    /// Counts committed local changesets not counted yet into the upload progress.
+    private func countLocalChanges() throws {
+        let sizes = try database.pendingChangesetSizes(after: countedThrough)
+        guard let last = sizes.last else { return }
+        countedThrough = last.version
+        unacknowledgedSizes += sizes
+        progress.uploadable(adding: sizes.reduce(0) { $0 + $1.bytes })
+    }
+
+    /// The server acknowledged local versions up to `ack`: their bytes count as uploaded.
+    private func countAcknowledged(_ ack: UInt64) {
+        var bytes: UInt64 = 0
+        while unacknowledgedHead < unacknowledgedSizes.count, unacknowledgedSizes[unacknowledgedHead].version <= ack {
+            bytes += unacknowledgedSizes[unacknowledgedHead].bytes
+            unacknowledgedHead += 1
+        }
+        if unacknowledgedHead > 1024, unacknowledgedHead * 2 > unacknowledgedSizes.count {
+            unacknowledgedSizes.removeFirst(unacknowledgedHead)
+            unacknowledgedHead = 0
+        }
+        progress.uploaded(adding: bytes)
     }
 
     // MARK: the host's API
@@ -53,6 +173,7 @@ public final class SyncSession: @unchecked Sendable {
         set.errorMessage = ""
         try set.save(database)
         let v = set.version
+        progress.expectDownload()
         app.loop.post { [self] in sendQuery() }
         return v
     }
@@ -71,7 +192,11 @@ public final class SyncSession: @unchecked Sendable {
     /// server (durable there), or with the error that stopped the session.
     public func waitForUpload(_ done: @escaping @Sendable (FerryError?) -> Void) {
         let target: UInt64
-        do { target = try database.latestLocalVersion() } catch let e as FerryError { return app.loop.post { done(e) } } catch { return app.loop.post { done(FerryError(.internal, "\(error)")) } }
+        do { target = try database.latestLocalVersion() } catch {
+            let e = error as? FerryError ?? FerryError(.internal, "\(error)")
+            app.loop.post { done(e) }
+            return
+        }
         app.loop.post { [self] in
             if let f = fatal { return done(f.asFerryError) }
             if closed { return done(FerryError(.closed, "the sync session is closed")) }
@@ -104,8 +229,11 @@ public final class SyncSession: @unchecked Sendable {
         let done = LoopSemaphore()
         app.loop.post { [self] in
             closed = true
+            setState(.inactive)
             failWaiters(FerryError(.closed, "the sync session was closed"))
-            app.detach(self)
+            let c = connection
+            connection = nil
+            c?.remove(self)
             done.signal()
         }
         if !app.loop.isCurrent { done.wait() }
@@ -122,11 +250,11 @@ public final class SyncSession: @unchecked Sendable {
 
     /// The connection is open: bind, then (once identified) query and upload.
     func activate() {
-        guard !closed, fatal == nil, let id = sessionId else { return }
+        guard !closed, fatal == nil, !paused, let id = sessionId else { return }
         ready = false
         do {
             let meta = try database.syncMetadata()
-            acknowledged = meta.acknowledged
+            acknowledged = max(acknowledged, meta.acknowledged)
             lastUploaded = meta.acknowledged
             connection?.send(.bind(session: id, database: path, clientFileIdent: meta.clientFileIdent,
                                    clientFileSalt: meta.clientFileSalt, lastServerVersion: meta.serverVersion))
@@ -166,13 +294,18 @@ public final class SyncSession: @unchecked Sendable {
         guard ready, let id = sessionId else { return }
         guard let set = try? SubscriptionSet.load(database), set.version > 0, set.version != sentQueryVersion else { return }
         sentQueryVersion = set.version
+        progress.expectDownload()
         connection?.send(.query(session: id, version: set.version, subscriptions: set.subscriptions))
     }
+
+    /// Upload messages carry about this many changeset bytes (at least one changeset): each is
+    /// acknowledged on its own, so the upload progress moves in steps of this size.
+    static let uploadMessageBytes = 256 << 10
 
     func uploadPending() {
         guard ready, !closed, let id = sessionId else { return }
         while true {
-            guard let pending = try? database.pendingChangesets(after: lastUploaded), let last = pending.last else { return }
+            guard let pending = try? database.pendingChangesets(after: lastUploaded, maxBytes: Self.uploadMessageBytes), let last = pending.last else { return }
             connection?.send(.upload(session: id, changesets: pending.map {
                 UploadChangeset(clientVersion: $0.version, lastIntegratedServerVersion: $0.base, changeset: $0.bytes)
             }))
@@ -188,7 +321,7 @@ public final class SyncSession: @unchecked Sendable {
                 return fail(SyncError(code: 0, message: "cannot store the client file identity: \(error)", isFatal: true, action: .applicationBug))
             }
             identified()
-        case let .download(_, serverVersion, ack, subscriptionVersion, _, isLast, changesets):
+        case let .download(_, serverVersion, ack, subscriptionVersion, downloadable, isLast, changesets):
             var instructions: [Instruction] = []
             for c in changesets {
                 guard let decoded = try? ChangesetCodec.decode(c.changeset) else {
@@ -200,7 +333,10 @@ public final class SyncSession: @unchecked Sendable {
                 return fail(SyncError(code: 0, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug))
             }
             acknowledged = max(acknowledged, ack)
+            countAcknowledged(acknowledged)
             if isLast { subscriptionCompleted(subscriptionVersion) }
+            progress.downloaded(bytes: UInt64(changesets.reduce(0) { $0 + $1.changeset.count }), remaining: downloadable,
+                                settled: isLast && subscriptionVersion >= sentQueryVersion)
             checkUploadWaiters()
         case let .mark(_, request):
             markWaiters.removeValue(forKey: request)?(nil)
@@ -267,10 +403,17 @@ public final class SyncSession: @unchecked Sendable {
         for s in subs { s.done(e) }
     }
 
+    /// A fatal error: the session stops syncing for good (it leaves its connection, so
+    /// `App.reconnect()` has nothing to do for it), reports, and fails its waits.
     private func fail(_ error: SyncError) {
         guard fatal == nil else { return }
         fatal = error
         ready = false
+        setState(.inactive)
+        let c = connection
+        connection = nil
+        c?.remove(self)
+        connectionStateChanged(from: connectionState, to: .disconnected)
         app.report(error, session: self)
         failWaiters(error.asFerryError)
     }

@@ -16,7 +16,8 @@ struct AdminRoutes {
         var identities: [IdentityJSON]
         var disabled: Bool
     }
-    struct StatusJSON: ResponseEncodable { var sync_enabled: Bool }
+    /// `connections`: the sync WebSocket connections open now (what multiplexing saves).
+    struct StatusJSON: ResponseEncodable { var sync_enabled: Bool; var connections: Int }
     struct LogsJSON: ResponseEncodable { var entries: [ServerEventLog.Entry] }
 
     func add(to router: Router<BasicRequestContext>) {
@@ -44,17 +45,17 @@ struct AdminRoutes {
         }
         admin.get("sync") { request, _ -> StatusJSON in
             try authorize(request)
-            return StatusJSON(sync_enabled: await hub.syncEnabled)
+            return StatusJSON(sync_enabled: await hub.syncEnabled, connections: await hub.connectionCount)
         }
         admin.post("sync/terminate") { request, _ -> StatusJSON in
             try authorize(request)
             await hub.terminateSync()
-            return StatusJSON(sync_enabled: false)
+            return StatusJSON(sync_enabled: false, connections: await hub.connectionCount)
         }
         admin.post("sync/enable") { request, _ -> StatusJSON in
             try authorize(request)
             try await hub.enableSync()
-            return StatusJSON(sync_enabled: true)
+            return StatusJSON(sync_enabled: true, connections: await hub.connectionCount)
         }
         admin.get("logs") { request, _ -> LogsJSON in
             try authorize(request)

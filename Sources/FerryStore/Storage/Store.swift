@@ -44,9 +44,8 @@ final class Store: @unchecked Sendable {
 
     init(location: StoreLocation, schema requested: Schema?, synced: Bool) throws {
         self.location = location
-        if synced && location.isMemory {
-            throw FerryError(.invalidArgument, "an in-memory database cannot be marked synced")
-        }
+        // An in-memory store may be synced too (SPEC F-INMEM): it is private to this process,
+        // so it needs no sync-agent lock; only files do.
         let name: String
         var memFile: String?
         switch location {
