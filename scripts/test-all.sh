@@ -15,7 +15,8 @@ scripts/build.sh
 
 echo "==> Swift tests"
 # The randomized convergence test runs this many seeds (a failure prints its seed).
-FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} swift test
+# The fault-proxy convergence test runs this many seeded runs of random faults.
+FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} FERRY_FAULT_SEEDS=${FERRY_FAULT_SEEDS:-20} swift test
 
 echo "==> Swift tests under AddressSanitizer, and the concurrent ones under ThreadSanitizer"
 # Leak reports here would be the test harness's own statics; valgrind checks leaks on the C side.
@@ -23,7 +24,7 @@ ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-
 # TSan reports races inside swift-nio / Hummingbird's hand-offs on the in-process test server;
 # scripts/tsan.supp suppresses those third-party frames (each entry says why).
 TSAN_OPTIONS="suppressions=$root/scripts/tsan.supp" \
-  swift test --sanitize=thread --scratch-path .build-tsan --filter "Concurrency|Notification|DatabaseTests|SyncEndToEnd|RandomConvergence|SyncTLS|NetWebSocket"
+  swift test --sanitize=thread --scratch-path .build-tsan --filter "Concurrency|Notification|DatabaseTests|SyncEndToEnd|RandomConvergence|SyncTLS|NetWebSocket|SessionControl|FaultTolerance|SyncOpen"
 
 echo "==> C tests (CTest, with valgrind)"
 ctest --test-dir build --output-on-failure -j2

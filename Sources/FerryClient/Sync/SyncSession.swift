@@ -9,7 +9,8 @@ import FerryStore
 public final class SyncSession: @unchecked Sendable {
     public let database: Database
     public let path: String
-    let user: SyncUser
+    /// The user whose database this is.
+    public let user: SyncUser
     /// Strong: a session keeps its App's machinery alive; `App.close()` stops the session.
     let app: App
     private weak var connection: SyncConnection?
