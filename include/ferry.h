@@ -731,6 +731,15 @@ int ferry_sync_wait_for_download(ferry_sync_session_t *session, ferry_status_cb 
  *  the loop thread. */
 void ferry_sync_session_free(ferry_sync_session_t *session);
 
+/** Writes a copy of the session's database, with its data and subscriptions, to a new file at
+ *  path that another user's synced open (ferry_sync_open with that user) can use (SPEC
+ *  F-COPY). The copy has no sync identity and no history: the server sees a new device, which
+ *  uploads nothing of this file's past. Only synced-to-synced copies exist (Ferry has no call
+ *  copying a local database into a synced one or back). Any thread but the loop thread.
+ *  Errors: FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT (NULL or existing path, local
+ *  changes not acknowledged yet: wait for upload first), FERRY_ERR_IO. */
+int ferry_sync_write_copy(ferry_sync_session_t *session, const char *path);
+
 /* --- Session state, pause and resume, progress (SPEC F-CONNSTATE, F-SUSPEND, F-PROGRESS) --- */
 
 typedef enum ferry_connection_state {

@@ -118,3 +118,11 @@ public func ferry_progress_token_free(_ token: OpaquePointer!) {
     let free = h.userdataFree, userdata = h.userdata
     h.token.cancel { free?(userdata.userdata) }
 }
+
+@c @implementation
+public func ferry_sync_write_copy(_ session: OpaquePointer!, _ path: UnsafePointer<CChar>!) -> Int32 {
+    ferryCall {
+        let s = try sessionHandle(session)
+        try s.session.writeCopy(toPath: try hostString(path, "path"))
+    }
+}

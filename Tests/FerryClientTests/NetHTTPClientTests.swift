@@ -56,9 +56,9 @@ struct NetHTTPClientTests {
         let loop = try TestLoop()
         defer { loop.release() }
         try await NetTestServer.withServer { port in
-            let started = ContinuousClock.now
+            // /slow answers after 2 s: a timeout error (not the answer) proves the 200 ms
+            // timeout fired first, without a timed assertion on a noisy machine.
             let result = try #require(await loop.send(HTTPRequest(method: "GET", url: "http://127.0.0.1:\(port)/slow"), timeoutMs: 200))
-            #expect(ContinuousClock.now - started < .seconds(2))
             #expect(throws: FerryError.self) { try result.get() }
             if case .failure(let error) = result {
                 #expect(error.code == .io)

@@ -125,6 +125,13 @@ public final class SyncSession: @unchecked Sendable {
         }
     }
 
+    /// Writes a copy of this database, with its data and subscriptions, to a new file that
+    /// another user's synced open can use (SPEC F-COPY); see `Database.writeSyncedCopy`.
+    /// Local changes must be uploaded first (wait for upload). Any thread.
+    public func writeCopy(toPath path: String) throws {
+        try database.writeSyncedCopy(toPath: path)
+    }
+
     // MARK: progress
 
     /// Registers a progress notifier (SPEC F-PROGRESS); it runs on the loop thread until the
