@@ -773,9 +773,12 @@ void ferry_connection_state_token_free(ferry_connection_state_token_t *token);
 
 /** Pauses the session in both directions: it leaves its connection (closed when no other
  *  session uses it); local writes are kept and uploaded after ferry_sync_resume; pending waits
- *  stay pending. Other sessions keep syncing. No-op when already paused or ended. */
+ *  stay pending. Other sessions keep syncing. No-op when already paused or ended. Returns at
+ *  once: ferry_sync_session_state reads PAUSED from then on; the connection state turns
+ *  DISCONNECTED shortly after, on the loop thread (observe it to know when). */
 int ferry_sync_suspend(ferry_sync_session_t *session);
-/** Resumes a paused session. No-op unless paused. */
+/** Resumes a paused session: ACTIVE at once, then it connects (or joins its user's
+ *  connection) and catches up both ways. No-op unless paused. */
 int ferry_sync_resume(ferry_sync_session_t *session);
 
 typedef enum ferry_progress_direction { FERRY_PROGRESS_UPLOAD = 0, FERRY_PROGRESS_DOWNLOAD = 1 } ferry_progress_direction_t;

@@ -29,6 +29,11 @@ public func ferry_db_open(_ out: UnsafeMutablePointer<OpaquePointer?>!, _ opts: 
         case (nil, nil): throw FerryError(.invalidArgument, "opts needs a path or an in_memory_identifier")
         default: throw FerryError(.invalidArgument, "opts has both a path and an in_memory_identifier; give one")
         }
+        // The synced mark makes one process a file's sync agent; an in-memory database is
+        // synced only through ferry_sync_open (in_memory), which owns it.
+        if o.synced, case .memory = location {
+            throw FerryError(.invalidArgument, "an in-memory database cannot be marked synced here; open it with ferry_sync_open and in_memory")
+        }
         var schema: Schema?
         if let s = o.schema { schema = try HandleTable.shared.lookup(s, .schema, as: SchemaHandle.self).schema }
         let scheduler: NotificationScheduler
