@@ -103,8 +103,26 @@ FERRY_DELIVERY_LOOP = 0
 FERRY_DELIVERY_POLL = 1
 
 FERRY_DB_OPTIONS_VERSION = 1
-FERRY_APP_OPTIONS_VERSION = 1
-FERRY_SYNC_OPTIONS_VERSION = 1
+FERRY_APP_OPTIONS_VERSION = 2
+FERRY_SYNC_OPTIONS_VERSION = 2
+
+FERRY_DOWNLOAD_BEFORE_OPEN_NEVER = 0
+FERRY_DOWNLOAD_BEFORE_OPEN_ALWAYS = 1
+FERRY_DOWNLOAD_BEFORE_OPEN_ONCE = 2
+
+FERRY_CONNECTION_DISCONNECTED = 0
+FERRY_CONNECTION_CONNECTING = 1
+FERRY_CONNECTION_CONNECTED = 2
+
+FERRY_SESSION_ACTIVE = 0
+FERRY_SESSION_PAUSED = 1
+FERRY_SESSION_INACTIVE = 2
+
+FERRY_PROGRESS_UPLOAD = 0
+FERRY_PROGRESS_DOWNLOAD = 1
+
+FERRY_PROGRESS_REPORT_INDEFINITELY = 0
+FERRY_PROGRESS_FOR_CURRENT_WORK = 1
 
 # --- Structs ------------------------------------------------------------------------------
 
@@ -209,7 +227,7 @@ LOG_CB = CFUNCTYPE(None, c_void_p, c_int32, c_char_p)
 
 
 class AppOptions(Structure):
-    """``ferry_app_options_t`` (version 1)."""
+    """``ferry_app_options_t`` (version 2: version 1 ends at ``log_userdata``)."""
 
     _fields_ = [
         ("version", c_uint32),
@@ -222,6 +240,12 @@ class AppOptions(Structure):
         ("log_level", c_int32),
         ("log_callback", LOG_CB),
         ("log_userdata", c_void_p),
+        # version 2
+        ("multiplex_sessions", c_bool),
+        ("read_timeout_ms", c_uint64),
+        ("ping_interval_ms", c_uint64),
+        ("reconnect_delay_min_ms", c_uint64),
+        ("reconnect_delay_max_ms", c_uint64),
     ]
 
 
@@ -255,10 +279,35 @@ class SyncErrorInfo(Structure):
     ]
 
 
-class SyncOptions(Structure):
-    """``ferry_sync_options_t`` (version 1)."""
+# ferry_initial_subscriptions_cb: (userdata, lent subscription set) -> FERRY_OK to commit.
+INITIAL_SUBSCRIPTIONS_CB = CFUNCTYPE(c_int, c_void_p, c_void_p)
 
-    _fields_ = [("version", c_uint32), ("path", c_char_p), ("schema", c_void_p)]
+
+class SyncOptions(Structure):
+    """``ferry_sync_options_t`` (version 2: version 1 ends at ``schema``)."""
+
+    _fields_ = [
+        ("version", c_uint32),
+        ("path", c_char_p),
+        ("schema", c_void_p),
+        # version 2
+        ("download_before_open", c_int32),
+        ("open_timeout_ms", c_uint64),
+        ("in_memory", c_bool),
+        ("initial_subscriptions", INITIAL_SUBSCRIPTIONS_CB),
+        ("initial_subscriptions_userdata", c_void_p),
+        ("rerun_initial_subscriptions", c_bool),
+    ]
+
+
+class Progress(Structure):
+    """``ferry_progress_t`` (lent for the duration of a progress callback)."""
+
+    _fields_ = [
+        ("progress_estimate", c_double),
+        ("transferred_bytes", c_uint64),
+        ("transferable_bytes", c_uint64),
+    ]
 
 
 # Callback types. CFUNCTYPE (not PYFUNCTYPE): the GIL is taken when C calls in.
@@ -267,6 +316,11 @@ FREE_FN = CFUNCTYPE(None, c_void_p)
 STATUS_CB = CFUNCTYPE(None, c_void_p, POINTER(Error))
 USER_CB = CFUNCTYPE(None, c_void_p, c_void_p, POINTER(Error))
 SYNC_ERROR_CB = CFUNCTYPE(None, c_void_p, c_void_p, POINTER(SyncErrorInfo))
+# ferry_sync_open_cb: (userdata, session, db, error)
+SYNC_OPEN_CB = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p, POINTER(Error))
+# ferry_connection_state_cb: (userdata, old_state, new_state)
+CONNECTION_STATE_CB = CFUNCTYPE(None, c_void_p, c_int32, c_int32)
+PROGRESS_CB = CFUNCTYPE(None, c_void_p, POINTER(Progress))
 
 _pp = POINTER(c_void_p)
 _pv = POINTER(Value)
@@ -339,6 +393,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     # Sync: Apps and users
     "ferry_app_options_init": (c_int, [POINTER(AppOptions), c_uint32]),
     "ferry_app_new": (c_int, [_pp, POINTER(AppOptions)]),
+    "ferry_app_reconnect": (c_int, [c_void_p]),
     "ferry_app_free": (None, [c_void_p]),
     "ferry_app_log_in": (c_int, [c_void_p, POINTER(Credentials), USER_CB, c_void_p]),
     "ferry_app_register_email": (c_int, [c_void_p, c_char_p, c_char_p, STATUS_CB, c_void_p]),
@@ -354,9 +409,25 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     # Sync: synced databases
     "ferry_sync_options_init": (c_int, [POINTER(SyncOptions), c_uint32]),
     "ferry_sync_open": (c_int, [_pp, _pp, c_void_p, POINTER(SyncOptions)]),
+    "ferry_sync_open_async": (c_int, [c_void_p, POINTER(SyncOptions), SYNC_OPEN_CB, c_void_p]),
     "ferry_sync_wait_for_upload": (c_int, [c_void_p, STATUS_CB, c_void_p]),
     "ferry_sync_wait_for_download": (c_int, [c_void_p, STATUS_CB, c_void_p]),
     "ferry_sync_session_free": (None, [c_void_p]),
+    # Sync: session state, pause and resume, progress
+    "ferry_sync_connection_state": (c_int, [POINTER(c_int32), c_void_p]),
+    "ferry_sync_session_state": (c_int, [POINTER(c_int32), c_void_p]),
+    "ferry_sync_observe_connection_state": (
+        c_int,
+        [_pp, c_void_p, CONNECTION_STATE_CB, c_void_p, FREE_FN],
+    ),
+    "ferry_connection_state_token_free": (None, [c_void_p]),
+    "ferry_sync_suspend": (c_int, [c_void_p]),
+    "ferry_sync_resume": (c_int, [c_void_p]),
+    "ferry_sync_observe_progress": (
+        c_int,
+        [_pp, c_void_p, c_int32, c_int32, PROGRESS_CB, c_void_p, FREE_FN],
+    ),
+    "ferry_progress_token_free": (None, [c_void_p]),
     # Sync: subscriptions
     "ferry_sync_subscriptions": (c_int, [_pp, c_void_p]),
     "ferry_subscription_set_free": (None, [c_void_p]),

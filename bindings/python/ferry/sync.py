@@ -1,4 +1,5 @@
-"""Sync: Apps, users, synced databases, subscriptions and sync errors.
+"""Sync: Apps, users, synced databases, subscriptions, sync errors, and session control
+(connection state, suspend and resume, progress, download before open).
 
 Example::
 
@@ -19,17 +20,19 @@ Example::
         session.wait_for_upload(timeout=30)
     app.close()
 
-Threads: the library runs network work, completions and the sync error handler on Ferry's
-loop thread. The blocking methods here (``log_in``, ``wait_for_upload``, ...) wait on a
-``threading.Event`` with a timeout and raise :class:`~ferry.FerryTimeoutError` when it runs out;
-each has an ``async_`` twin for asyncio. Do not call the blocking methods, :meth:`App.close`
-or :meth:`SyncSession.close` from inside ``on_sync_error`` (it runs on the loop thread that
-would have to complete them).
+Threads: the library runs network work, completions, the sync error handler and the session
+observers (connection state, progress) on Ferry's loop thread. The blocking methods here
+(``log_in``, ``wait_for_upload``, ...) wait on a ``threading.Event`` with a timeout and raise
+:class:`~ferry.FerryTimeoutError` when it runs out; each has an ``async_`` twin for asyncio,
+woken with ``call_soon_threadsafe``. Do not call the blocking methods, :meth:`App.close` or
+:meth:`SyncSession.close` from inside ``on_sync_error`` or an observer (they run on the loop
+thread that would have to complete them).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import ctypes
 import enum
 import itertools
@@ -42,7 +45,7 @@ from typing import Any, Callable, Iterator, Optional, Union
 
 from . import _native
 from .database import Database, Delivery
-from .errors import FerryTimeoutError, check, error_for_code
+from .errors import FerryError, FerryTimeoutError, check, error_for_code
 from .schema import Schema, SchemaLike
 from .values import from_native
 
@@ -60,6 +63,15 @@ __all__ = [
     "SubscriptionSet",
     "MutableSubscriptionSet",
     "SubscriptionState",
+    "ConnectionState",
+    "SessionState",
+    "DownloadBeforeOpen",
+    "ProgressDirection",
+    "ProgressMode",
+    "Progress",
+    "ConnectionStateToken",
+    "ProgressToken",
+    "ProgressStream",
 ]
 
 _log = logging.getLogger("ferry")
@@ -112,6 +124,77 @@ class SubscriptionState(enum.IntEnum):
     COMPLETE = 1
     ERROR = 2
     SUPERSEDED = 3
+
+
+class ConnectionState(enum.IntEnum):
+    """``ferry_connection_state_t``: the state of the connection a session syncs over
+    (``DISCONNECTED`` while the session is paused or ended)."""
+
+    DISCONNECTED = 0
+    CONNECTING = 1
+    CONNECTED = 2
+
+
+class SessionState(enum.IntEnum):
+    """``ferry_session_state_t``."""
+
+    ACTIVE = 0
+    """Syncing, or trying to while offline."""
+    PAUSED = 1
+    """Suspended by the host (:meth:`SyncSession.suspend`)."""
+    INACTIVE = 2
+    """Ended: closed App, logged-out user, or a fatal error."""
+
+
+class DownloadBeforeOpen(enum.IntEnum):
+    """``ferry_download_before_open_t``: whether opening a synced database waits for the
+    server."""
+
+    NEVER = 0
+    """Open at once, offline too; sync in the background."""
+    ALWAYS = 1
+    """Download everything the subscriptions match first, at every open."""
+    ONCE = 2
+    """Download first at the file's first successful open only."""
+
+
+class ProgressDirection(enum.IntEnum):
+    """``ferry_progress_direction_t``."""
+
+    UPLOAD = 0
+    DOWNLOAD = 1
+
+
+class ProgressMode(enum.IntEnum):
+    """``ferry_progress_mode_t``."""
+
+    REPORT_INDEFINITELY = 0
+    """Every unit of work, until the token is closed."""
+    FOR_CURRENT_WORK = 1
+    """The work outstanding at registration; the last report is 1.0."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress report (``ferry_progress_t``). Within a unit of work
+    ``progress_estimate`` never goes down, stays in [0.0, 1.0] and is exactly 1.0 when the work
+    is done. Bytes are changeset bytes (uploads: acknowledged out of committed; downloads:
+    received out of announced by the server)."""
+
+    progress_estimate: float
+    transferred_bytes: int
+    transferable_bytes: int
+
+    @property
+    def is_complete(self) -> bool:
+        return self.progress_estimate >= 1.0
+
+
+def _enum(kind: Any, value: int) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        return value
 
 
 def _action(value: int) -> Union[SyncAction, int]:
@@ -207,67 +290,93 @@ class SyncError:
 # --- Completions --------------------------------------------------------------------------------
 
 
+def _resolve(future: "asyncio.Future[None]") -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class _Pending:
-    """One asynchronous call of the library: its completion arrives on the loop thread."""
+    """One asynchronous call of the library: its completion arrives on the loop thread.
 
-    __slots__ = ("event", "error", "user", "abandoned", "on_done", "lock")
+    The completion stores its result under ``lock`` and marks the call finished; a waiter that
+    gives up (timeout, asyncio cancellation) marks it abandoned under the same lock, so exactly
+    one side owns a handle the completion delivers: the waiter, or ``discard`` (which frees a
+    late login's user, or a late open's session and database)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("event", "error", "value", "finished", "abandoned", "on_done", "lock", "discard")
+
+    def __init__(self, discard: Optional[Callable[[Any], None]] = None) -> None:
         self.event = threading.Event()
-        self.error: Optional[Exception] = None
-        self.user: Optional[int] = None
+        self.error: Optional[BaseException] = None
+        self.value: Any = None
+        self.finished = False
         self.abandoned = False
         self.on_done: Optional[Callable[[], None]] = None
         self.lock = threading.Lock()
+        self.discard = discard
 
-    def complete(self, error: Optional[Exception], user: Optional[int] = None) -> None:
+    def complete(self, error: Optional[BaseException], value: Any = None) -> None:
+        """Loop thread: stores the outcome and wakes the waiter (or discards the value)."""
         with self.lock:
             self.error = error
-            self.user = user
+            self.value = value
+            self.finished = True
             abandoned = self.abandoned
             on_done = self.on_done
-        if abandoned and user:
-            _native.lib().ferry_user_free(user)  # nobody will take it
+        if abandoned and value is not None and self.discard is not None:
+            self.discard(value)  # nobody will take it
         self.event.set()
         if on_done is not None:
             on_done()
 
-    def wait(self, timeout: Optional[float], what: str) -> Optional[int]:
-        """Waits for the completion; raises its error or FerryTimeoutError. Returns the user
-        handle of a login."""
-        if not self.event.wait(timeout):
-            with self.lock:
-                if not self.event.is_set():
-                    self.abandoned = True
-                    raise FerryTimeoutError(f"{what} did not complete within {timeout} s")
+    def _abandon(self) -> bool:
+        """The waiter gives up: True when the completion has not arrived (it will discard its
+        value), False when it already did (the waiter owns the value)."""
+        with self.lock:
+            if self.finished:
+                return False
+            self.abandoned = True
+            return True
+
+    def _outcome(self) -> Any:
         if self.error is not None:
             raise self.error
-        return self.user
+        return self.value
 
-    async def wait_async(self, what: str, timeout: Optional[float]) -> Optional[int]:
+    def wait(self, timeout: Optional[float], what: str) -> Any:
+        """Waits for the completion; raises its error or FerryTimeoutError. Returns its value
+        (the user handle of a login, the handles of an open)."""
+        if not self.event.wait(timeout) and self._abandon():
+            raise FerryTimeoutError(f"{what} did not complete within {timeout} s")
+        return self._outcome()
+
+    async def wait_async(self, what: str, timeout: Optional[float]) -> Any:
+        """The asyncio twin of :meth:`wait`. The completion (on Ferry's loop thread) wakes the
+        asyncio loop with ``call_soon_threadsafe``; nothing blocks the event loop."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
 
         def wake() -> None:
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(None))
+            try:
+                loop.call_soon_threadsafe(_resolve, future)
+            except RuntimeError:  # the event loop was closed: nobody is waiting any more
+                pass
 
         with self.lock:
-            already = self.event.is_set()
+            already = self.finished
             if not already:
                 self.on_done = wake
         if not already:
             try:
                 await asyncio.wait_for(future, timeout)
             except asyncio.TimeoutError:
-                with self.lock:
-                    if not self.event.is_set():
-                        self.abandoned = True
-                        raise FerryTimeoutError(
-                            f"{what} did not complete within {timeout} s"
-                        ) from None
-        if self.error is not None:
-            raise self.error
-        return self.user
+                if self._abandon():
+                    raise FerryTimeoutError(f"{what} did not complete within {timeout} s") from None
+            except asyncio.CancelledError:
+                if not self._abandon() and self.value is not None and self.discard is not None:
+                    self.discard(self.value)  # it arrived, but the awaiting task is gone
+                raise
+        return self._outcome()
 
 
 # userdata (an int id) -> pending call. The trampolines below are module-level, so they stay
@@ -292,15 +401,49 @@ def _on_status(userdata: Optional[int], error: Any) -> None:
         _log_exception("exception in a Ferry completion")
 
 
+def _free_user(user: int) -> None:
+    _native.lib().ferry_user_free(user)
+
+
 def _on_user(userdata: Optional[int], user: Optional[int], error: Any) -> None:
     try:
         p = _pending.pop(userdata or 0, None)
         if p is not None:
-            p.complete(_error_from(error), user)
+            p.complete(_error_from(error), user or None)
         elif user:
-            _native.lib().ferry_user_free(user)
+            _free_user(user)
     except BaseException:  # noqa: BLE001
         _log_exception("exception in a Ferry login completion")
+
+
+def _free_session_off_loop(session: int) -> None:
+    """``ferry_sync_session_free`` must not run on Ferry's loop thread, where completions run:
+    a helper thread frees a session nobody will take."""
+    threading.Thread(target=_native.lib().ferry_sync_session_free, args=(session,),
+                     name="ferry-free-session", daemon=True).start()
+
+
+def _discard_opened(value: tuple[int, int]) -> None:
+    session, db = value
+    _native.lib().ferry_db_free(db)
+    _free_session_off_loop(session)
+
+
+def _on_open(userdata: Optional[int], session: Optional[int], db: Optional[int], error: Any) -> None:
+    try:
+        p = _pending.pop(userdata or 0, None)
+        failure = _error_from(error)
+        value = (session, db) if session and db and failure is None else None
+        if failure is None and value is None:
+            failure = error_for_code(_native.FERRY_ERR_INTERNAL, "an open completed with neither handles nor an error")
+        if value is None and (session or db):  # half a result: nobody may take it
+            _discard_opened((session or 0, db or 0))
+        if p is not None:
+            p.complete(failure, value)
+        elif value is not None:
+            _discard_opened(value)
+    except BaseException:  # noqa: BLE001
+        _log_exception("exception in a Ferry open completion")
 
 
 def _log_exception(what: str) -> None:
@@ -312,11 +455,12 @@ def _log_exception(what: str) -> None:
 
 _STATUS_TRAMPOLINE = _native.STATUS_CB(_on_status)
 _USER_TRAMPOLINE = _native.USER_CB(_on_user)
+_OPEN_TRAMPOLINE = _native.SYNC_OPEN_CB(_on_open)
 
 
-def _start(call: Callable[[int], int]) -> _Pending:
+def _start(call: Callable[[int], int], discard: Optional[Callable[[Any], None]] = None) -> _Pending:
     """Registers a pending completion and makes the call; a failing call never calls back."""
-    pending = _Pending()
+    pending = _Pending(discard)
     key = next(_pending_ids)
     _pending[key] = pending
     try:
@@ -328,6 +472,77 @@ def _start(call: Callable[[int], int]) -> _Pending:
         _pending.pop(key, None)
         check(rc)
     return pending
+
+
+# --- Initial subscriptions ----------------------------------------------------------------------
+
+# userdata -> [callable, the exception it raised]. ferry_sync_open and ferry_sync_open_async call
+# the callback on the opening thread before they return; the entry lives for that call only.
+_initial_subscriptions: dict[int, list[Any]] = {}
+
+
+def _on_initial_subscriptions(userdata: Optional[int], handle: Optional[int]) -> int:
+    entry = _initial_subscriptions.get(userdata or 0)
+    if entry is None or not handle:
+        return _native.FERRY_ERR_INTERNAL
+    try:
+        entry[0](MutableSubscriptionSet(handle))
+        return _native.FERRY_OK
+    except BaseException as exc:  # noqa: BLE001 - re-raised by the open
+        entry[1] = exc
+        return _native.FERRY_ERR_INVALID_ARGUMENT
+
+
+_INITIAL_SUBSCRIPTIONS_TRAMPOLINE = _native.INITIAL_SUBSCRIPTIONS_CB(_on_initial_subscriptions)
+
+
+# --- Session observers --------------------------------------------------------------------------
+
+
+class _Observer:
+    """What a connection-state or progress registration's userdata stands for."""
+
+    __slots__ = ("callback", "active")
+
+    def __init__(self, callback: Callable[..., Any]) -> None:
+        self.callback = callback
+        self.active = True
+
+
+# userdata -> observer; removed by userdata_free (which the library runs on its loop thread
+# after any delivery in progress, or at once when a registration fails).
+_observers: dict[int, _Observer] = {}
+
+
+def _on_connection_state(userdata: Optional[int], old: int, new: int) -> None:
+    try:
+        o = _observers.get(userdata or 0)
+        if o is not None and o.active:
+            o.callback(_enum(ConnectionState, old), _enum(ConnectionState, new))
+    except BaseException:  # noqa: BLE001
+        _log_exception("exception in a Ferry connection state callback")
+
+
+def _on_progress(userdata: Optional[int], progress: Any) -> None:
+    try:
+        o = _observers.get(userdata or 0)
+        if o is not None and o.active and progress:
+            p = progress.contents
+            o.callback(Progress(float(p.progress_estimate), int(p.transferred_bytes), int(p.transferable_bytes)))
+    except BaseException:  # noqa: BLE001
+        _log_exception("exception in a Ferry progress callback")
+
+
+def _on_observer_free(userdata: Optional[int]) -> None:
+    try:
+        _observers.pop(userdata or 0, None)
+    except BaseException:  # noqa: BLE001
+        pass
+
+
+_CONNECTION_STATE_TRAMPOLINE = _native.CONNECTION_STATE_CB(_on_connection_state)
+_PROGRESS_TRAMPOLINE = _native.PROGRESS_CB(_on_progress)
+_OBSERVER_FREE_TRAMPOLINE = _native.FREE_FN(_on_observer_free)
 
 
 # --- Sync error handlers ------------------------------------------------------------------------
@@ -517,6 +732,161 @@ class MutableSubscriptionSet:
         return len(self.subscriptions)
 
 
+# --- Session tokens ---------------------------------------------------------------------------
+
+
+class _SessionToken:
+    """A registration on a session (connection state or progress). :meth:`close` unregisters
+    it: no callback starts afterwards (one already running on the loop thread finishes), and
+    the library drops the callback on its loop thread once no delivery uses it. The
+    :class:`SyncSession` keeps its tokens alive (dropping the last reference does not
+    unregister) and closes them when it is closed. A context manager."""
+
+    _FREE: str = ""
+
+    def __init__(self, session: "SyncSession", handle: int, key: int) -> None:
+        self._session: Optional[SyncSession] = session
+        self._handle: Optional[int] = handle
+        self._key = key
+        self._on_close: Optional[Callable[[], None]] = None
+        self._finalizer = weakref.finalize(self, getattr(_native.lib(), self._FREE), handle)
+
+    @property
+    def active(self) -> bool:
+        """Whether :meth:`close` has not been called yet."""
+        return self._handle is not None
+
+    def close(self) -> None:
+        """Unregisters (idempotent; allowed from inside the callback itself)."""
+        observer = _observers.get(self._key)
+        if observer is not None:
+            observer.active = False
+        self._handle = None
+        self._finalizer()  # the token's free function, at most once
+        session, self._session = self._session, None
+        if session is not None:
+            session._tokens.discard(self)
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<ferry.{type(self).__name__} {'active' if self.active else 'closed'}>"
+
+
+class ConnectionStateToken(_SessionToken):
+    """From :meth:`SyncSession.observe_connection_state`."""
+
+    _FREE = "ferry_connection_state_token_free"
+
+
+class ProgressToken(_SessionToken):
+    """From :meth:`SyncSession.observe_progress`. A ``FOR_CURRENT_WORK`` notifier stops by
+    itself after reporting 1.0; close its token all the same."""
+
+    _FREE = "ferry_progress_token_free"
+
+
+class ProgressStream:
+    """Progress reports as an asyncio iterator (from :meth:`SyncSession.progress`)::
+
+        async for p in session.progress(ferry.ProgressDirection.UPLOAD,
+                                        ferry.ProgressMode.FOR_CURRENT_WORK):
+            print(f"{p.progress_estimate:.0%}")
+
+    The notifier is registered when the stream is made (so ``FOR_CURRENT_WORK`` covers the
+    work outstanding then). Reports arrive on Ferry's loop thread and are queued; the
+    iteration ends after the report of 1.0 in ``FOR_CURRENT_WORK`` mode, and never by itself in
+    ``REPORT_INDEFINITELY`` mode: leave the loop and :meth:`close` (or ``aclose``, or use
+    ``async with``). Garbage collection closes it too."""
+
+    def __init__(self, session: "SyncSession", direction: ProgressDirection, mode: ProgressMode) -> None:
+        self._mode = ProgressMode(mode)
+        self._lock = threading.Lock()
+        self._items: "collections.deque[Progress]" = collections.deque()
+        self._waiter: Optional[tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]] = None
+        self._finished = False
+        ref = weakref.ref(self)
+
+        def push(progress: Progress) -> None:  # weak: an abandoned stream can be collected
+            stream = ref()
+            if stream is not None:
+                stream._push(progress)
+
+        def ended() -> None:  # the token was closed, also by SyncSession.close()
+            stream = ref()
+            if stream is not None:
+                stream._end()
+
+        self._token = session.observe_progress(direction, mode, push)
+        self._token._on_close = ended
+        self._finalizer = weakref.finalize(self, self._token.close)
+
+    def _push(self, progress: Progress) -> None:
+        # Ferry's loop thread.
+        with self._lock:
+            self._items.append(progress)
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            loop, future = waiter
+            try:
+                loop.call_soon_threadsafe(_resolve, future)
+            except RuntimeError:  # the event loop was closed
+                pass
+
+    def __aiter__(self) -> "ProgressStream":
+        return self
+
+    async def __anext__(self) -> Progress:
+        while True:
+            with self._lock:
+                if self._items:
+                    item = self._items.popleft()
+                elif self._finished:
+                    raise StopAsyncIteration
+                else:
+                    item = None
+                    loop = asyncio.get_running_loop()
+                    future: asyncio.Future[None] = loop.create_future()
+                    self._waiter = (loop, future)
+            if item is not None:
+                if self._mode == ProgressMode.FOR_CURRENT_WORK and item.is_complete:
+                    self.close()
+                return item
+            await future
+
+    def _end(self) -> None:
+        with self._lock:
+            self._finished = True
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            try:
+                waiter[0].call_soon_threadsafe(_resolve, waiter[1])
+            except RuntimeError:  # the event loop was closed
+                pass
+
+    def close(self) -> None:
+        """Unregisters; the iteration ends once the queued reports are consumed. Closing the
+        session closes its streams too."""
+        self._end()
+        self._finalizer()  # closes the token
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "ProgressStream":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
 # --- Sessions -----------------------------------------------------------------------------------
 
 
@@ -530,6 +900,7 @@ class SyncSession:
         self._user = user
         self._handle: Optional[int] = handle
         self.database = database
+        self._tokens: set[_SessionToken] = set()
         app._state.add(handle)
         self._finalizer = weakref.finalize(self, app._state.free_session, handle)
         _sessions[handle] = self
@@ -619,9 +990,87 @@ class SyncSession:
         self.wait_for_upload(timeout)
         self.wait_for_download(timeout)
 
+    async def async_sync(self, timeout: Optional[float] = DEFAULT_TIMEOUT) -> None:
+        await self.async_wait_for_upload(timeout)
+        await self.async_wait_for_download(timeout)
+
+    # --- state, pause and resume ---
+
+    @property
+    def connection_state(self) -> ConnectionState:
+        """The state of the connection the session syncs over (``DISCONNECTED`` while paused
+        or ended)."""
+        out = ctypes.c_int32()
+        check(_native.lib().ferry_sync_connection_state(ctypes.byref(out), self.handle))
+        return _enum(ConnectionState, out.value)
+
+    @property
+    def state(self) -> SessionState:
+        """``ACTIVE``, ``PAUSED`` (after :meth:`suspend`) or ``INACTIVE`` (ended)."""
+        out = ctypes.c_int32()
+        check(_native.lib().ferry_sync_session_state(ctypes.byref(out), self.handle))
+        return _enum(SessionState, out.value)
+
+    def suspend(self) -> None:
+        """Pauses syncing both ways: the session leaves its connection (closed when no other
+        session uses it); local writes are kept and uploaded after :meth:`resume`; pending
+        waits stay pending. Other sessions keep syncing. No-op when paused or ended. Returns at
+        once (the state changes on the loop thread right after)."""
+        check(_native.lib().ferry_sync_suspend(self.handle))
+
+    def resume(self) -> None:
+        """Resumes a paused session (no-op unless paused)."""
+        check(_native.lib().ferry_sync_resume(self.handle))
+
+    def _register(self, token_type: type, callback: Callable[..., Any],
+                  call: Callable[[Any, int], int]) -> Any:
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        key = next(_handler_ids)
+        _observers[key] = _Observer(callback)
+        out = ctypes.c_void_p()
+        try:
+            rc = call(ctypes.byref(out), key)
+        except BaseException:
+            _observers.pop(key, None)  # the call never reached C
+            raise
+        check(rc)  # on failure the library already ran userdata_free, which removed the entry
+        token = token_type(self, out.value, key)
+        self._tokens.add(token)
+        return token
+
+    def observe_connection_state(
+        self, callback: Callable[[ConnectionState, ConnectionState], Any]
+    ) -> ConnectionStateToken:
+        """Calls ``callback(old, new)`` (:class:`ConnectionState` values) on Ferry's loop thread
+        at every change of :attr:`connection_state` until the token is closed. Exceptions it
+        raises are logged (logger ``"ferry"``)."""
+        lib = _native.lib()
+        return self._register(ConnectionStateToken, callback, lambda out, key: lib.ferry_sync_observe_connection_state(
+            out, self.handle, _CONNECTION_STATE_TRAMPOLINE, key, _OBSERVER_FREE_TRAMPOLINE))
+
+    def observe_progress(self, direction: ProgressDirection, mode: ProgressMode,
+                         callback: Callable[[Progress], Any]) -> ProgressToken:
+        """Calls ``callback(progress)`` (a :class:`Progress`) on Ferry's loop thread: first
+        shortly after registration, then as bytes move in ``direction``. ``FOR_CURRENT_WORK``
+        covers the work outstanding now and ends with a report of exactly 1.0;
+        ``REPORT_INDEFINITELY`` reports every unit of work until the token is closed."""
+        lib = _native.lib()
+        d, m = int(ProgressDirection(direction)), int(ProgressMode(mode))
+        return self._register(ProgressToken, callback, lambda out, key: lib.ferry_sync_observe_progress(
+            out, self.handle, d, m, _PROGRESS_TRAMPOLINE, key, _OBSERVER_FREE_TRAMPOLINE))
+
+    def progress(self, direction: ProgressDirection = ProgressDirection.UPLOAD,
+                 mode: ProgressMode = ProgressMode.FOR_CURRENT_WORK) -> ProgressStream:
+        """Progress reports as an asyncio iterator (see :class:`ProgressStream`)."""
+        return ProgressStream(self, direction, mode)
+
     def close(self, *, close_database: bool = True) -> None:
-        """Stops syncing (pending waits fail with ClosedError) and, unless told otherwise,
-        closes the database handle too. Idempotent. Not from the loop thread."""
+        """Stops syncing (pending waits fail with ClosedError), closes its connection state and
+        progress tokens, and, unless told otherwise, closes the database handle too.
+        Idempotent. Not from the loop thread."""
+        for token in list(self._tokens):
+            token.close()
         if self._handle is not None:
             _sessions.pop(self._handle, None)
         self._handle = None
@@ -655,6 +1104,13 @@ class App:
         request_timeout: seconds for HTTP requests.
         log_level, logger: a :class:`LogLevel` and a ``callable(level, message)`` run on the
             loop thread.
+        multiplex_sessions: ``True`` (the default): a user's sessions share one connection;
+            ``False``: one connection per session.
+        read_timeout_ms: a connection that receives nothing for this long is dropped and
+            retried (default 120000).
+        ping_interval_ms: a quiet connection pings the server this often (default 60000).
+        reconnect_delay_min_ms, reconnect_delay_max_ms: the reconnection backoff's first delay
+            and cap (defaults 1000 and 16000). ``None`` keeps the library's default.
 
     A context manager; :meth:`close` (or leaving the block) closes its sessions first, then
     the App.
@@ -671,10 +1127,23 @@ class App:
         request_timeout: float = 60.0,
         log_level: Union[LogLevel, int] = LogLevel.INFO,
         logger: Optional[Callable[[Any, str], Any]] = None,
+        multiplex_sessions: bool = True,
+        read_timeout_ms: Optional[int] = None,
+        ping_interval_ms: Optional[int] = None,
+        reconnect_delay_min_ms: Optional[int] = None,
+        reconnect_delay_max_ms: Optional[int] = None,
     ) -> None:
         lib = _native.lib()
         opts = _native.AppOptions()
         check(lib.ferry_app_options_init(ctypes.byref(opts), _native.FERRY_APP_OPTIONS_VERSION))
+        opts.multiplex_sessions = bool(multiplex_sessions)
+        for name, value in (("read_timeout_ms", read_timeout_ms), ("ping_interval_ms", ping_interval_ms),
+                            ("reconnect_delay_min_ms", reconnect_delay_min_ms),
+                            ("reconnect_delay_max_ms", reconnect_delay_max_ms)):
+            if value is not None:
+                if isinstance(value, bool) or int(value) < 0:
+                    raise ValueError(f"{name} must be a non-negative number of milliseconds")
+                setattr(opts, name, int(value))
         opts.app_id = app_id.encode("utf-8")
         opts.base_url = base_url.encode("utf-8")
         opts.base_directory = os.fsencode(base_directory)
@@ -709,6 +1178,13 @@ class App:
             raise ValueError("the App was closed")
         return self._handle
 
+    def reconnect(self) -> None:
+        """Makes every connection of the App that waits to retry try at once, with its backoff
+        reset (e.g. when the host learns the network is back). Does nothing for connections
+        that are connected or connecting, or whose sessions stopped on a fatal error. Returns
+        at once."""
+        check(_native.lib().ferry_app_reconnect(self.handle))
+
     # --- users ---
 
     def _login(self, credentials: Credentials) -> _Pending:
@@ -718,7 +1194,7 @@ class App:
         c = credentials._native(keep)
         lib = _native.lib()
         return _start(lambda key: lib.ferry_app_log_in(
-            self.handle, ctypes.byref(c), _USER_TRAMPOLINE, key))
+            self.handle, ctypes.byref(c), _USER_TRAMPOLINE, key), discard=_free_user)
 
     def log_in(self, credentials: Credentials, timeout: Optional[float] = DEFAULT_TIMEOUT) -> User:
         """Logs in and returns the :class:`User`.
@@ -807,33 +1283,157 @@ class App:
 
     # --- synced databases ---
 
-    def open_synced(self, user: User, path: Union[str, "os.PathLike[str]"], schema: SchemaLike) -> SyncSession:
-        """Opens a flexible-sync database of a logged-in user (at once, offline too) and starts
-        its session. Nothing syncs down until the subscription set has a subscription.
+    def _options(self, path: Union[str, "os.PathLike[str]"], schema: Schema,
+                 download_before_open: DownloadBeforeOpen, open_timeout_ms: Optional[int],
+                 in_memory: bool, initial_subscriptions: Optional[Callable[[MutableSubscriptionSet], Any]],
+                 rerun_initial_subscriptions: bool, key: int) -> _native.SyncOptions:
+        opts = _native.SyncOptions()
+        check(_native.lib().ferry_sync_options_init(ctypes.byref(opts), _native.FERRY_SYNC_OPTIONS_VERSION))
+        opts.path = os.fsencode(path)
+        opts.schema = schema.handle
+        opts.download_before_open = int(DownloadBeforeOpen(download_before_open))
+        if open_timeout_ms is not None:
+            if isinstance(open_timeout_ms, bool) or int(open_timeout_ms) < 0:
+                raise ValueError("open_timeout_ms must be a positive number of milliseconds")
+            opts.open_timeout_ms = int(open_timeout_ms)
+        opts.in_memory = bool(in_memory)
+        if initial_subscriptions is not None:
+            if not callable(initial_subscriptions):
+                raise TypeError("initial_subscriptions must be callable")
+            opts.initial_subscriptions = _INITIAL_SUBSCRIPTIONS_TRAMPOLINE
+            opts.initial_subscriptions_userdata = key
+        opts.rerun_initial_subscriptions = bool(rerun_initial_subscriptions)
+        return opts
 
-        Raises:
-            AuthError: the user is logged out. MultipleSyncAgentsError. The errors of
-            :meth:`ferry.Database.open`.
-        """
+    def _open(self, user: User, path: Union[str, "os.PathLike[str]"], schema: SchemaLike, *,
+              download_before_open: DownloadBeforeOpen, open_timeout_ms: Optional[int], in_memory: bool,
+              initial_subscriptions: Optional[Callable[[MutableSubscriptionSet], Any]],
+              rerun_initial_subscriptions: bool, asynchronous: bool) -> tuple[Optional[_Pending], Any, list[Any]]:
+        """Starts an open. Returns (pending, None, entry) for ferry_sync_open_async, or (None,
+        (session, db), entry) for ferry_sync_open; entry[1] is an exception raised by
+        ``initial_subscriptions``."""
         lib = _native.lib()
         owned: Optional[Schema] = None
         if not isinstance(schema, Schema):
             owned = schema = Schema(schema or [])
-        opts = _native.SyncOptions()
-        check(lib.ferry_sync_options_init(ctypes.byref(opts), _native.FERRY_SYNC_OPTIONS_VERSION))
-        opts.path = os.fsencode(path)
-        opts.schema = schema.handle
-        session = ctypes.c_void_p()
-        db = ctypes.c_void_p()
+        key = next(_handler_ids)
+        entry: list[Any] = [initial_subscriptions, None]
+        if initial_subscriptions is not None:
+            _initial_subscriptions[key] = entry
         try:
-            check(lib.ferry_sync_open(ctypes.byref(session), ctypes.byref(db), user.handle, ctypes.byref(opts)))
+            opts = self._options(path, schema, download_before_open, open_timeout_ms, in_memory,
+                                 initial_subscriptions, rerun_initial_subscriptions, key)
+            if asynchronous:
+                pending = _start(lambda k: lib.ferry_sync_open_async(
+                    user.handle, ctypes.byref(opts), _OPEN_TRAMPOLINE, k), discard=_discard_opened)
+                return pending, None, entry
+            session = ctypes.c_void_p()
+            db = ctypes.c_void_p()
+            rc = lib.ferry_sync_open(ctypes.byref(session), ctypes.byref(db), user.handle, ctypes.byref(opts))
+            if rc != _native.FERRY_OK and entry[1] is not None:
+                raise entry[1]
+            check(rc)
+            return None, (session.value, db.value), entry
+        except BaseException as exc:
+            if entry[1] is not None and exc is not entry[1]:
+                raise entry[1] from exc
+            raise
         finally:
+            # The library calls initial_subscriptions before either open function returns.
+            _initial_subscriptions.pop(key, None)
             if owned is not None:
                 owned.close()
-        database = Database(db.value, description=os.fsdecode(path), delivery=Delivery.LOOP)
-        s = SyncSession(self, user, session.value, database)
+
+    def _adopt(self, user: User, path: Union[str, "os.PathLike[str]"], in_memory: bool,
+               handles: tuple[int, int]) -> SyncSession:
+        session, db = handles
+        where = f"in-memory:{os.fsdecode(path)}" if in_memory else os.fsdecode(path)
+        database = Database(db, description=where, delivery=Delivery.LOOP)
+        s = SyncSession(self, user, session, database)
         self._sessions.add(s)
         return s
+
+    def open_synced(
+        self,
+        user: User,
+        path: Union[str, "os.PathLike[str]"],
+        schema: SchemaLike,
+        *,
+        download_before_open: DownloadBeforeOpen = DownloadBeforeOpen.NEVER,
+        open_timeout_ms: Optional[int] = None,
+        in_memory: bool = False,
+        initial_subscriptions: Optional[Callable[[MutableSubscriptionSet], Any]] = None,
+        rerun_initial_subscriptions: bool = False,
+        timeout: Optional[float] = DEFAULT_TIMEOUT,
+    ) -> SyncSession:
+        """Opens a flexible-sync database of a logged-in user and starts its session. Nothing
+        syncs down until the subscription set has a subscription.
+
+        Args:
+            path: the database file (created if missing), or with ``in_memory`` the identifier
+                of an in-memory database (nothing on disk; dropped when the session and every
+                handle are closed).
+            download_before_open: ``NEVER`` (the default) opens at once, offline too
+                (``ferry_sync_open``). ``ALWAYS``, and ``ONCE`` at the file's first open, first
+                wait until the subscriptions are complete and everything the server has is
+                downloaded (``ferry_sync_open_async``, waited for here up to ``timeout``).
+            open_timeout_ms: how long that download may take (library default 30000); then
+                :class:`~ferry.FerryTimeoutError`.
+            initial_subscriptions: ``callable(subs)`` that fills a new database's subscription
+                set (a :class:`MutableSubscriptionSet`), called on this thread before the open
+                returns; the open fails with what it raises.
+            rerun_initial_subscriptions: call it at every open, not only when the set was
+                never written.
+
+        Raises:
+            AuthError: the user is logged out. MultipleSyncAgentsError. FerryTimeoutError.
+            SyncServerError: the server rejected the subscriptions (download before open).
+            The errors of :meth:`ferry.Database.open`.
+        """
+        asynchronous = DownloadBeforeOpen(download_before_open) != DownloadBeforeOpen.NEVER
+        pending, handles, entry = self._open(
+            user, path, schema, download_before_open=download_before_open, open_timeout_ms=open_timeout_ms,
+            in_memory=in_memory, initial_subscriptions=initial_subscriptions,
+            rerun_initial_subscriptions=rerun_initial_subscriptions, asynchronous=asynchronous)
+        if pending is not None:
+            try:
+                handles = pending.wait(timeout, "opening a synced database")
+            except FerryError as exc:
+                if entry[1] is not None:
+                    raise entry[1] from exc  # what initial_subscriptions raised
+                raise
+        return self._adopt(user, path, in_memory, handles)
+
+    async def async_open_synced(
+        self,
+        user: User,
+        path: Union[str, "os.PathLike[str]"],
+        schema: SchemaLike,
+        *,
+        download_before_open: DownloadBeforeOpen = DownloadBeforeOpen.NEVER,
+        open_timeout_ms: Optional[int] = None,
+        in_memory: bool = False,
+        initial_subscriptions: Optional[Callable[[MutableSubscriptionSet], Any]] = None,
+        rerun_initial_subscriptions: bool = False,
+        timeout: Optional[float] = DEFAULT_TIMEOUT,
+    ) -> SyncSession:
+        """The asyncio twin of :meth:`open_synced`, for every ``download_before_open`` mode
+        (``ferry_sync_open_async``): the completion arrives on Ferry's loop thread and wakes
+        the event loop. ``initial_subscriptions`` runs before the first ``await``. If the
+        awaiting task is cancelled or ``timeout`` runs out, a session that opens later is
+        closed."""
+        pending, _, entry = self._open(
+            user, path, schema, download_before_open=download_before_open, open_timeout_ms=open_timeout_ms,
+            in_memory=in_memory, initial_subscriptions=initial_subscriptions,
+            rerun_initial_subscriptions=rerun_initial_subscriptions, asynchronous=True)
+        assert pending is not None
+        try:
+            handles = await pending.wait_async("opening a synced database", timeout)
+        except FerryError as exc:
+            if entry[1] is not None:
+                raise entry[1] from exc
+            raise
+        return self._adopt(user, path, in_memory, handles)
 
     # --- closing ---
 

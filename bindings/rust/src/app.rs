@@ -10,10 +10,12 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use crate::completion::{
-    self, block_on, enter_callback, free_off_loop, guard_panic, start_status, start_user, SendPtr,
+    self, block_on, enter_callback, free_off_loop, guard_panic, start_open, start_status,
+    start_user, SendPtr,
 };
 use crate::db::{c_string, Database, Delivery};
 use crate::error::{Error, ErrorCode, Result};
+use crate::open::{millis, SyncOptions};
 use crate::schema::{string_from, Schema};
 use crate::sync::{SessionRef, SyncError, SyncSession};
 use crate::sys;
@@ -108,6 +110,19 @@ pub struct AppOptions {
     pub log_level: LogLevel,
     /// Where log lines go; `None` (the default): nowhere.
     pub logger: Option<Logger>,
+    /// `true` (the default): a user's sessions share one connection; `false`: one connection
+    /// per session.
+    pub multiplex_sessions: bool,
+    /// A connection that receives nothing for this long is dropped and retried (default
+    /// 120 s).
+    pub read_timeout: Duration,
+    /// A quiet connection pings the server this often (default 60 s).
+    pub ping_interval: Duration,
+    /// The first retry after a failed connection waits about this long (default 1 s); each
+    /// failure doubles it up to [`reconnect_delay_max`](AppOptions::reconnect_delay_max).
+    pub reconnect_delay_min: Duration,
+    /// The reconnection backoff's cap (default 16 s; at least `reconnect_delay_min`).
+    pub reconnect_delay_max: Duration,
 }
 
 impl AppOptions {
@@ -138,6 +153,11 @@ impl Default for AppOptions {
             request_timeout: Duration::from_secs(60),
             log_level: LogLevel::Info,
             logger: None,
+            multiplex_sessions: true,
+            read_timeout: Duration::from_secs(120),
+            ping_interval: Duration::from_secs(60),
+            reconnect_delay_min: Duration::from_secs(1),
+            reconnect_delay_max: Duration::from_secs(16),
         }
     }
 }
@@ -153,6 +173,11 @@ impl fmt::Debug for AppOptions {
             .field("request_timeout", &self.request_timeout)
             .field("log_level", &self.log_level)
             .field("logger", &self.logger.as_ref().map(|_| "Fn(LogLevel, &str)"))
+            .field("multiplex_sessions", &self.multiplex_sessions)
+            .field("read_timeout", &self.read_timeout)
+            .field("ping_interval", &self.ping_interval)
+            .field("reconnect_delay_min", &self.reconnect_delay_min)
+            .field("reconnect_delay_max", &self.reconnect_delay_max)
             .finish()
     }
 }
@@ -404,8 +429,9 @@ impl App {
     /// Creates an App (`ferry_app_new`). Users who logged in earlier on this device are
     /// loaded from the cache in `base_directory` (offline too).
     ///
-    /// Errors: [`ErrorCode::InvalidArgument`] (a missing or malformed option),
-    /// [`ErrorCode::Io`].
+    /// Errors: [`ErrorCode::InvalidArgument`] (a missing or malformed option, a zero read
+    /// timeout or ping interval, reconnect delays that are zero or whose maximum is below the
+    /// minimum), [`ErrorCode::Io`].
     pub fn new(options: AppOptions) -> Result<App> {
         let mut raw: sys::ferry_app_options_t = unsafe {
             // SAFETY: integers, bools, NULL pointers and a None function pointer are valid
@@ -433,6 +459,11 @@ impl App {
         raw.request_timeout_ms =
             u64::try_from(options.request_timeout.as_millis()).unwrap_or(u64::MAX).max(1);
         raw.log_level = options.log_level.as_raw();
+        raw.multiplex_sessions = options.multiplex_sessions;
+        raw.read_timeout_ms = millis(options.read_timeout);
+        raw.ping_interval_ms = millis(options.ping_interval);
+        raw.reconnect_delay_min_ms = millis(options.reconnect_delay_min);
+        raw.reconnect_delay_max_ms = millis(options.reconnect_delay_max);
 
         let callbacks = Arc::new(Callbacks::default());
         let has_logger = options.logger.is_some();
@@ -469,6 +500,15 @@ impl App {
 
     fn ptr(&self) -> *mut sys::ferry_app_t {
         self.inner.ptr()
+    }
+
+    /// Makes every connection of this App that waits to retry try at once, with its backoff
+    /// reset (`ferry_app_reconnect`): for example when the host learns the network is back.
+    /// Does nothing for connections that are connected or connecting, or whose sessions
+    /// stopped on a fatal error. Returns at once.
+    pub fn reconnect(&self) -> Result<()> {
+        // SAFETY: a valid handle.
+        Error::check(unsafe { sys::ferry_app_reconnect(self.ptr()) })
     }
 
     fn user(&self, raw: NonNull<sys::ferry_user_t>) -> Result<User> {
@@ -672,7 +712,8 @@ impl App {
     /// Opens the flexible-sync database of a logged-in user of this App at `path` (created if
     /// missing; it opens at once, offline too) and starts its sync session
     /// (`ferry_sync_open`). Nothing syncs down until the subscription set has a subscription:
-    /// see [`SyncSession::update_subscriptions`].
+    /// see [`SyncSession::update_subscriptions`], or open with
+    /// [`SyncOptions::initial_subscriptions`] through [`open_synced_with`](App::open_synced_with).
     ///
     /// The [`Database`] is an ordinary handle ([`Delivery::Loop`]; integrated downloads fire
     /// its notifications); the [`SyncSession`] drives sync and keeps this App alive.
@@ -686,36 +727,95 @@ impl App {
         path: impl AsRef<Path>,
         schema: &Schema,
     ) -> Result<(SyncSession, Database)> {
+        self.open_now(user, &SyncOptions::new(path, schema))
+    }
+
+    /// Opens a synced database with [`SyncOptions`] and waits for it. With
+    /// [`DownloadBeforeOpen::Never`](crate::DownloadBeforeOpen::Never) it opens at once
+    /// (`ferry_sync_open`, offline too); otherwise it waits up to `timeout` for
+    /// [`open_async`](App::open_async) to have the subscriptions complete and everything the
+    /// server has downloaded ([`ErrorCode::Timeout`] also when the options' open timeout runs
+    /// out first; a session that opens after `timeout` is closed).
+    ///
+    /// Errors: those of [`open_synced`](App::open_synced), [`ErrorCode::Timeout`],
+    /// [`ErrorCode::Sync`] (the server rejected the subscriptions), the error of a failed
+    /// edit (or a panic) in the initial subscriptions closure.
+    pub fn open_synced_with(
+        &self,
+        user: &User,
+        options: &SyncOptions<'_>,
+        timeout: Duration,
+    ) -> Result<(SyncSession, Database)> {
+        if !options.waits_for_server() {
+            return self.open_now(user, options);
+        }
+        block_on("open a synced database", timeout, |done| {
+            self.open_async(user, options, move |r| done.complete(r))
+        })
+    }
+
+    /// Opens a synced database with any [`SyncOptions`] (`ferry_sync_open_async`) and returns
+    /// at once; `callback` gets the session and database (or the failure) on Ferry's loop
+    /// thread, exactly once, unless this call fails (then it is dropped uncalled). For
+    /// `Always` (or `Once` at the file's first open) that is after the subscriptions are
+    /// complete and everything the server has is downloaded, or [`ErrorCode::Timeout`] after
+    /// the options' open timeout. The initial subscriptions closure runs on this thread,
+    /// before this call returns.
+    pub fn open_async<F>(&self, user: &User, options: &SyncOptions<'_>, callback: F) -> Result<()>
+    where
+        F: FnOnce(Result<(SyncSession, Database)>) + Send + 'static,
+    {
+        self.check_user(user)?;
+        let failed_edit = Arc::new(Mutex::new(None::<Error>));
+        let slot = Arc::clone(&failed_edit);
+        let app = Arc::clone(&self.inner);
+        let complete = move |result: Result<completion::Opened>| {
+            let result = result
+                .map_err(|e| {
+                    slot.lock().unwrap_or_else(PoisonError::into_inner).take().unwrap_or(e)
+                })
+                .map(|(session, db)| {
+                    (SyncSession::from_raw(session, app), Database::from_handle(db, Delivery::Loop))
+                });
+            callback(result)
+        };
+        options.with_raw(&failed_edit, |raw| {
+            start_open(complete, |cb, userdata| {
+                // SAFETY: valid handles; the options' strings and schema outlive the call.
+                unsafe { sys::ferry_sync_open_async(user.as_ptr(), raw, cb, userdata) }
+            })
+        })?
+    }
+
+    fn check_user(&self, user: &User) -> Result<()> {
         if !Weak::ptr_eq(&user.app, &Arc::downgrade(&self.inner)) {
             return Err(Error::new(ErrorCode::InvalidArgument, "the user belongs to another App"));
         }
-        let mut raw =
-            sys::ferry_sync_options_t { version: 0, path: ptr::null(), schema: ptr::null() };
-        // SAFETY: a valid out-parameter.
-        Error::check(unsafe {
-            sys::ferry_sync_options_init(&mut raw, sys::FERRY_SYNC_OPTIONS_VERSION)
-        })?;
-        let path = c_string(path.as_ref().as_os_str().as_bytes(), "path")?;
-        raw.path = path.as_ptr();
-        raw.schema = schema.as_ptr();
+        Ok(())
+    }
+
+    /// `ferry_sync_open` (download before open: never).
+    fn open_now(&self, user: &User, options: &SyncOptions<'_>) -> Result<(SyncSession, Database)> {
+        self.check_user(user)?;
+        let failed_edit = Arc::new(Mutex::new(None::<Error>));
         let mut session = ptr::null_mut();
         let mut db = ptr::null_mut();
-        // SAFETY: valid handles and out-parameters; the path and schema outlive the call.
-        Error::check(unsafe { sys::ferry_sync_open(&mut session, &mut db, user.as_ptr(), &raw) })?;
+        let rc = options.with_raw(&failed_edit, |raw| {
+            // SAFETY: valid handles and out-parameters; the options outlive the call.
+            unsafe { sys::ferry_sync_open(&mut session, &mut db, user.as_ptr(), raw) }
+        })?;
+        if rc != sys::FERRY_OK {
+            let error = Error::from_last(rc);
+            let edit = failed_edit.lock().unwrap_or_else(PoisonError::into_inner).take();
+            return Err(edit.unwrap_or(error));
+        }
         match (NonNull::new(session), NonNull::new(db)) {
             (Some(session), Some(db)) => Ok((
                 SyncSession::from_raw(session, Arc::clone(&self.inner)),
                 Database::from_handle(db, Delivery::Loop),
             )),
             _ => {
-                // SAFETY: whichever is not NULL is ours; both frees accept NULL.
-                unsafe { sys::ferry_db_free(db) };
-                let session = SendPtr(session);
-                completion::free_off_loop("session", move || {
-                    let session = session;
-                    // SAFETY: as above; not on the loop thread.
-                    unsafe { sys::ferry_sync_session_free(session.0) }
-                });
+                completion::free_opened(session, db);
                 Err(Error::new(ErrorCode::Internal, "ferry_sync_open succeeded but returned NULL"))
             }
         }

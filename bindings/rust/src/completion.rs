@@ -1,5 +1,6 @@
-//! One-shot completion callbacks (`ferry_status_cb`, `ferry_user_cb`) as Rust closures, the
-//! blocking waits built on them, and what the binding knows about Ferry's loop thread.
+//! One-shot completion callbacks (`ferry_status_cb`, `ferry_user_cb`, `ferry_sync_open_cb`) as
+//! Rust closures, the blocking waits built on them, and what the binding knows about Ferry's
+//! loop thread.
 //!
 //! A completion closure is boxed and handed to libferry as userdata. libferry calls the
 //! completion exactly once (on its loop thread), and the trampoline takes the box back and
@@ -167,6 +168,77 @@ where
 {
     let userdata = Box::into_raw(Box::new(callback)) as *mut c_void;
     let rc = call(Some(user_trampoline::<F>), userdata);
+    if rc == sys::FERRY_OK {
+        return Ok(());
+    }
+    let error = Error::from_last(rc);
+    // SAFETY: the call failed, so libferry never calls the completion: the box is still ours.
+    drop(unsafe { Box::from_raw(userdata as *mut F) });
+    Err(error)
+}
+
+// --- ferry_sync_open_cb ------------------------------------------------------------------------
+
+/// The handles an open hands over: a session and its database, both owned by the receiver.
+pub(crate) type Opened = (NonNull<sys::ferry_sync_session_t>, NonNull<sys::ferry_db_t>);
+
+/// Frees what an open handed over when nobody can take it (`ferry_sync_session_free` off the
+/// loop thread).
+pub(crate) fn free_opened(session: *mut sys::ferry_sync_session_t, db: *mut sys::ferry_db_t) {
+    // SAFETY: the caller owns both handles (either may be NULL; both frees accept NULL).
+    unsafe { sys::ferry_db_free(db) };
+    let session = SendPtr(session);
+    free_off_loop("session", move || {
+        let session = session;
+        // SAFETY: as above; not on the loop thread.
+        unsafe { sys::ferry_sync_session_free(session.0) }
+    });
+}
+
+unsafe extern "C" fn open_trampoline<F: FnOnce(Result<Opened>) + Send>(
+    userdata: *mut c_void,
+    session: *mut sys::ferry_sync_session_t,
+    db: *mut sys::ferry_db_t,
+    error: *const sys::ferry_error_t,
+) {
+    let _scope = enter_callback(true);
+    let result = match (NonNull::new(session), NonNull::new(db), error.is_null()) {
+        (Some(session), Some(db), true) => Ok((session, db)),
+        (_, _, false) => {
+            free_opened(session, db);
+            // SAFETY: a non-NULL error is valid for the call.
+            Err(Error::from_lent(error))
+        }
+        _ => {
+            free_opened(session, db);
+            Err(Error::new(
+                ErrorCode::Internal,
+                "an open completed with neither handles nor an error",
+            ))
+        }
+    };
+    if userdata.is_null() {
+        if let Ok((session, db)) = result {
+            free_opened(session.as_ptr(), db.as_ptr());
+        }
+        return;
+    }
+    // SAFETY: userdata is the `Box<F>` of `start_open`; libferry calls the completion once.
+    let f = Box::from_raw(userdata as *mut F);
+    guard_panic("an open callback", move || f(result));
+}
+
+/// Starts `ferry_sync_open_async`: `call(callback, userdata)`. The closure receives the new
+/// handles, which it owns. On failure, `callback` is dropped without being called.
+pub(crate) fn start_open<F>(
+    callback: F,
+    call: impl FnOnce(sys::ferry_sync_open_cb, *mut c_void) -> c_int,
+) -> Result<()>
+where
+    F: FnOnce(Result<Opened>) + Send + 'static,
+{
+    let userdata = Box::into_raw(Box::new(callback)) as *mut c_void;
+    let rc = call(Some(open_trampoline::<F>), userdata);
     if rc == sys::FERRY_OK {
         return Ok(());
     }

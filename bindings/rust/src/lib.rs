@@ -13,7 +13,10 @@
 //! - classes and properties are named by their names;
 //! - sync ([`App`], [`User`], [`SyncSession`], subscriptions, [`SyncError`]) offers blocking
 //!   calls with timeouts, and `_with_callback` variants whose closures run on Ferry's loop
-//!   thread.
+//!   thread; sessions report their [`ConnectionState`] and [`SessionState`], pause and
+//!   resume, and report [`Progress`] to closures held by tokens that unregister on drop;
+//!   [`SyncOptions`] open with a download first ([`App::open_async`]), initial subscriptions
+//!   or in memory.
 //!
 //! # Example
 //!
@@ -76,7 +79,9 @@ mod completion;
 mod db;
 mod error;
 mod notify;
+mod open;
 mod schema;
+mod session;
 mod sync;
 pub mod sys;
 mod value;
@@ -86,7 +91,12 @@ pub use app::{App, AppOptions, Credentials, LogLevel, Logger, User, UserState};
 pub use db::{Database, Delivery, Field, Object, Options, Results, ResultsIter, Transaction};
 pub use error::{Error, ErrorCode, Result};
 pub use notify::{ChangeSet, NotificationToken};
+pub use open::{DownloadBeforeOpen, SyncOptions};
 pub use schema::{ClassSchema, Property, PropertyType, Schema};
+pub use session::{
+    ConnectionState, ConnectionStateToken, Progress, ProgressDirection, ProgressMode,
+    ProgressToken, SessionState,
+};
 pub use sync::{
     CompensatingWrite, MutableSubscriptionSet, SessionId, SessionRef, Subscription,
     SubscriptionState, Subscriptions, SyncAction, SyncError, SyncSession,

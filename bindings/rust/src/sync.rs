@@ -13,6 +13,10 @@ use crate::completion::{block_on, free_off_loop, start_status, SendPtr};
 use crate::db::c_string;
 use crate::error::{Error, ErrorCode, Result};
 use crate::schema::string_from;
+use crate::session::{
+    self, ConnectionState, ConnectionStateToken, Progress, ProgressDirection, ProgressMode,
+    ProgressToken, SessionState,
+};
 use crate::sys;
 use crate::value::Value;
 
@@ -199,13 +203,16 @@ pub struct Subscriptions {
     pub subscriptions: Vec<Subscription>,
 }
 
-/// An owned `ferry_subscription_set_t`.
-struct SetHandle(NonNull<sys::ferry_subscription_set_t>);
+/// A `ferry_subscription_set_t`: owned (freed on drop), or lent by libferry for a call (the
+/// initial subscriptions callback).
+struct SetHandle(NonNull<sys::ferry_subscription_set_t>, bool);
 
 impl Drop for SetHandle {
     fn drop(&mut self) {
-        // SAFETY: we own the handle.
-        unsafe { sys::ferry_subscription_set_free(self.0.as_ptr()) }
+        if self.1 {
+            // SAFETY: we own the handle.
+            unsafe { sys::ferry_subscription_set_free(self.0.as_ptr()) }
+        }
     }
 }
 
@@ -214,7 +221,7 @@ impl SetHandle {
         let mut out = ptr::null_mut();
         // SAFETY: valid out-parameter; libferry validates the session handle.
         Error::check(unsafe { sys::ferry_sync_subscriptions(&mut out, session) })?;
-        NonNull::new(out).map(SetHandle).ok_or_else(|| {
+        NonNull::new(out).map(|set| SetHandle(set, true)).ok_or_else(|| {
             Error::new(ErrorCode::Internal, "ferry_sync_subscriptions succeeded but returned NULL")
         })
     }
@@ -290,6 +297,16 @@ impl fmt::Debug for MutableSubscriptionSet {
 }
 
 impl MutableSubscriptionSet {
+    /// A set lent by libferry for the duration of a call (not freed on drop).
+    pub(crate) fn lent(set: NonNull<sys::ferry_subscription_set_t>) -> MutableSubscriptionSet {
+        MutableSubscriptionSet { set: SetHandle(set, false), error: None }
+    }
+
+    /// The first failed edit, if any.
+    pub(crate) fn take_error(&mut self) -> Option<Error> {
+        self.error.take()
+    }
+
     fn edit<T: Default>(
         &mut self,
         f: impl FnOnce(*mut sys::ferry_subscription_set_t) -> Result<T>,
@@ -409,6 +426,39 @@ impl<'a> SessionRef<'a> {
         SetHandle::of(self.ptr())?.snapshot()
     }
 
+    /// The state of the connection the session syncs over
+    /// ([`Disconnected`](ConnectionState::Disconnected) while paused or ended).
+    pub fn connection_state(&self) -> Result<ConnectionState> {
+        let mut out = 0i32;
+        // SAFETY: valid handle and out-parameter.
+        Error::check(unsafe { sys::ferry_sync_connection_state(&mut out, self.ptr()) })?;
+        Ok(ConnectionState::from_raw(out))
+    }
+
+    /// The session's own state: active, paused or ended.
+    pub fn state(&self) -> Result<SessionState> {
+        let mut out = 0i32;
+        // SAFETY: valid handle and out-parameter.
+        Error::check(unsafe { sys::ferry_sync_session_state(&mut out, self.ptr()) })?;
+        Ok(SessionState::from_raw(out))
+    }
+
+    /// Pauses the session both ways (`ferry_sync_suspend`): it leaves its connection (closed
+    /// when no other session uses it); local writes are kept and uploaded after
+    /// [`resume`](SessionRef::resume); pending waits stay pending. Other sessions keep
+    /// syncing. A no-op when already paused or ended. Returns at once: the state changes on
+    /// the loop thread right after.
+    pub fn suspend(&self) -> Result<()> {
+        // SAFETY: a valid handle.
+        Error::check(unsafe { sys::ferry_sync_suspend(self.ptr()) })
+    }
+
+    /// Resumes a paused session (`ferry_sync_resume`); a no-op unless paused.
+    pub fn resume(&self) -> Result<()> {
+        // SAFETY: a valid handle.
+        Error::check(unsafe { sys::ferry_sync_resume(self.ptr()) })
+    }
+
     /// Edits a copy of the current subscription set with `edit` and makes it the next version
     /// (state pending), sent to the server; returns that version. See
     /// [`SyncSession::update_subscriptions`].
@@ -423,7 +473,9 @@ impl<'a> SessionRef<'a> {
         }
         let mut version = 0u64;
         // SAFETY: valid handles and out-parameter.
-        let rc = unsafe { sys::ferry_sync_update_subscriptions(&mut version, self.ptr(), set.set.ptr()) };
+        let rc = unsafe {
+            sys::ferry_sync_update_subscriptions(&mut version, self.ptr(), set.set.ptr())
+        };
         Error::check(rc)?;
         Ok(version)
     }
@@ -521,6 +573,53 @@ impl SyncSession {
     /// message for a rejected set, and the subscriptions.
     pub fn subscriptions(&self) -> Result<Subscriptions> {
         self.session_ref().subscriptions()
+    }
+
+    /// [`SessionRef::connection_state`].
+    pub fn connection_state(&self) -> Result<ConnectionState> {
+        self.session_ref().connection_state()
+    }
+
+    /// [`SessionRef::state`].
+    pub fn state(&self) -> Result<SessionState> {
+        self.session_ref().state()
+    }
+
+    /// [`SessionRef::suspend`].
+    pub fn suspend(&self) -> Result<()> {
+        self.session_ref().suspend()
+    }
+
+    /// [`SessionRef::resume`].
+    pub fn resume(&self) -> Result<()> {
+        self.session_ref().resume()
+    }
+
+    /// Calls `callback(old, new)` on Ferry's loop thread at every change of the session's
+    /// connection state, until the returned token is dropped
+    /// (`ferry_sync_observe_connection_state`). It must not block for long; a panic in it is
+    /// caught and reported on stderr.
+    pub fn observe_connection_state<F>(&self, callback: F) -> Result<ConnectionStateToken>
+    where
+        F: FnMut(ConnectionState, ConnectionState) + Send + 'static,
+    {
+        session::observe_connection_state(self.as_ptr(), callback)
+    }
+
+    /// Registers a progress notifier (`ferry_sync_observe_progress`): `callback` runs on
+    /// Ferry's loop thread, first shortly after registration, then as bytes move in
+    /// `direction`, until the token is dropped. With [`ProgressMode::ForCurrentWork`] it
+    /// covers the work outstanding now and its last report is exactly 1.0.
+    pub fn observe_progress<F>(
+        &self,
+        direction: ProgressDirection,
+        mode: ProgressMode,
+        callback: F,
+    ) -> Result<ProgressToken>
+    where
+        F: FnMut(Progress) + Send + 'static,
+    {
+        session::observe_progress(self.as_ptr(), direction, mode, callback)
     }
 
     /// Replaces the subscription set, atomically, with a copy of the current one edited by

@@ -495,8 +495,9 @@ pub type ferry_log_cb =
 pub type ferry_status_cb =
     Option<unsafe extern "C" fn(userdata: *mut c_void, error: *const ferry_error_t)>;
 
-pub const FERRY_APP_OPTIONS_VERSION: u32 = 1;
+pub const FERRY_APP_OPTIONS_VERSION: u32 = 2;
 
+/// Version 2; version 1 ends at `log_userdata` (the later fields take their defaults).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ferry_app_options_t {
@@ -511,6 +512,12 @@ pub struct ferry_app_options_t {
     pub log_level: i32,
     pub log_callback: ferry_log_cb,
     pub log_userdata: *mut c_void,
+    // version 2
+    pub multiplex_sessions: bool,
+    pub read_timeout_ms: u64,
+    pub ping_interval_ms: u64,
+    pub reconnect_delay_min_ms: u64,
+    pub reconnect_delay_max_ms: u64,
 }
 
 /// `ferry_credentials_kind_t`.
@@ -590,15 +597,96 @@ pub type ferry_sync_error_cb = Option<
     ),
 >;
 
-pub const FERRY_SYNC_OPTIONS_VERSION: u32 = 1;
+pub const FERRY_SYNC_OPTIONS_VERSION: u32 = 2;
 
+/// `ferry_download_before_open_t`.
+pub type ferry_download_before_open_t = i32;
+pub const FERRY_DOWNLOAD_BEFORE_OPEN_NEVER: i32 = 0;
+pub const FERRY_DOWNLOAD_BEFORE_OPEN_ALWAYS: i32 = 1;
+pub const FERRY_DOWNLOAD_BEFORE_OPEN_ONCE: i32 = 2;
+
+/// Fills a new database's subscription set (lent for the call); FERRY_OK commits it. Called on
+/// the opening thread, before the open call returns.
+pub type ferry_initial_subscriptions_cb = Option<
+    unsafe extern "C" fn(userdata: *mut c_void, set: *mut ferry_subscription_set_t) -> c_int,
+>;
+
+/// Version 2; version 1 ends at `schema` (the later fields take their defaults).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ferry_sync_options_t {
     pub version: u32,
     pub path: *const c_char,
     pub schema: *const ferry_schema_t,
+    // version 2
+    /// `ferry_download_before_open_t`.
+    pub download_before_open: i32,
+    pub open_timeout_ms: u64,
+    pub in_memory: bool,
+    pub initial_subscriptions: ferry_initial_subscriptions_cb,
+    pub initial_subscriptions_userdata: *mut c_void,
+    pub rerun_initial_subscriptions: bool,
 }
+
+/// Open completion: new session and database handles owned by the callee and a NULL error, or
+/// NULL handles and the failure (lent for the call). Called exactly once, on the loop thread.
+pub type ferry_sync_open_cb = Option<
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        session: *mut ferry_sync_session_t,
+        db: *mut ferry_db_t,
+        error: *const ferry_error_t,
+    ),
+>;
+
+/// `ferry_connection_state_t`.
+pub type ferry_connection_state_t = i32;
+pub const FERRY_CONNECTION_DISCONNECTED: i32 = 0;
+pub const FERRY_CONNECTION_CONNECTING: i32 = 1;
+pub const FERRY_CONNECTION_CONNECTED: i32 = 2;
+
+/// `ferry_session_state_t`.
+pub type ferry_session_state_t = i32;
+pub const FERRY_SESSION_ACTIVE: i32 = 0;
+pub const FERRY_SESSION_PAUSED: i32 = 1;
+pub const FERRY_SESSION_INACTIVE: i32 = 2;
+
+#[repr(C)]
+pub struct ferry_connection_state_token_t {
+    _private: [u8; 0],
+}
+
+/// Called on the loop thread at every change of a session's connection state.
+pub type ferry_connection_state_cb =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, old_state: i32, new_state: i32)>;
+
+/// `ferry_progress_direction_t`.
+pub type ferry_progress_direction_t = i32;
+pub const FERRY_PROGRESS_UPLOAD: i32 = 0;
+pub const FERRY_PROGRESS_DOWNLOAD: i32 = 1;
+
+/// `ferry_progress_mode_t`.
+pub type ferry_progress_mode_t = i32;
+pub const FERRY_PROGRESS_REPORT_INDEFINITELY: i32 = 0;
+pub const FERRY_PROGRESS_FOR_CURRENT_WORK: i32 = 1;
+
+/// One progress report (lent for the callback's call).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ferry_progress_t {
+    pub progress_estimate: f64,
+    pub transferred_bytes: u64,
+    pub transferable_bytes: u64,
+}
+
+#[repr(C)]
+pub struct ferry_progress_token_t {
+    _private: [u8; 0],
+}
+
+/// Called on the loop thread; progress is lent for the call.
+pub type ferry_progress_cb =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, progress: *const ferry_progress_t)>;
 
 /// `ferry_subscription_state_t`.
 pub type ferry_subscription_state_t = i32;
@@ -611,6 +699,7 @@ extern "C" {
     // Apps
     pub fn ferry_app_options_init(opts: *mut ferry_app_options_t, version: u32) -> c_int;
     pub fn ferry_app_new(out: *mut *mut ferry_app_t, opts: *const ferry_app_options_t) -> c_int;
+    pub fn ferry_app_reconnect(app: *mut ferry_app_t) -> c_int;
     pub fn ferry_app_free(app: *mut ferry_app_t);
     pub fn ferry_app_log_in(
         app: *mut ferry_app_t,
@@ -660,6 +749,12 @@ extern "C" {
         user: *mut ferry_user_t,
         opts: *const ferry_sync_options_t,
     ) -> c_int;
+    pub fn ferry_sync_open_async(
+        user: *mut ferry_user_t,
+        opts: *const ferry_sync_options_t,
+        callback: ferry_sync_open_cb,
+        userdata: *mut c_void,
+    ) -> c_int;
     pub fn ferry_sync_wait_for_upload(
         session: *mut ferry_sync_session_t,
         callback: ferry_status_cb,
@@ -671,6 +766,33 @@ extern "C" {
         userdata: *mut c_void,
     ) -> c_int;
     pub fn ferry_sync_session_free(session: *mut ferry_sync_session_t);
+
+    // Session state, pause and resume, progress
+    pub fn ferry_sync_connection_state(
+        out: *mut i32,
+        session: *const ferry_sync_session_t,
+    ) -> c_int;
+    pub fn ferry_sync_session_state(out: *mut i32, session: *const ferry_sync_session_t) -> c_int;
+    pub fn ferry_sync_observe_connection_state(
+        out: *mut *mut ferry_connection_state_token_t,
+        session: *mut ferry_sync_session_t,
+        callback: ferry_connection_state_cb,
+        userdata: *mut c_void,
+        userdata_free: ferry_free_fn,
+    ) -> c_int;
+    pub fn ferry_connection_state_token_free(token: *mut ferry_connection_state_token_t);
+    pub fn ferry_sync_suspend(session: *mut ferry_sync_session_t) -> c_int;
+    pub fn ferry_sync_resume(session: *mut ferry_sync_session_t) -> c_int;
+    pub fn ferry_sync_observe_progress(
+        out: *mut *mut ferry_progress_token_t,
+        session: *mut ferry_sync_session_t,
+        direction: i32,
+        mode: i32,
+        callback: ferry_progress_cb,
+        userdata: *mut c_void,
+        userdata_free: ferry_free_fn,
+    ) -> c_int;
+    pub fn ferry_progress_token_free(token: *mut ferry_progress_token_t);
 
     // Subscriptions
     pub fn ferry_sync_subscriptions(
@@ -768,7 +890,7 @@ mod layout {
 
     #[test]
     fn sync_structs() {
-        assert_eq!(size_of::<ferry_app_options_t>(), 80);
+        assert_eq!(size_of::<ferry_app_options_t>(), 120);
         assert_eq!(offset_of!(ferry_app_options_t, app_id), 8);
         assert_eq!(offset_of!(ferry_app_options_t, ca_file), 32);
         assert_eq!(offset_of!(ferry_app_options_t, verify_peer), 40);
@@ -776,6 +898,11 @@ mod layout {
         assert_eq!(offset_of!(ferry_app_options_t, log_level), 56);
         assert_eq!(offset_of!(ferry_app_options_t, log_callback), 64);
         assert_eq!(offset_of!(ferry_app_options_t, log_userdata), 72);
+        assert_eq!(offset_of!(ferry_app_options_t, multiplex_sessions), 80);
+        assert_eq!(offset_of!(ferry_app_options_t, read_timeout_ms), 88);
+        assert_eq!(offset_of!(ferry_app_options_t, ping_interval_ms), 96);
+        assert_eq!(offset_of!(ferry_app_options_t, reconnect_delay_min_ms), 104);
+        assert_eq!(offset_of!(ferry_app_options_t, reconnect_delay_max_ms), 112);
         assert_eq!(size_of::<ferry_credentials_t>(), 32);
         assert_eq!(offset_of!(ferry_credentials_t, email), 8);
         assert_eq!(offset_of!(ferry_credentials_t, token), 24);
@@ -788,8 +915,16 @@ mod layout {
         assert_eq!(offset_of!(ferry_sync_error_t, action), 20);
         assert_eq!(offset_of!(ferry_sync_error_t, compensating_writes), 24);
         assert_eq!(offset_of!(ferry_sync_error_t, compensating_writes_count), 32);
-        assert_eq!(size_of::<ferry_sync_options_t>(), 24);
+        assert_eq!(size_of::<ferry_sync_options_t>(), 72);
         assert_eq!(offset_of!(ferry_sync_options_t, path), 8);
         assert_eq!(offset_of!(ferry_sync_options_t, schema), 16);
+        assert_eq!(offset_of!(ferry_sync_options_t, download_before_open), 24);
+        assert_eq!(offset_of!(ferry_sync_options_t, open_timeout_ms), 32);
+        assert_eq!(offset_of!(ferry_sync_options_t, in_memory), 40);
+        assert_eq!(offset_of!(ferry_sync_options_t, initial_subscriptions), 48);
+        assert_eq!(offset_of!(ferry_sync_options_t, initial_subscriptions_userdata), 56);
+        assert_eq!(offset_of!(ferry_sync_options_t, rerun_initial_subscriptions), 64);
+        assert_eq!(size_of::<ferry_progress_t>(), 24);
+        assert_eq!(offset_of!(ferry_progress_t, transferable_bytes), 16);
     }
 }

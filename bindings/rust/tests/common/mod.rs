@@ -106,3 +106,4 @@ pub fn expect_err_any<T: std::fmt::Debug>(
         }
     }
 }
+pub mod server;

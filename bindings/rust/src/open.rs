@@ -1,0 +1,241 @@
+//! How a synced database is opened (`ferry_sync_options_t` version 2): download before open,
+//! the open timeout, in-memory databases and initial subscriptions.
+
+use std::any::Any;
+use std::fmt;
+use std::os::raw::{c_int, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, ThreadId};
+use std::time::Duration;
+
+use crate::completion::enter_callback;
+use crate::db::c_string;
+use crate::error::{Error, ErrorCode, Result};
+use crate::schema::Schema;
+use crate::sync::MutableSubscriptionSet;
+use crate::sys;
+
+/// Whether opening a synced database waits for the server (`ferry_download_before_open_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum DownloadBeforeOpen {
+    /// Open at once, offline too; sync in the background (the default).
+    #[default]
+    Never,
+    /// Download everything the subscriptions match first, at every open.
+    Always,
+    /// Download first at the file's first successful open only.
+    Once,
+}
+
+impl DownloadBeforeOpen {
+    fn as_raw(self) -> i32 {
+        match self {
+            DownloadBeforeOpen::Never => sys::FERRY_DOWNLOAD_BEFORE_OPEN_NEVER,
+            DownloadBeforeOpen::Always => sys::FERRY_DOWNLOAD_BEFORE_OPEN_ALWAYS,
+            DownloadBeforeOpen::Once => sys::FERRY_DOWNLOAD_BEFORE_OPEN_ONCE,
+        }
+    }
+}
+
+type InitialSubscriptions<'a> = dyn Fn(&mut MutableSubscriptionSet) + 'a;
+
+/// How to open a synced database (`ferry_sync_options_t`), for
+/// [`App::open_synced_with`](crate::App::open_synced_with) and
+/// [`App::open_async`](crate::App::open_async).
+///
+/// ```no_run
+/// # use std::time::Duration;
+/// # use ferry::{App, DownloadBeforeOpen, Schema, SyncOptions, User};
+/// # fn f(app: &App, user: &User, schema: &Schema) -> ferry::Result<()> {
+/// let options = SyncOptions::new("/var/lib/my-app/items.ferry", schema)
+///     .download_before_open(DownloadBeforeOpen::Always)
+///     .open_timeout(Duration::from_secs(10))
+///     .initial_subscriptions(|set| {
+///         set.add("items", "Item", "complexity <= 4");
+///     });
+/// let (session, db) = app.open_synced_with(user, &options, Duration::from_secs(30))?;
+/// # Ok(()) }
+/// ```
+pub struct SyncOptions<'a> {
+    path: PathBuf,
+    schema: &'a Schema,
+    download_before_open: DownloadBeforeOpen,
+    open_timeout: Option<Duration>,
+    in_memory: bool,
+    initial_subscriptions: Option<Box<InitialSubscriptions<'a>>>,
+    rerun_initial_subscriptions: bool,
+}
+
+impl fmt::Debug for SyncOptions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncOptions")
+            .field("path", &self.path)
+            .field("download_before_open", &self.download_before_open)
+            .field("open_timeout", &self.open_timeout)
+            .field("in_memory", &self.in_memory)
+            .field("initial_subscriptions", &self.initial_subscriptions.as_ref().map(|_| "Fn"))
+            .field("rerun_initial_subscriptions", &self.rerun_initial_subscriptions)
+            .finish()
+    }
+}
+
+impl<'a> SyncOptions<'a> {
+    /// A database file at `path` (created if missing) with `schema`; libferry's defaults for
+    /// the rest: download before open [`Never`](DownloadBeforeOpen::Never), an open timeout
+    /// of 30 s, no initial subscriptions.
+    pub fn new(path: impl AsRef<Path>, schema: &'a Schema) -> SyncOptions<'a> {
+        SyncOptions {
+            path: path.as_ref().to_path_buf(),
+            schema,
+            download_before_open: DownloadBeforeOpen::Never,
+            open_timeout: None,
+            in_memory: false,
+            initial_subscriptions: None,
+            rerun_initial_subscriptions: false,
+        }
+    }
+
+    /// An in-memory synced database named `identifier`: nothing is written to disk, and its
+    /// data is dropped when the session and every database handle are gone.
+    pub fn in_memory(identifier: impl Into<String>, schema: &'a Schema) -> SyncOptions<'a> {
+        let mut options = SyncOptions::new(PathBuf::from(identifier.into()), schema);
+        options.in_memory = true;
+        options
+    }
+
+    /// Whether the open waits for the server first.
+    pub fn download_before_open(mut self, mode: DownloadBeforeOpen) -> SyncOptions<'a> {
+        self.download_before_open = mode;
+        self
+    }
+
+    /// How long a download before open may take (default 30 s); then the open fails with
+    /// [`ErrorCode::Timeout`]. Rounded up to whole milliseconds.
+    pub fn open_timeout(mut self, timeout: Duration) -> SyncOptions<'a> {
+        self.open_timeout = Some(timeout);
+        self
+    }
+
+    /// Fills a new database's subscription set: called on the opening thread before the open
+    /// call returns, when the set was never written (or at every open with
+    /// [`rerun_initial_subscriptions`](SyncOptions::rerun_initial_subscriptions)). A failed
+    /// edit or a panic in it fails the open with that error.
+    pub fn initial_subscriptions(
+        mut self,
+        fill: impl Fn(&mut MutableSubscriptionSet) + 'a,
+    ) -> SyncOptions<'a> {
+        self.initial_subscriptions = Some(Box::new(fill));
+        self
+    }
+
+    /// Runs the initial subscriptions at every open, not only when the set was never written.
+    pub fn rerun_initial_subscriptions(mut self, rerun: bool) -> SyncOptions<'a> {
+        self.rerun_initial_subscriptions = rerun;
+        self
+    }
+
+    pub(crate) fn waits_for_server(&self) -> bool {
+        self.download_before_open != DownloadBeforeOpen::Never
+    }
+
+    /// Calls `call` with the raw options. Errors of the initial subscriptions closure go to
+    /// `error` (set before libferry fails the open, and so before its completion runs).
+    pub(crate) fn with_raw<R>(
+        &self,
+        error: &Arc<Mutex<Option<Error>>>,
+        call: impl FnOnce(&sys::ferry_sync_options_t) -> R,
+    ) -> Result<R> {
+        // SAFETY: integers, bools, NULL pointers and None are valid zeroes; the init fills in
+        // the defaults.
+        let mut raw: sys::ferry_sync_options_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid out-parameter.
+        Error::check(unsafe {
+            sys::ferry_sync_options_init(&mut raw, sys::FERRY_SYNC_OPTIONS_VERSION)
+        })?;
+        let path = c_string(self.path.as_os_str().as_bytes(), "path")?;
+        raw.path = path.as_ptr();
+        raw.schema = self.schema.as_ptr();
+        raw.download_before_open = self.download_before_open.as_raw();
+        if let Some(timeout) = self.open_timeout {
+            raw.open_timeout_ms = millis(timeout);
+        }
+        raw.in_memory = self.in_memory;
+        raw.rerun_initial_subscriptions = self.rerun_initial_subscriptions;
+        let state = self.initial_subscriptions.as_deref().map(|fill| InitialState {
+            fill,
+            thread: thread::current().id(),
+            error: Arc::clone(error),
+        });
+        if let Some(state) = &state {
+            raw.initial_subscriptions = Some(initial_subscriptions_trampoline);
+            raw.initial_subscriptions_userdata = state as *const InitialState as *mut c_void;
+        }
+        // libferry calls the initial subscriptions before `call` returns; `state`, `path` and
+        // the schema outlive it.
+        let out = call(&raw);
+        drop(state);
+        Ok(out)
+    }
+}
+
+/// Milliseconds, rounded up, saturating.
+pub(crate) fn millis(d: Duration) -> u64 {
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 && !d.is_zero() {
+        1
+    } else {
+        ms
+    }
+}
+
+/// What `initial_subscriptions_userdata` points to, on the opening thread's stack.
+struct InitialState<'s> {
+    fill: &'s InitialSubscriptions<'s>,
+    thread: ThreadId,
+    error: Arc<Mutex<Option<Error>>>,
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}
+
+unsafe extern "C" fn initial_subscriptions_trampoline(
+    userdata: *mut c_void,
+    set: *mut sys::ferry_subscription_set_t,
+) -> c_int {
+    let _scope = enter_callback(false);
+    let Some(set) = NonNull::new(set) else { return sys::FERRY_ERR_INVALID_ARGUMENT };
+    if userdata.is_null() {
+        return sys::FERRY_ERR_INVALID_ARGUMENT;
+    }
+    // SAFETY: userdata points to the `InitialState` of `with_raw`, alive during the open call.
+    let state = &*(userdata as *const InitialState);
+    if thread::current().id() != state.thread {
+        // ferry.h promises the opening thread; the closure need not be Send, so refuse.
+        eprintln!("ferry: the initial subscriptions callback ran on another thread; refused");
+        return sys::FERRY_ERR_INTERNAL;
+    }
+    let mut subs = MutableSubscriptionSet::lent(set);
+    let failure = match catch_unwind(AssertUnwindSafe(|| (state.fill)(&mut subs))) {
+        Ok(()) => subs.take_error(),
+        Err(payload) => Some(Error::new(
+            ErrorCode::InvalidArgument,
+            format!("the initial subscriptions closure panicked: {}", panic_message(&*payload)),
+        )),
+    };
+    match failure {
+        None => sys::FERRY_OK,
+        Some(e) => {
+            *state.error.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+            sys::FERRY_ERR_INVALID_ARGUMENT
+        }
+    }
+}
