@@ -423,6 +423,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "ferry_connection_state_token_free": (None, [c_void_p]),
     "ferry_sync_suspend": (c_int, [c_void_p]),
     "ferry_sync_resume": (c_int, [c_void_p]),
+    "ferry_sync_write_copy": (c_int, [c_void_p, c_char_p]),
     "ferry_sync_observe_progress": (
         c_int,
         [_pp, c_void_p, c_int32, c_int32, PROGRESS_CB, c_void_p, FREE_FN],

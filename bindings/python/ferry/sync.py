@@ -1022,6 +1022,13 @@ class SyncSession:
         """Resumes a paused session (no-op unless paused)."""
         check(_native.lib().ferry_sync_resume(self.handle))
 
+    def write_copy(self, path: "str | os.PathLike[str]") -> None:
+        """Writes a copy of this database, with its data and subscriptions, to a new file that
+        another user's synced open can use (``ferry_sync_write_copy``). The copy has no sync
+        identity and no history. Local changes must be uploaded first (``wait_for_upload``);
+        an existing path or unacknowledged changes raise ``FerryError``."""
+        check(_native.lib().ferry_sync_write_copy(self.handle, os.fsencode(path)))
+
     def _register(self, token_type: type, callback: Callable[..., Any],
                   call: Callable[[Any, int], int]) -> Any:
         if not callable(callback):

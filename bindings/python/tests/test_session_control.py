@@ -505,3 +505,23 @@ def test_bad_app_options_are_rejected(tmp_path: Path) -> None:
     with ferry.App(app_id=APP_ID, base_url="http://127.0.0.1:1", base_directory=tmp_path,
                    multiplex_sessions=False, ping_interval_ms=1_000) as app:
         app.reconnect()  # nothing to reconnect
+
+
+# --- write_copy ----------------------------------------------------------------------------------
+
+
+def test_write_copy_opens_for_another_user(devices: Devices) -> None:
+    a_app = devices.app()
+    a = devices.open(a_app, devices.user(a_app), initial_subscriptions=subscribe_mine)
+    with a.database.write():
+        a.database.create("Item", item(a.user.id, "copied"))
+    a.wait_for_upload(T)
+    b_app = devices.app()
+    b_user = devices.user(b_app)
+    target = b_app.dir / "copy.ferry"  # type: ignore[attr-defined]
+    a.write_copy(target)
+    with pytest.raises(ferry.FerryError):
+        a.write_copy(target)  # the path exists now
+    copy = b_app.open_synced(b_user, target, [ITEM], timeout=T)
+    devices.databases.append(copy.database)
+    assert len(copy.database.query("Item", "TRUEPREDICATE")) == 1

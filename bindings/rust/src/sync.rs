@@ -595,6 +595,18 @@ impl SyncSession {
         self.session_ref().resume()
     }
 
+    /// Writes a copy of this database, with its data and subscriptions, to a new file that
+    /// another user's synced open can use (`ferry_sync_write_copy`). The copy has no sync
+    /// identity and no history. Local changes must be uploaded first
+    /// ([`SyncSession::wait_for_upload`]); an existing path or unacknowledged changes are
+    /// [`ErrorCode::InvalidArgument`].
+    pub fn write_copy(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = c_string(path.as_ref().as_os_str().as_bytes(), "path")?;
+        // SAFETY: a valid handle and a NUL-terminated path that outlives the call.
+        Error::check(unsafe { sys::ferry_sync_write_copy(self.session_ref().ptr(), c.as_ptr()) })
+    }
+
     /// Calls `callback(old, new)` on Ferry's loop thread at every change of the session's
     /// connection state, until the returned token is dropped
     /// (`ferry_sync_observe_connection_state`). It must not block for long; a panic in it is

@@ -783,6 +783,7 @@ extern "C" {
     pub fn ferry_connection_state_token_free(token: *mut ferry_connection_state_token_t);
     pub fn ferry_sync_suspend(session: *mut ferry_sync_session_t) -> c_int;
     pub fn ferry_sync_resume(session: *mut ferry_sync_session_t) -> c_int;
+    pub fn ferry_sync_write_copy(session: *mut ferry_sync_session_t, path: *const c_char) -> c_int;
     pub fn ferry_sync_observe_progress(
         out: *mut *mut ferry_progress_token_t,
         session: *mut ferry_sync_session_t,

@@ -559,3 +559,26 @@ fn bad_app_options_are_rejected() {
     let app = new_app(url, &dir, |o| o.multiplex_sessions = false);
     app.reconnect().unwrap(); // nothing to reconnect
 }
+
+// --- write_copy ------------------------------------------------------------------------------
+
+#[test]
+fn write_copy_opens_for_another_user() {
+    let server = Server::start();
+    let (dir_a, dir_b) = (TempDir::new("device"), TempDir::new("device"));
+    let (app_a, app_b) =
+        (new_app(&server.url, &dir_a, |_| {}), new_app(&server.url, &dir_b, |_| {}));
+    let user_a = log_in(&app_a, &unique_email("copy-a"), true);
+    let user_b = log_in(&app_b, &unique_email("copy-b"), true);
+    let (a, a_db) = open_mine(&app_a, &user_a, &dir_a, "source.ferry");
+    create_item(&a_db, user_a.id(), "copied", 1);
+    a.wait_for_upload(TIMEOUT).unwrap();
+    let target = dir_b.file("copy.ferry");
+    a.write_copy(&target).unwrap();
+    let again = a.write_copy(&target).unwrap_err();
+    assert_eq!(again.code, ferry::ErrorCode::InvalidArgument);
+    let schema = item_schema();
+    let (_copy, copy_db) =
+        app_b.open_synced_with(&user_b, &SyncOptions::new(target, &schema), TIMEOUT).unwrap();
+    assert_eq!(count(&copy_db), 1);
+}
