@@ -717,7 +717,8 @@ typedef void (*ferry_sync_open_cb)(void *userdata, ferry_sync_session_t *session
  *  that takes longer than open_timeout_ms (e.g. the server is unreachable), FERRY_ERR_SYNC
  *  when the server rejects the subscriptions, or an error of ferry_sync_open. Errors of the
  *  call itself (then the callback is not called): FERRY_ERR_INVALID_HANDLE,
- *  FERRY_ERR_INVALID_ARGUMENT. */
+ *  FERRY_ERR_INVALID_ARGUMENT, FERRY_ERR_CLOSED (the user's App was freed). An App freed while
+ *  the open waits completes it with FERRY_ERR_SYNC ("the App was closed"). */
 int ferry_sync_open_async(ferry_user_t *user, const ferry_sync_options_t *opts, ferry_sync_open_cb callback, void *userdata);
 
 /** Calls back once every local change committed before this call is durable on the server,

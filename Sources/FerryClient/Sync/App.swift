@@ -57,6 +57,9 @@ public final class App: @unchecked Sendable {
     private var closed = false
     /// One connection per user, or per session without multiplexing (loop thread only).
     var connections: [String: SyncConnection] = [:]
+    /// Suspended sessions, on no connection: closing the App or logging their user out ends
+    /// them too (loop thread only).
+    var pausedSessions: [ObjectIdentifier: SyncSession] = [:]
     private var nextConnectionKey: UInt64 = 1
 
     public init(_ configuration: Configuration) throws {
@@ -107,8 +110,12 @@ public final class App: @unchecked Sendable {
         if stoppingConnections {
             let done = LoopSemaphore()
             loop.post { [self] in
-                for c in connections.values { c.shutdown(error: SyncError(code: 0, message: "the App was closed", isFatal: true, action: .applicationBug)) }
+                let error = SyncError(code: 0, message: "the App was closed", isFatal: true, action: .applicationBug)
+                for c in connections.values { c.shutdown(error: error) }
                 connections.removeAll()
+                let paused = pausedSessions.values
+                pausedSessions.removeAll()
+                for s in paused { s.connectionEnded(fatal: error) }
                 done.signal()
             }
             if !loop.isCurrent { done.wait() }
@@ -189,9 +196,14 @@ public final class App: @unchecked Sendable {
         let saved: Result<Void, FerryError> = Result { () throws -> Void in try lock.withLock { try store?.save(user.record, bump: false) } }
             .mapError { $0 as? FerryError ?? FerryError(.io, "\($0)") }
         loop.post { [self] in
+            let error = SyncError(code: 0, message: "the user logged out", isFatal: true, action: .logOutUser)
             for (key, c) in connections where c.user === user {
                 connections[key] = nil
-                c.shutdown(error: SyncError(code: 0, message: "the user logged out", isFatal: true, action: .logOutUser))
+                c.shutdown(error: error)
+            }
+            for (key, s) in pausedSessions where s.user === user {
+                pausedSessions[key] = nil
+                s.connectionEnded(fatal: error)
             }
             HTTPClient.send(request, on: loop, tls: configuration.tls, timeoutMs: configuration.requestTimeoutMs) { _ in completion(saved) }
         }

@@ -52,7 +52,7 @@ final class ProgressNotifiers: @unchecked Sendable {
             return nextId
         }
         // The first report comes from the loop thread, after whatever the loop has queued.
-        post { [self] in evaluate(only: id) }
+        _ = post { [self] in evaluate(only: id) }
         return ProgressToken(post: post) { [weak self] in self?.remove(id) }
     }
 

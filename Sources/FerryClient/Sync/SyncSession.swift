@@ -106,6 +106,7 @@ public final class SyncSession: @unchecked Sendable {
         app.loop.post { [self] in
             guard !closed, fatal == nil, !paused else { return }
             paused = true
+            app.pausedSessions[ObjectIdentifier(self)] = self
             let c = connection
             connection = nil
             connectionEnded(fatal: nil)
@@ -121,6 +122,7 @@ public final class SyncSession: @unchecked Sendable {
         app.loop.post { [self] in
             guard !closed, fatal == nil, paused else { return }
             paused = false
+            app.pausedSessions[ObjectIdentifier(self)] = nil
             app.attach(self)
         }
     }
@@ -238,6 +240,7 @@ public final class SyncSession: @unchecked Sendable {
         app.loop.post { [self] in
             closed = true
             setState(.inactive)
+            app.pausedSessions[ObjectIdentifier(self)] = nil
             failWaiters(FerryError(.closed, "the sync session was closed"))
             let c = connection
             connection = nil
