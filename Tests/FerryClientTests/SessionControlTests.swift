@@ -140,6 +140,34 @@ struct SessionControlTests {
         offline.app.close()
     }
 
+    @Test func closingTheAppOrLoggingOutEndsPausedSessionsToo() async throws {
+        try await SyncTestServer.withServer { url in
+            for logOut in [false, true] {
+                let a = try await SessionTestApp(url: url, subject: "paused-end-\(logOut)")
+                let s = try a.open("p.ferry")
+                #expect(await StateRecorder(s).reached(.connected))
+                s.suspend()
+                let pending = Arrival<FerryError?>()
+                s.waitForDownload { pending.deliver($0) }
+                if logOut {
+                    let out = Arrival<Result<Void, FerryError>>()
+                    a.app.logOut(a.user) { out.deliver($0) }
+                    _ = await out.wait()
+                } else {
+                    a.app.close()
+                }
+                let r = await pending.wait()
+                #expect(r != nil && r! != nil, "a wait on a paused session hung or succeeded")
+                #expect(s.state == .inactive)
+                // Resuming an ended session does not bring it back.
+                s.resume()
+                #expect(s.state == .inactive)
+                s.close()
+                a.app.close()
+            }
+        }
+    }
+
     @Test func reconnectTriesAtOnceAndResetsTheBackoff() async throws {
         let port = unusedLoopbackPort()
         let dir = SyncTestServer.temporaryDirectory("reconnect"), data = SyncTestServer.temporaryDirectory("data")
