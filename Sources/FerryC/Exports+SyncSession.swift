@@ -5,27 +5,23 @@ import FerryStore
 
 // Session state, pause and resume, reconnection and progress notifiers. See ferry.h.
 
-/// The object behind a `ferry_progress_token_t *`.
-final class ProgressTokenHandle: @unchecked Sendable {
-    let token: ProgressToken
-    let userdata: CCallback
-    let userdataFree: ferry_free_fn?
-    init(token: ProgressToken, userdata: CCallback, userdataFree: ferry_free_fn?) {
-        self.token = token
+/// The object behind a `ferry_progress_token_t *` or a `ferry_connection_state_token_t *` (the
+/// handle kinds keep them apart): the Swift token, kept alive by `cancel`, and the host's
+/// userdata, freed on the loop thread once the token is cancelled.
+final class SyncTokenHandle: @unchecked Sendable {
+    private let cancel: (@escaping @Sendable () -> Void) -> Void
+    private let userdata: CCallback
+    private let userdataFree: ferry_free_fn?
+
+    init(cancel: @escaping (@escaping @Sendable () -> Void) -> Void, userdata: CCallback, userdataFree: ferry_free_fn?) {
+        self.cancel = cancel
         self.userdata = userdata
         self.userdataFree = userdataFree
     }
-}
 
-/// The object behind a `ferry_connection_state_token_t *`.
-final class ConnectionStateTokenHandle: @unchecked Sendable {
-    let token: ConnectionStateToken
-    let userdata: CCallback
-    let userdataFree: ferry_free_fn?
-    init(token: ConnectionStateToken, userdata: CCallback, userdataFree: ferry_free_fn?) {
-        self.token = token
-        self.userdata = userdata
-        self.userdataFree = userdataFree
+    func release() {
+        let free = userdataFree, userdata = userdata
+        cancel { free?(userdata.userdata) }
     }
 }
 
@@ -81,16 +77,14 @@ public func ferry_sync_observe_connection_state(_ out: UnsafeMutablePointer<Opaq
         guard let callback else { throw FerryError(.invalidArgument, "callback must not be NULL") }
         let box = CCallback(userdata: userdata)
         let token = s.session.observeConnectionState { old, new in callback(box.userdata, old.rawValue, new.rawValue) }
-        out.pointee = HandleTable.shared.register(ConnectionStateTokenHandle(token: token, userdata: box, userdataFree: userdataFree),
+        out.pointee = HandleTable.shared.register(SyncTokenHandle(cancel: token.cancel(then:), userdata: box, userdataFree: userdataFree),
                                                   kind: .connectionStateToken)
     }
 }
 
 @c @implementation
 public func ferry_connection_state_token_free(_ token: OpaquePointer!) {
-    guard let h = HandleTable.shared.remove(token, .connectionStateToken, as: ConnectionStateTokenHandle.self) else { return }
-    let free = h.userdataFree, userdata = h.userdata
-    h.token.cancel { free?(userdata.userdata) }
+    HandleTable.shared.remove(token, .connectionStateToken, as: SyncTokenHandle.self)?.release()
 }
 
 @c @implementation
@@ -108,15 +102,14 @@ public func ferry_sync_observe_progress(_ out: UnsafeMutablePointer<OpaquePointe
             var c = ferry_progress_t(progress_estimate: p.progressEstimate, transferred_bytes: p.transferredBytes, transferable_bytes: p.transferableBytes)
             withUnsafePointer(to: &c) { callback(box.userdata, $0) }
         }
-        out.pointee = HandleTable.shared.register(ProgressTokenHandle(token: token, userdata: box, userdataFree: userdataFree), kind: .progressToken)
+        out.pointee = HandleTable.shared.register(SyncTokenHandle(cancel: token.cancel(then:), userdata: box, userdataFree: userdataFree),
+                                                  kind: .progressToken)
     }
 }
 
 @c @implementation
 public func ferry_progress_token_free(_ token: OpaquePointer!) {
-    guard let h = HandleTable.shared.remove(token, .progressToken, as: ProgressTokenHandle.self) else { return }
-    let free = h.userdataFree, userdata = h.userdata
-    h.token.cancel { free?(userdata.userdata) }
+    HandleTable.shared.remove(token, .progressToken, as: SyncTokenHandle.self)?.release()
 }
 
 @c @implementation

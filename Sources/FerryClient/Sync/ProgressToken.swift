@@ -1,32 +1,18 @@
-import FerryCore
-
-/// The registration of a progress notifier. `cancel()`, or releasing the token, unregisters it:
-/// no callback starts after `cancel()` returns (one already running on the loop thread finishes).
+/// The registration of a progress notifier. `cancel()`, or releasing the token, unregisters it.
+/// Callbacks run on the loop thread: one that was already being delivered when `cancel()` was
+/// called from another thread may still run; none starts later.
 public final class ProgressToken: @unchecked Sendable {
-    private let lock = SpinLock()
-    private var unregister: (() -> Void)?
-    private let post: (@escaping @Sendable () -> Void) -> Bool
+    private let registration: Registration
 
-    /// `post` runs a closure on the loop thread (false: the loop has stopped).
     init(post: @escaping (@escaping @Sendable () -> Void) -> Bool, _ unregister: @escaping () -> Void) {
-        self.post = post
-        self.unregister = unregister
+        registration = Registration(post: post, unregister)
     }
 
-    public func cancel() {
-        let u = lock.withLock { () -> (() -> Void)? in
-            defer { unregister = nil }
-            return unregister
-        }
-        u?()
-    }
+    public func cancel() { registration.cancel() }
 
     /// Unregisters, then runs `then` on the loop thread once any delivery in progress is over
     /// (at once when the loop has stopped): where a C host's userdata is freed.
-    public func cancel(then: @escaping @Sendable () -> Void) {
-        cancel()
-        if !post(then) { then() }
-    }
+    public func cancel(then: @escaping @Sendable () -> Void) { registration.cancel(then: then) }
 
-    deinit { cancel() }
+    deinit { registration.cancel() }
 }
