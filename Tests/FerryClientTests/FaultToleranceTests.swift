@@ -67,12 +67,15 @@ struct FaultToleranceTests {
             defer { proxy.stop() }
             let subject = "faults-\(seed)"
             var apps: [App] = [], sessions: [SyncSession] = []
+            // Any sync error (a revert, a protocol error) is part of a failure's story.
+            let errors = ErrorLog()
             defer { for s in sessions { s.close() }; for a in apps { a.close() } }
             for _ in 0..<4 {
                 let dir = SyncTestServer.temporaryDirectory("faults")
                 var config = App.Configuration(appId: "convergence", baseURL: proxy.url, baseDirectory: dir, logLevel: .off)
                 Self.quickRecovery(&config)
                 let app = try App(config)
+                app.errorHandler = { _, e in errors.add(e) }
                 apps.append(app)
                 let login = Arrival<Result<SyncUser, FerryError>>()
                 app.login(.jwt(testJWT(subject: subject))) { login.deliver($0) }
@@ -116,6 +119,7 @@ struct FaultToleranceTests {
             for s in sessions { try await RandomConvergenceTests.await_("upload after faults (seed \(seed))") { s.waitForUpload($0) } }
             for s in sessions { try await RandomConvergenceTests.await_("download after faults (seed \(seed))") { s.waitForDownload($0) } }
 
+            #expect(errors.all.isEmpty, "sync errors (seed \(seed)): \(errors.all.map { "\($0.code) \($0.message)" })")
             for (n, s) in sessions.enumerated() {
                 let rows = try s.database.query(classIndex: 0, query: "TRUEPREDICATE", arguments: [])
                 let names = Set(rows.compactMap { row -> String? in if case .string(let t) = row[2], t != "tally" { return t }; return nil })

@@ -219,14 +219,23 @@ final class SyncConnection: WebSocketDelegate {
         scheduleReconnect()
     }
 
-    /// The next delay doubles from the configured minimum up to the maximum; the wait is a
-    /// random point in its upper half, so devices cut off together do not return together.
+    /// Waits `backoffDelay` after the `attempts`th failure in a row, then tries again.
     private func scheduleReconnect() {
         attempts += 1
         let c = app.configuration
-        let base = min(c.reconnectDelayMinMs << UInt64(min(attempts - 1, 20)), c.reconnectDelayMaxMs)
-        let delay = base / 2 + UInt64.random(in: 0...(base - base / 2))
+        let delay = Self.backoffDelay(attempt: attempts, minMs: c.reconnectDelayMinMs, maxMs: c.reconnectDelayMaxMs,
+                                      random: { UInt64.random(in: $0) })
         if retryTimer == nil { retryTimer = LoopTimer(loop: app.loop) }
         retryTimer?.schedule(afterMilliseconds: delay) { [weak self] in self?.connect() }
+    }
+
+    /// The wait before retry number `attempt` (1 after the first failure): the base doubles
+    /// from `minMs` up to `maxMs`, and the wait is a random point in the base's upper half, so
+    /// devices cut off together do not come back together (SPEC F-BACKOFF).
+    static func backoffDelay(attempt: Int, minMs: UInt64, maxMs: UInt64, random: (ClosedRange<UInt64>) -> UInt64) -> UInt64 {
+        let doublings = UInt64(min(max(attempt - 1, 0), 40))
+        let (scaled, overflow) = minMs.multipliedReportingOverflow(by: UInt64(1) << doublings)
+        let base = overflow ? maxMs : min(scaled, maxMs)
+        return base / 2 + random(0...(base - base / 2))
     }
 }
