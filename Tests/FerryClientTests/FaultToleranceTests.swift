@@ -123,15 +123,8 @@ struct FaultToleranceTests {
             for (n, s) in sessions.enumerated() {
                 let rows = try s.database.query(classIndex: 0, query: "TRUEPREDICATE", arguments: [])
                 let names = Set(rows.compactMap { row -> String? in if case .string(let t) = row[2], t != "tally" { return t }; return nil })
-                // OPEN BUG (issue 4 note): rarely (about one run in twenty under TSan, once in the
-                // plain suite) a device misses the objects created by a few consecutive uploads
-                // of another device, while the counter and list writes of the same changesets
-                // arrive. Recorded as a known issue so it shows in every run without turning CI
-                // red; the counter and list checks below stay strict.
-                withKnownIssue("a device can miss objects created during faults (open)", isIntermittent: true) {
-                    #expect(names.count == tokens.count && names == Set(tokens),
-                            "device \(n) (seed \(seed)) lost objects: \(Set(tokens).subtracting(names).sorted()), extra: \(names.subtracting(tokens).sorted())")
-                }
+                #expect(names.count == tokens.count && names == Set(tokens),
+                        "device \(n) (seed \(seed)) lost objects: \(Set(tokens).subtracting(names).sorted()), extra: \(names.subtracting(tokens).sorted())")
                 let t = try #require(try s.database.object(classIndex: 0, key: tally))
                 #expect(t[3] == .int(Int64(tokens.count)), "device \(n) (seed \(seed)): counter \(t[3]) after \(tokens.count) increments")
                 guard case .list(let items) = t[5] else { Issue.record("no list"); continue }

@@ -79,6 +79,7 @@ struct conn {
   int pidx[2];       /* index of fd[s] in this round's pollfd array, -1 if not polled */
   bool connecting;   /* connect() to the target still in progress */
   bool blackhole;    /* chaos made this one connection a blackhole */
+  bool swallowed;    /* a blackhole dropped bytes of this stream: it can never resume */
   bool dead;         /* closed; freed at the end of the round */
 };
 
@@ -197,6 +198,8 @@ static void conn_reset(struct conn *c) {
 
 static void conn_make_blackhole(struct conn *c) {
   c->blackhole = true;
+  if (c->dir[CLIENT].head || c->dir[TARGET].head)
+    c->swallowed = true;
   dir_clear(&c->dir[CLIENT]);
   dir_clear(&c->dir[TARGET]);
 }
@@ -291,6 +294,8 @@ static void read_side(struct conn *c, int s) {
     d->eof = true;
   else if (!hole) /* a blackhole swallows what it reads */
     forward_chunk(c, s, scratch, (size_t)n);
+  else
+    c->swallowed = true;
 }
 
 static void finish_connect(struct conn *c) {
@@ -451,11 +456,17 @@ static bool parse_uint(const char *s, unsigned max, unsigned *out) {
   return true;
 }
 
+/* A blackholed stream that lost bytes is reset, not resumed: TCP never delivers a stream with
+ * a gap in the middle, and a client could read the frames after the gap as if nothing was
+ * missing. One that lost nothing resumes. */
 static void cmd_pass(char **args) {
   (void)args;
   memset(&faults, 0, sizeof faults);
-  for (struct conn *c = conns; c; c = c->next)
+  for (struct conn *c = conns; c; c = c->next) {
+    if (c->swallowed && !c->dead)
+      conn_reset(c);
     c->blackhole = false;
+  }
   ctl_reply("ok");
 }
 
@@ -473,6 +484,8 @@ static void cmd_blackhole(char **args) {
   (void)args;
   faults.blackhole = true;
   for (struct conn *c = conns; c; c = c->next) { /* nothing more arrives after the reply */
+    if (c->dir[CLIENT].head || c->dir[TARGET].head)
+      c->swallowed = true;
     dir_clear(&c->dir[CLIENT]);
     dir_clear(&c->dir[TARGET]);
   }
