@@ -3,7 +3,8 @@
  * as a subprocess (posix_spawn; $FERRY_SERVER, default <repo>/build/ferry-server, on the app in
  * <repo>/examples/item-app, port 0 and a port file). Every device is an App with its own base
  * directory. Completion callbacks and the sync error handler run on Ferry's loop thread: the
- * test waits for them on a condition variable with a deadline, never with a sleep.
+ * test waits for them on a condition variable with a deadline, never with a sleep (the waiters
+ * and the device helpers are shared with test_sync_session.c in sync_waiters.h).
  *
  *  - two devices of one email/password user sync both ways;
  *  - another (anonymous) user receives none of the first user's items, whatever it subscribes to;
@@ -22,121 +23,13 @@
  */
 #include "check.h"
 #include "sync_server.h"
+#include "sync_waiters.h"
 
 #include <pthread.h>
 #include <signal.h>
 
-#define WAIT_SECONDS 60 /* generous: valgrind is slow; a passing run never waits this long */
-#define APP_ID "item-app-seeds"
 #define REVERT_MESSAGE \
   "Client attempted a write that is outside of permissions or query filters; it has been reverted"
-
-/* ---- waiting for completions ----------------------------------------------------------------- */
-
-/* One completion: allocated on the heap, because a completion that never came may still come
- * after the test gave up on it (the waiter is then leaked, never freed under the callback). */
-struct waiter {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int calls;
-  int code;
-  char message[1024];
-  ferry_user_t *user;
-  bool user_and_error; /* both a user and an error: a contract violation */
-};
-
-static struct waiter *waiter_new(void) {
-  struct waiter *w = calloc(1, sizeof *w);
-  CHECK(w != NULL);
-  pthread_mutex_init(&w->mu, NULL);
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&w->cv, &attr);
-  pthread_condattr_destroy(&attr);
-  w->code = -9999;
-  return w;
-}
-
-static void waiter_free(struct waiter *w) {
-  pthread_mutex_destroy(&w->mu);
-  pthread_cond_destroy(&w->cv);
-  free(w);
-}
-
-static void record(struct waiter *w, const ferry_error_t *e) {
-  w->code = e ? e->code : FERRY_OK;
-  snprintf(w->message, sizeof w->message, "%s", e ? (e->message ? e->message : "(NULL message)") : "");
-}
-
-static void on_status(void *userdata, const ferry_error_t *error) {
-  struct waiter *w = userdata;
-  pthread_mutex_lock(&w->mu);
-  record(w, error);
-  w->calls++;
-  pthread_cond_broadcast(&w->cv);
-  pthread_mutex_unlock(&w->mu);
-}
-
-static void on_user(void *userdata, ferry_user_t *user, const ferry_error_t *error) {
-  struct waiter *w = userdata;
-  pthread_mutex_lock(&w->mu);
-  record(w, error);
-  if (user && error) w->user_and_error = true;
-  if (w->user) ferry_user_free(w->user); /* a second call: counted, not leaked */
-  w->user = user;
-  w->calls++;
-  pthread_cond_broadcast(&w->cv);
-  pthread_mutex_unlock(&w->mu);
-}
-
-/* Waits for the completion; false on timeout (then the waiter must be leaked). */
-static bool waiter_wait(struct waiter *w) {
-  struct timespec deadline;
-  clock_gettime(CLOCK_MONOTONIC, &deadline);
-  deadline.tv_sec += WAIT_SECONDS;
-  pthread_mutex_lock(&w->mu);
-  while (w->calls == 0)
-    if (pthread_cond_timedwait(&w->cv, &w->mu, &deadline) == ETIMEDOUT) break;
-  bool done = w->calls > 0;
-  pthread_mutex_unlock(&w->mu);
-  return done;
-}
-
-/* The outcome of an asynchronous call: the call's own code if it failed (no callback then),
- * else the completion's code, or -9999 on timeout. */
-struct outcome {
-  int code;
-  char message[1024];
-};
-
-static struct outcome finish(int call_rc, struct waiter *w, const char *what) {
-  struct outcome o = {call_rc, ""};
-  if (call_rc != FERRY_OK) {
-    snprintf(o.message, sizeof o.message, "%s", ferry_error_last()->message);
-    waiter_free(w); /* a failing call never calls back */
-    return o;
-  }
-  if (!waiter_wait(w)) {
-    CHECKF(false, "%s: no completion within %d s", what, WAIT_SECONDS);
-    o.code = -9999;
-    return o; /* w leaked on purpose */
-  }
-  pthread_mutex_lock(&w->mu);
-  o.code = w->code;
-  snprintf(o.message, sizeof o.message, "%s", w->message);
-  CHECKF(w->calls == 1, "%s: completion called %d times", what, w->calls);
-  pthread_mutex_unlock(&w->mu);
-  waiter_free(w);
-  return o;
-}
-
-#define CHECK_OUTCOME_OK(o, what)                                                            \
-  do {                                                                                     \
-    struct outcome co_ = (o);                                                              \
-    CHECKF(co_.code == FERRY_OK, "%s: %d (%s) %s", what, co_.code, ferry_strerror(co_.code), \
-           co_.message);                                                                   \
-  } while (0)
 
 /* ---- the sync error handler -------------------------------------------------------------- */
 
@@ -173,12 +66,14 @@ static struct error_log *error_log_new(void) {
   struct error_log *l = calloc(1, sizeof *l);
   CHECK(l != NULL);
   pthread_mutex_init(&l->mu, NULL);
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&l->cv, &attr);
-  pthread_condattr_destroy(&attr);
+  cond_init_monotonic(&l->cv);
   return l;
+}
+
+static void error_log_free(struct error_log *l) {
+  pthread_mutex_destroy(&l->mu);
+  pthread_cond_destroy(&l->cv);
+  free(l);
 }
 
 static void on_sync_error(void *userdata, ferry_sync_session_t *session, const ferry_sync_error_t *e) {
@@ -224,9 +119,7 @@ static void on_error_log_free(void *userdata) {
 
 /* Waits until at least n errors arrived; returns how many did. */
 static int error_log_wait(struct error_log *l, int n) {
-  struct timespec deadline;
-  clock_gettime(CLOCK_MONOTONIC, &deadline);
-  deadline.tv_sec += WAIT_SECONDS;
+  struct timespec deadline = deadline_in(WAIT_SECONDS);
   pthread_mutex_lock(&l->mu);
   while (l->count < n)
     if (pthread_cond_timedwait(&l->cv, &l->mu, &deadline) == ETIMEDOUT) break;
@@ -235,95 +128,25 @@ static int error_log_wait(struct error_log *l, int n) {
   return got;
 }
 
-static int error_log_count(struct error_log *l) {
-  pthread_mutex_lock(&l->mu);
-  int n = l->count;
-  pthread_mutex_unlock(&l->mu);
-  return n;
-}
+static int error_log_count(struct error_log *l) { return locked_int(&l->mu, &l->count); }
 
 /* ---- devices ------------------------------------------------------------------------------- */
 
-static ferry_schema_t *item_schema;
-
-static void make_item_schema(void) {
-  static const ferry_property_info_t props[] = {
-      {"_id", FERRY_TYPE_OBJECT_ID, FERRY_PROPERTY_PRIMARY_KEY, NULL},
-      {"ownerId", FERRY_TYPE_STRING, 0, NULL},
-      {"itemName", FERRY_TYPE_STRING, 0, NULL},
-      {"complexity", FERRY_TYPE_INT, 0, NULL},
-  };
-  ferry_class_info_t cls = {"Item", props, 4, 0};
-  CHECK_OK(ferry_schema_new(&item_schema, &cls, 1));
-}
-
-enum { P_ID = 0, P_OWNER = 1, P_NAME = 2, P_COMPLEXITY = 3 };
-
-struct device {
-  char dir[640];
-  char db_path[700];
-  ferry_app_t *app;
-  ferry_user_t *user;
-  const char *user_id; /* lent by user */
-  ferry_sync_session_t *session;
-  ferry_db_t *db;
-  struct error_log *errors;
-};
-
-static int device_counter = 0;
-
-static struct outcome wait_download(struct device *d);
-
 static ferry_app_t *app_on(const char *dir, const char *url) {
-  ferry_app_options_t o;
-  CHECK_OK(ferry_app_options_init(&o, FERRY_APP_OPTIONS_VERSION));
-  o.app_id = APP_ID;
-  o.base_url = url;
-  o.base_directory = dir;
-  o.log_level = FERRY_LOG_WARN;
-  ferry_app_t *app = NULL;
-  CHECK_OK(ferry_app_new(&app, &o));
-  return app;
+  ferry_app_options_t o = app_options(dir, url);
+  return app_new_with(&o);
 }
 
 /* A new App with its own base directory and the error log installed (no user yet). */
 static void device_app(struct device *d, const char *name) {
-  memset(d, 0, sizeof *d);
-  char leaf[64];
-  snprintf(leaf, sizeof leaf, "device-%d-%s", ++device_counter, name);
-  snprintf(d->dir, sizeof d->dir, "%s", test_path(leaf));
-  CHECKF(mkdir(d->dir, 0700) == 0, "mkdir %s: %s", d->dir, strerror(errno));
-  snprintf(d->db_path, sizeof d->db_path, "%s/items.ferry", d->dir);
+  device_dirs(d, name, NULL);
   d->app = app_on(d->dir, base_url);
   d->errors = error_log_new();
   CHECK_OK(ferry_app_set_sync_error_handler(d->app, on_sync_error, d->errors, on_error_log_free));
 }
 
-static struct outcome log_in(ferry_app_t *app, const ferry_credentials_t *c, ferry_user_t **out_user) {
-  struct waiter *w = waiter_new();
-  int rc = ferry_app_log_in(app, c, on_user, w);
-  if (rc == FERRY_OK && waiter_wait(w)) {
-    pthread_mutex_lock(&w->mu);
-    CHECKF(!w->user_and_error, "login completion got both a user and an error");
-    CHECKF((w->code == FERRY_OK) == (w->user != NULL), "login completion: code %d with user %p",
-           w->code, (void *)w->user);
-    *out_user = w->user;
-    w->user = NULL;
-    pthread_mutex_unlock(&w->mu);
-  }
-  return finish(rc, w, "ferry_app_log_in");
-}
-
-static struct outcome register_email(ferry_app_t *app, const char *email, const char *password) {
-  struct waiter *w = waiter_new();
-  return finish(ferry_app_register_email(app, email, password, on_status, w), w, "ferry_app_register_email");
-}
-
 static void device_open_session(struct device *d) {
-  ferry_sync_options_t so;
-  CHECK_OK(ferry_sync_options_init(&so, FERRY_SYNC_OPTIONS_VERSION));
-  so.path = d->db_path;
-  so.schema = item_schema;
+  ferry_sync_options_t so = sync_options(d->db_path);
   CHECK_OK(ferry_sync_open(&d->session, &d->db, d->user, &so));
   pthread_mutex_lock(&d->errors->mu);
   d->errors->db = d->db;
@@ -333,10 +156,7 @@ static void device_open_session(struct device *d) {
 /* A device logged in with c (registering email/password first when asked). */
 static void device_open(struct device *d, const char *name, ferry_credentials_t c, bool do_register) {
   device_app(d, name);
-  if (do_register) CHECK_OUTCOME_OK(register_email(d->app, c.email, c.password), "register");
-  CHECK_OUTCOME_OK(log_in(d->app, &c, &d->user), "log in");
-  CHECK(d->user != NULL);
-  CHECK_OK(ferry_user_id(&d->user_id, d->user));
+  device_login(d, c, do_register);
   CHECK(d->user_id != NULL && d->user_id[0] != '\0');
   int32_t state = -1;
   CHECK_OK(ferry_user_state(&state, d->user));
@@ -345,49 +165,25 @@ static void device_open(struct device *d, const char *name, ferry_credentials_t 
   /* Let the session bind and get its client file identity before the host edits the
    * subscriptions: a subscription update racing the loop thread's own write (the identity, an
    * integrated download) fails (see test_subscription_update_race, a known library bug). */
-  CHECK_OUTCOME_OK(wait_download(d), "the first download");
+  CHECK_OUTCOME_OK(wait_download(d->session), "the first download");
 }
 
 /* Frees everything; checks the error handler's userdata was freed exactly once. */
 static void device_close(struct device *d) {
-  ferry_sync_session_free(d->session);
-  ferry_db_free(d->db);
-  ferry_user_free(d->user);
-  ferry_app_free(d->app);
+  device_free_handles(d);
   CHECK_EQ_INT(d->errors->frees, 1);
-  pthread_mutex_destroy(&d->errors->mu);
-  pthread_cond_destroy(&d->errors->cv);
-  free(d->errors);
+  error_log_free(d->errors);
   memset(d, 0, sizeof *d);
 }
 
-static struct outcome wait_upload(struct device *d) {
-  struct waiter *w = waiter_new();
-  return finish(ferry_sync_wait_for_upload(d->session, on_status, w), w, "ferry_sync_wait_for_upload");
-}
-
-static struct outcome wait_download(struct device *d) {
-  struct waiter *w = waiter_new();
-  return finish(ferry_sync_wait_for_download(d->session, on_status, w), w, "ferry_sync_wait_for_download");
-}
-
 static void device_sync(struct device *d) {
-  CHECK_OUTCOME_OK(wait_upload(d), "upload");
-  CHECK_OUTCOME_OK(wait_download(d), "download");
+  CHECK_OUTCOME_OK(wait_upload(d->session), "upload");
+  CHECK_OUTCOME_OK(wait_download(d->session), "download");
 }
 
 /* Adds (or replaces) the named subscription and waits for it; returns the wait's outcome. */
 static struct outcome subscribe(struct device *d, const char *name, const char *query, uint64_t *out_version) {
-  ferry_subscription_set_t *set = NULL;
-  CHECK_OK(ferry_sync_subscriptions(&set, d->session));
-  CHECK_OK(ferry_subscription_set_add(set, name, "Item", query));
-  uint64_t version = 0;
-  CHECK_OK(ferry_sync_update_subscriptions(&version, d->session, set));
-  ferry_subscription_set_free(set);
-  if (out_version) *out_version = version;
-  struct waiter *w = waiter_new();
-  return finish(ferry_sync_wait_for_subscriptions(d->session, version, on_status, w), w,
-                "ferry_sync_wait_for_subscriptions");
+  return add_subscription(d->session, name, query, out_version);
 }
 
 static void write_begin(struct device *d) { CHECK_OK(ferry_db_begin_write(d->db)); }
@@ -399,12 +195,6 @@ static void create_item(struct device *d, ferry_value_t id, const char *owner, c
                                    pv(P_COMPLEXITY, v_int(complexity))};
   CHECK_OK(ferry_object_create(d->db, 0, vals, 4));
   write_commit(d);
-}
-
-static ferry_value_t new_oid(void) {
-  ferry_value_t v;
-  CHECK_OK(ferry_object_id_generate(&v));
-  return v;
 }
 
 static void oid_hex(char out[25], const ferry_value_t *v) {
@@ -431,28 +221,6 @@ static bool read_item(struct device *d, ferry_value_t id, char *name, size_t nam
   ferry_object_free(o);
   return true;
 }
-
-static size_t count_items(struct device *d) {
-  ferry_results_t *r = NULL;
-  CHECK_OK(ferry_db_query(&r, d->db, 0, "TRUEPREDICATE", NULL, 0));
-  size_t n = 0;
-  CHECK_OK(ferry_results_count(&n, r));
-  ferry_results_free(r);
-  return n;
-}
-
-static void random_email(char *out, size_t size, const char *who) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  snprintf(out, size, "%s-%d-%ld%09ld@example.com", who, (int)getpid(), (long)ts.tv_sec, ts.tv_nsec);
-}
-
-static ferry_credentials_t email_credentials(const char *email, const char *password) {
-  ferry_credentials_t c = {FERRY_CREDENTIALS_EMAIL_PASSWORD, email, password, NULL};
-  return c;
-}
-
-static const ferry_credentials_t anonymous = {FERRY_CREDENTIALS_ANONYMOUS, NULL, NULL, NULL};
 
 /* ---- the scenarios ------------------------------------------------------------------------ */
 
@@ -501,7 +269,7 @@ static void test_other_user_never_receives_items(void) {
   create_item(&a, new_oid(), a.user_id, "mine", 1);
   create_item(&a, new_oid(), a.user_id, "mine too", 4);
   device_sync(&a);
-  CHECK_EQ_INT(count_items(&a), 2);
+  CHECK_EQ_INT(count_items(a.db), 2);
 
   char by_owner[256];
   snprintf(by_owner, sizeof by_owner, "ownerId == \"%s\"", a.user_id);
@@ -511,14 +279,14 @@ static void test_other_user_never_receives_items(void) {
     snprintf(sub_name, sizeof sub_name, "try-%zu", i);
     CHECK_OUTCOME_OK(subscribe(&other, sub_name, queries[i], NULL), queries[i]);
     device_sync(&other);
-    CHECKF(count_items(&other) == 0, "the other user received %zu items subscribing to %s",
-           count_items(&other), queries[i]);
+    CHECKF(count_items(other.db) == 0, "the other user received %zu items subscribing to %s",
+           count_items(other.db), queries[i]);
   }
   /* still nothing after the owner writes again */
   create_item(&a, new_oid(), a.user_id, "written later", 2);
   device_sync(&a);
   device_sync(&other);
-  CHECK_EQ_INT(count_items(&other), 0);
+  CHECK_EQ_INT(count_items(other.db), 0);
   CHECK_EQ_INT(error_log_count(other.errors), 0);
   device_close(&a);
   device_close(&other);
@@ -564,7 +332,7 @@ static void test_reverted_writes(void) {
   CHECK(!read_item(&a, complex, NULL, 0, NULL));
   CHECK(!read_item(&a, foreign, NULL, 0, NULL));
   CHECK(read_item(&a, fine, NULL, 0, NULL));
-  CHECK_EQ_INT(count_items(&a), 1);
+  CHECK_EQ_INT(count_items(a.db), 1);
   device_close(&a);
 }
 
@@ -756,9 +524,7 @@ static void test_cached_user_and_log_out(void) {
     CHECK(read_item(&d, id, NULL, 0, NULL));
     ferry_sync_session_free(d.session);
     ferry_db_free(d.db);
-    pthread_mutex_destroy(&d.errors->mu);
-    pthread_cond_destroy(&d.errors->cv);
-    free(d.errors);
+    error_log_free(d.errors);
   }
 
   /* log out: the user stays cached, logged out, and is no longer current */
@@ -771,10 +537,7 @@ static void test_cached_user_and_log_out(void) {
   CHECK(current == NULL);
   CHECK_OK(ferry_app_user_count(&count, app));
   CHECK_EQ_INT(count, 1);
-  ferry_sync_options_t so;
-  CHECK_OK(ferry_sync_options_init(&so, FERRY_SYNC_OPTIONS_VERSION));
-  so.path = db_path;
-  so.schema = item_schema;
+  ferry_sync_options_t so = sync_options(db_path);
   ferry_sync_session_t *session = (ferry_sync_session_t *)&session;
   ferry_db_t *db = (ferry_db_t *)&db;
   CHECK_ERR(ferry_sync_open(&session, &db, user, &so), FERRY_ERR_AUTH);
@@ -893,7 +656,7 @@ static void test_subscription_update_race(void) {
   __atomic_store_n(&race_stop, 1, __ATOMIC_SEQ_CST);
   CHECK(pthread_join(writer, NULL) == 0);
   /* the session is alive iff a final upload wait succeeds */
-  struct outcome o = wait_upload(&a);
+  struct outcome o = wait_upload(a.session);
   int fatal = 0;
   char fatal_message[1024] = "";
   pthread_mutex_lock(&a.errors->mu);

@@ -39,240 +39,113 @@
  *    are dropped when the session and every handle are closed.
  *
  * Callbacks run on Ferry's loop thread: the test waits for them on condition variables with
- * deadlines, never with a sleep (the proxy's counters are polled with a deadline). Paused
+ * deadlines, never with a sleep (the proxy's counters are polled with a deadline; the waiters and
+ * device helpers are shared with test_sync.c in sync_waiters.h). Paused
  * sessions end too when their App is freed or their user logs out, and stay ended on resume.
  * Exits 77 (CTest: skipped) without a ferry-server or ferry-fault-proxy binary.
  */
 #include "check.h"
 #include "sync_server.h"
 #include "fault_proxy.h"
+#include "sync_waiters.h"
 
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 
-#define WAIT_SECONDS 60 /* generous: valgrind is slow; a passing run never waits this long */
-#define APP_ID "item-app-seeds"
-
-static pthread_t main_thread;
 static int server_port = 0;
 static struct fault_proxy main_proxy; /* `pass` throughout: for the scenarios without faults */
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
+/* ---- callback logs ----------------------------------------------------------------------------- */
 
-static struct timespec deadline_in(double seconds) {
-  struct timespec d;
-  clock_gettime(CLOCK_MONOTONIC, &d);
-  long long ns = (long long)d.tv_nsec + (long long)((seconds - (double)(long long)seconds) * 1e9);
-  d.tv_sec += (time_t)seconds + (time_t)(ns / 1000000000LL);
-  d.tv_nsec = (long)(ns % 1000000000LL);
-  return d;
-}
-
-static void cond_init_monotonic(pthread_cond_t *cv) {
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(cv, &attr);
-  pthread_condattr_destroy(&attr);
-}
-
-/* ---- waiting for completions (as in test_sync.c) ---------------------------------------------- */
-
-/* One completion: allocated on the heap, because a completion that never came may still come
- * after the test gave up on it (the waiter is then leaked, never freed under the callback). */
-struct waiter {
+/* What the connection state and progress logs share (their first member, so that their
+ * observers' userdata can be given to on_log_free): the lock and the condition variable the
+ * callbacks signal, how many callbacks came (entries beyond a log's capacity are counted, not
+ * kept), how many ran on the host's main thread (must be none), and the userdata_free calls. */
+struct log_core {
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int calls;
-  int code;
-  char message[1024];
-  ferry_user_t *user;
-  /* ferry_sync_open_async */
-  ferry_sync_session_t *session;
-  ferry_db_t *db;
-  bool handles_and_error; /* handles together with an error, or neither without one */
-  bool on_main_thread;
-  int found_in_callback; /* ferry_object_get of `probe` inside the open completion */
-  ferry_value_t probe;
+  int count;
+  int on_main_thread;
+  int frees;
 };
 
-static struct waiter *waiter_new(void) {
-  struct waiter *w = calloc(1, sizeof *w);
-  CHECK(w != NULL);
-  pthread_mutex_init(&w->mu, NULL);
-  cond_init_monotonic(&w->cv);
-  w->code = -9999;
-  w->found_in_callback = -9999;
-  w->probe = v_null();
-  return w;
+static void log_core_init(struct log_core *c) {
+  pthread_mutex_init(&c->mu, NULL);
+  cond_init_monotonic(&c->cv);
 }
 
-static void waiter_free(struct waiter *w) {
-  pthread_mutex_destroy(&w->mu);
-  pthread_cond_destroy(&w->cv);
-  free(w);
+/* Counts a callback and wakes the waiters; called with c->mu held. */
+static void log_core_counted(struct log_core *c) {
+  c->count++;
+  if (on_main_thread_now()) c->on_main_thread++;
+  pthread_cond_broadcast(&c->cv);
 }
 
-static void record(struct waiter *w, const ferry_error_t *e) {
-  w->code = e ? e->code : FERRY_OK;
-  snprintf(w->message, sizeof w->message, "%s", e ? (e->message ? e->message : "(NULL message)") : "");
-  if (pthread_equal(pthread_self(), main_thread)) w->on_main_thread = true;
+/* The userdata_free of an observer whose userdata is a log. */
+static void on_log_free(void *userdata) {
+  struct log_core *c = userdata;
+  pthread_mutex_lock(&c->mu);
+  c->frees++;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
 }
 
-static void on_status(void *userdata, const ferry_error_t *error) {
-  struct waiter *w = userdata;
-  pthread_mutex_lock(&w->mu);
-  record(w, error);
-  w->calls++;
-  pthread_cond_broadcast(&w->cv);
-  pthread_mutex_unlock(&w->mu);
+static int log_count(struct log_core *c) { return locked_int(&c->mu, &c->count); }
+static int log_frees(struct log_core *c) { return locked_int(&c->mu, &c->frees); }
+
+/* After a token was freed (`before`: log_frees() before that), waits for the userdata_free that
+ * runs on the loop thread: exactly once. */
+static void log_wait_freed(struct log_core *c, int before, const char *what) {
+  struct timespec deadline = deadline_in(WAIT_SECONDS);
+  pthread_mutex_lock(&c->mu);
+  while (c->frees == before)
+    if (pthread_cond_timedwait(&c->cv, &c->mu, &deadline) == ETIMEDOUT) break;
+  int frees = c->frees - before;
+  pthread_mutex_unlock(&c->mu);
+  CHECKF(frees == 1, "freeing a %s token ran its userdata_free %d times, expected once", what, frees);
 }
 
-static void on_user(void *userdata, ferry_user_t *user, const ferry_error_t *error) {
-  struct waiter *w = userdata;
-  pthread_mutex_lock(&w->mu);
-  record(w, error);
-  if (w->user) ferry_user_free(w->user); /* a second call: counted, not leaked */
-  w->user = user;
-  w->calls++;
-  pthread_cond_broadcast(&w->cv);
-  pthread_mutex_unlock(&w->mu);
+/* Checks the log's userdata_free ran exactly once, then destroys its lock and condition variable. */
+static void log_core_destroy(struct log_core *c, const char *what) {
+  pthread_mutex_lock(&c->mu);
+  CHECKF(c->frees == 1, "a %s's userdata_free ran %d times, expected once", what, c->frees);
+  pthread_mutex_unlock(&c->mu);
+  pthread_mutex_destroy(&c->mu);
+  pthread_cond_destroy(&c->cv);
 }
-
-static void on_open(void *userdata, ferry_sync_session_t *session, ferry_db_t *db, const ferry_error_t *error) {
-  struct waiter *w = userdata;
-  pthread_mutex_lock(&w->mu);
-  record(w, error);
-  if ((error != NULL) != (session == NULL) || (error != NULL) != (db == NULL)) w->handles_and_error = true;
-  if (db != NULL && w->probe.type != FERRY_TYPE_NULL) {
-    /* the data are there when the completion runs */
-    ferry_object_t *o = NULL;
-    w->found_in_callback = ferry_object_get(&o, db, 0, &w->probe);
-    ferry_object_free(o);
-  }
-  if (w->calls == 0) {
-    w->session = session;
-    w->db = db;
-  } else { /* a second call: counted, its handles freed */
-    ferry_sync_session_free(session);
-    ferry_db_free(db);
-  }
-  w->calls++;
-  pthread_cond_broadcast(&w->cv);
-  pthread_mutex_unlock(&w->mu);
-}
-
-/* Waits for the completion; false on timeout (then the waiter must be leaked). */
-static bool waiter_wait_for(struct waiter *w, double seconds) {
-  struct timespec deadline = deadline_in(seconds);
-  pthread_mutex_lock(&w->mu);
-  while (w->calls == 0)
-    if (pthread_cond_timedwait(&w->cv, &w->mu, &deadline) == ETIMEDOUT) break;
-  bool done = w->calls > 0;
-  pthread_mutex_unlock(&w->mu);
-  return done;
-}
-
-static bool waiter_wait(struct waiter *w) { return waiter_wait_for(w, WAIT_SECONDS); }
-
-static int waiter_calls(struct waiter *w) {
-  pthread_mutex_lock(&w->mu);
-  int n = w->calls;
-  pthread_mutex_unlock(&w->mu);
-  return n;
-}
-
-/* The outcome of an asynchronous call: the call's own code if it failed (no callback then),
- * else the completion's code, or -9999 on timeout. */
-struct outcome {
-  int code;
-  char message[1024];
-};
-
-static struct outcome finish(int call_rc, struct waiter *w, const char *what) {
-  struct outcome o = {call_rc, ""};
-  if (call_rc != FERRY_OK) {
-    snprintf(o.message, sizeof o.message, "%s", ferry_error_last()->message);
-    waiter_free(w); /* a failing call never calls back */
-    return o;
-  }
-  if (!waiter_wait(w)) {
-    CHECKF(false, "%s: no completion within %d s", what, WAIT_SECONDS);
-    o.code = -9999;
-    return o; /* w leaked on purpose */
-  }
-  pthread_mutex_lock(&w->mu);
-  o.code = w->code;
-  snprintf(o.message, sizeof o.message, "%s", w->message);
-  CHECKF(w->calls == 1, "%s: completion called %d times", what, w->calls);
-  CHECKF(!w->on_main_thread, "%s: the completion ran on the host's thread, not the loop thread", what);
-  pthread_mutex_unlock(&w->mu);
-  waiter_free(w);
-  return o;
-}
-
-#define CHECK_OUTCOME_OK(o, what)                                                            \
-  do {                                                                                     \
-    struct outcome co_ = (o);                                                              \
-    CHECKF(co_.code == FERRY_OK, "%s: %d (%s) %s", what, co_.code, ferry_strerror(co_.code), \
-           co_.message);                                                                   \
-  } while (0)
 
 /* ---- connection state observers ------------------------------------------------------------ */
 
 #define MAX_TRANSITIONS 512
 
 struct state_log {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int count;
+  struct log_core core; /* first */
   int32_t from[MAX_TRANSITIONS], to[MAX_TRANSITIONS];
   double at[MAX_TRANSITIONS];
-  int on_main_thread; /* callbacks that ran on the host's main thread (must be none) */
-  int frees;
 };
 
 static struct state_log *state_log_new(void) {
   struct state_log *l = calloc(1, sizeof *l);
   CHECK(l != NULL);
-  pthread_mutex_init(&l->mu, NULL);
-  cond_init_monotonic(&l->cv);
+  log_core_init(&l->core);
   return l;
 }
 
 static void on_state(void *userdata, int32_t old_state, int32_t new_state) {
   struct state_log *l = userdata;
-  pthread_mutex_lock(&l->mu);
-  if (l->count < MAX_TRANSITIONS) {
-    l->from[l->count] = old_state;
-    l->to[l->count] = new_state;
-    l->at[l->count] = now_s();
+  pthread_mutex_lock(&l->core.mu);
+  int i = l->core.count;
+  if (i < MAX_TRANSITIONS) {
+    l->from[i] = old_state;
+    l->to[i] = new_state;
+    l->at[i] = now_s();
   }
-  l->count++;
-  if (pthread_equal(pthread_self(), main_thread)) l->on_main_thread++;
-  pthread_cond_broadcast(&l->cv);
-  pthread_mutex_unlock(&l->mu);
+  log_core_counted(&l->core);
+  pthread_mutex_unlock(&l->core.mu);
 }
 
-static void on_state_free(void *userdata) {
-  struct state_log *l = userdata;
-  pthread_mutex_lock(&l->mu);
-  l->frees++;
-  pthread_cond_broadcast(&l->cv);
-  pthread_mutex_unlock(&l->mu);
-}
-
-static int state_count(struct state_log *l) {
-  pthread_mutex_lock(&l->mu);
-  int n = l->count;
-  pthread_mutex_unlock(&l->mu);
-  return n;
-}
+static int state_count(struct state_log *l) { return log_count(&l->core); }
 
 static const char *state_name(int32_t s) {
   switch (s) {
@@ -287,18 +160,18 @@ static const char *state_name(int32_t s) {
  * or later; its index, or -1 when none came within `seconds`. */
 static int state_wait(struct state_log *l, int start, int32_t from, int32_t to, double seconds) {
   struct timespec deadline = deadline_in(seconds);
-  pthread_mutex_lock(&l->mu);
+  pthread_mutex_lock(&l->core.mu);
   int found = -1;
   for (int i = start;; i++) {
-    while (i >= l->count)
-      if (pthread_cond_timedwait(&l->cv, &l->mu, &deadline) == ETIMEDOUT) goto out;
+    while (i >= l->core.count)
+      if (pthread_cond_timedwait(&l->core.cv, &l->core.mu, &deadline) == ETIMEDOUT) goto out;
     if (i < MAX_TRANSITIONS && l->to[i] == to && (from < 0 || l->from[i] == from)) {
       found = i;
       break;
     }
   }
 out:
-  pthread_mutex_unlock(&l->mu);
+  pthread_mutex_unlock(&l->core.mu);
   return found;
 }
 
@@ -306,7 +179,7 @@ out:
  * woken by the observer l); false after `seconds`. */
 static bool wait_connection_state(ferry_sync_session_t *s, struct state_log *l, int32_t want, double seconds) {
   struct timespec deadline = deadline_in(seconds);
-  pthread_mutex_lock(&l->mu);
+  pthread_mutex_lock(&l->core.mu);
   bool ok = false;
   for (;;) {
     int32_t cs = -1;
@@ -315,16 +188,16 @@ static bool wait_connection_state(ferry_sync_session_t *s, struct state_log *l, 
       ok = true;
       break;
     }
-    if (pthread_cond_timedwait(&l->cv, &l->mu, &deadline) == ETIMEDOUT) break;
+    if (pthread_cond_timedwait(&l->core.cv, &l->core.mu, &deadline) == ETIMEDOUT) break;
   }
-  pthread_mutex_unlock(&l->mu);
+  pthread_mutex_unlock(&l->core.mu);
   return ok;
 }
 
 /* Every transition changes the state, and each starts where the previous one ended. */
 static void state_check_chain(struct state_log *l, const char *what) {
-  pthread_mutex_lock(&l->mu);
-  int n = l->count < MAX_TRANSITIONS ? l->count : MAX_TRANSITIONS;
+  pthread_mutex_lock(&l->core.mu);
+  int n = l->core.count < MAX_TRANSITIONS ? l->core.count : MAX_TRANSITIONS;
   for (int i = 0; i < n; i++) {
     CHECKF(l->from[i] >= 0 && l->from[i] <= 2 && l->to[i] >= 0 && l->to[i] <= 2, "%s: transition %d: %d -> %d", what, i,
            l->from[i], l->to[i]);
@@ -333,48 +206,36 @@ static void state_check_chain(struct state_log *l, const char *what) {
       CHECKF(l->from[i] == l->to[i - 1], "%s: transition %d starts at %s, the previous one ended at %s", what, i,
              state_name(l->from[i]), state_name(l->to[i - 1]));
   }
-  CHECKF(l->on_main_thread == 0, "%s: %d state callbacks ran on the host's thread", what, l->on_main_thread);
-  pthread_mutex_unlock(&l->mu);
+  CHECKF(l->core.on_main_thread == 0, "%s: %d state callbacks ran on the host's thread", what, l->core.on_main_thread);
+  pthread_mutex_unlock(&l->core.mu);
 }
 
 static void state_print(struct state_log *l, const char *what) {
-  pthread_mutex_lock(&l->mu);
+  pthread_mutex_lock(&l->core.mu);
   printf("  %s: ", what);
-  int n = l->count < MAX_TRANSITIONS ? l->count : MAX_TRANSITIONS;
+  int n = l->core.count < MAX_TRANSITIONS ? l->core.count : MAX_TRANSITIONS;
   if (n > 0) printf("%s", state_name(l->from[0]));
   for (int i = 0; i < n; i++) printf(" -> %s", state_name(l->to[i]));
   printf("\n");
-  pthread_mutex_unlock(&l->mu);
+  pthread_mutex_unlock(&l->core.mu);
 }
 
 static ferry_connection_state_token_t *observe(ferry_sync_session_t *s, struct state_log *l) {
   ferry_connection_state_token_t *t = NULL;
-  CHECK_OK(ferry_sync_observe_connection_state(&t, s, on_state, l, on_state_free));
+  CHECK_OK(ferry_sync_observe_connection_state(&t, s, on_state, l, on_log_free));
   CHECK(t != NULL);
   return t;
 }
 
 /* Frees the token; its userdata_free runs on the loop thread: waited for, exactly once. */
 static void unobserve(ferry_connection_state_token_t *t, struct state_log *l) {
-  pthread_mutex_lock(&l->mu);
-  int before = l->frees;
-  pthread_mutex_unlock(&l->mu);
+  int before = log_frees(&l->core);
   ferry_connection_state_token_free(t);
-  struct timespec deadline = deadline_in(WAIT_SECONDS);
-  pthread_mutex_lock(&l->mu);
-  while (l->frees == before)
-    if (pthread_cond_timedwait(&l->cv, &l->mu, &deadline) == ETIMEDOUT) break;
-  int frees = l->frees - before;
-  pthread_mutex_unlock(&l->mu);
-  CHECKF(frees == 1, "freeing a connection state token ran its userdata_free %d times, expected once", frees);
+  log_wait_freed(&l->core, before, "connection state");
 }
 
 static void state_log_destroy(struct state_log *l) {
-  pthread_mutex_lock(&l->mu);
-  CHECKF(l->frees == 1, "a connection state observer's userdata_free ran %d times, expected once", l->frees);
-  pthread_mutex_unlock(&l->mu);
-  pthread_mutex_destroy(&l->mu);
-  pthread_cond_destroy(&l->cv);
+  log_core_destroy(&l->core, "connection state observer");
   free(l);
 }
 
@@ -408,21 +269,6 @@ static void on_error_log_free(void *userdata) {
 
 /* ---- devices -------------------------------------------------------------------------------- */
 
-static ferry_schema_t *item_schema;
-
-static void make_item_schema(void) {
-  static const ferry_property_info_t props[] = {
-      {"_id", FERRY_TYPE_OBJECT_ID, FERRY_PROPERTY_PRIMARY_KEY, NULL},
-      {"ownerId", FERRY_TYPE_STRING, 0, NULL},
-      {"itemName", FERRY_TYPE_STRING, 0, NULL},
-      {"complexity", FERRY_TYPE_INT, 0, NULL},
-  };
-  ferry_class_info_t cls = {"Item", props, 4, 0};
-  CHECK_OK(ferry_schema_new(&item_schema, &cls, 1));
-}
-
-enum { P_ID = 0, P_OWNER = 1, P_NAME = 2, P_COMPLEXITY = 3 };
-
 /* The App options a scenario varies. */
 struct app_cfg {
   const char *url;
@@ -436,48 +282,19 @@ static struct app_cfg cfg_for(const char *url) {
   return c;
 }
 
-struct device {
-  char dir[640];
-  char db_path[700];
-  ferry_app_t *app;
-  ferry_user_t *user;
-  const char *user_id; /* lent by user */
-  ferry_sync_session_t *session;
-  ferry_db_t *db;
-  struct error_log *errors;
-};
-
-static int device_counter = 0;
-
 static ferry_app_t *app_new(const char *dir, struct app_cfg cfg) {
-  ferry_app_options_t o;
-  CHECK_OK(ferry_app_options_init(&o, FERRY_APP_OPTIONS_VERSION));
-  o.app_id = APP_ID;
-  o.base_url = cfg.url;
-  o.base_directory = dir;
-  o.log_level = FERRY_LOG_WARN;
+  ferry_app_options_t o = app_options(dir, cfg.url);
   o.multiplex_sessions = cfg.multiplex;
   o.read_timeout_ms = cfg.read_timeout_ms;
   o.ping_interval_ms = cfg.ping_interval_ms;
   o.reconnect_delay_min_ms = cfg.delay_min_ms;
   o.reconnect_delay_max_ms = cfg.delay_max_ms;
-  ferry_app_t *app = NULL;
-  CHECK_OK(ferry_app_new(&app, &o));
-  return app;
+  return app_new_with(&o);
 }
 
 /* A new App with the error log installed, on a new base directory (or `dir`, reused). */
 static void device_app_in(struct device *d, const char *name, struct app_cfg cfg, const char *dir) {
-  memset(d, 0, sizeof *d);
-  if (dir != NULL) {
-    snprintf(d->dir, sizeof d->dir, "%s", dir);
-  } else {
-    char leaf[64];
-    snprintf(leaf, sizeof leaf, "device-%d-%s", ++device_counter, name);
-    snprintf(d->dir, sizeof d->dir, "%s", test_path(leaf));
-    CHECKF(mkdir(d->dir, 0700) == 0, "mkdir %s: %s", d->dir, strerror(errno));
-  }
-  snprintf(d->db_path, sizeof d->db_path, "%s/items.ferry", d->dir);
+  device_dirs(d, name, dir);
   d->app = app_new(d->dir, cfg);
   d->errors = calloc(1, sizeof *d->errors);
   CHECK(d->errors != NULL);
@@ -486,51 +303,6 @@ static void device_app_in(struct device *d, const char *name, struct app_cfg cfg
 }
 
 static void device_app(struct device *d, const char *name, struct app_cfg cfg) { device_app_in(d, name, cfg, NULL); }
-
-static struct outcome log_in(ferry_app_t *app, const ferry_credentials_t *c, ferry_user_t **out_user) {
-  struct waiter *w = waiter_new();
-  int rc = ferry_app_log_in(app, c, on_user, w);
-  if (rc == FERRY_OK && waiter_wait(w)) {
-    pthread_mutex_lock(&w->mu);
-    *out_user = w->user;
-    w->user = NULL;
-    pthread_mutex_unlock(&w->mu);
-  }
-  return finish(rc, w, "ferry_app_log_in");
-}
-
-static struct outcome register_email(ferry_app_t *app, const char *email, const char *password) {
-  struct waiter *w = waiter_new();
-  return finish(ferry_app_register_email(app, email, password, on_status, w), w, "ferry_app_register_email");
-}
-
-static const ferry_credentials_t anonymous = {FERRY_CREDENTIALS_ANONYMOUS, NULL, NULL, NULL};
-
-static ferry_credentials_t email_credentials(const char *email, const char *password) {
-  ferry_credentials_t c = {FERRY_CREDENTIALS_EMAIL_PASSWORD, email, password, NULL};
-  return c;
-}
-
-static void random_email(char *out, size_t size, const char *who) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  snprintf(out, size, "%s-%d-%ld%09ld@example.com", who, (int)getpid(), (long)ts.tv_sec, ts.tv_nsec);
-}
-
-static void device_login(struct device *d, ferry_credentials_t c, bool do_register) {
-  if (do_register) CHECK_OUTCOME_OK(register_email(d->app, c.email, c.password), "register");
-  CHECK_OUTCOME_OK(log_in(d->app, &c, &d->user), "log in");
-  CHECK(d->user != NULL);
-  CHECK_OK(ferry_user_id(&d->user_id, d->user));
-}
-
-static ferry_sync_options_t sync_options(const char *path) {
-  ferry_sync_options_t so;
-  CHECK_OK(ferry_sync_options_init(&so, FERRY_SYNC_OPTIONS_VERSION));
-  so.path = path;
-  so.schema = item_schema;
-  return so;
-}
 
 /* ferry_sync_open (download before open: never) of the device's file. */
 static void device_open(struct device *d) {
@@ -545,46 +317,28 @@ static void check_no_sync_errors(struct device *d, const char *what) {
   pthread_mutex_unlock(&d->errors->mu);
 }
 
-/* Frees everything (any of it may already be NULL); the error handler's userdata exactly once. */
-static void device_close(struct device *d) {
+/* Closes the device's session and database; its App and user stay. */
+static void device_close_session(struct device *d) {
   ferry_sync_session_free(d->session);
   ferry_db_free(d->db);
-  ferry_user_free(d->user);
-  ferry_app_free(d->app);
+  d->session = NULL;
+  d->db = NULL;
+}
+
+/* Frees everything (any of it may already be NULL); the error handler's userdata exactly once. */
+static void device_close(struct device *d) {
+  device_free_handles(d);
   CHECK_EQ_INT(d->errors->frees, 1);
   pthread_mutex_destroy(&d->errors->mu);
   free(d->errors);
   memset(d, 0, sizeof *d);
 }
 
-static struct outcome wait_upload(ferry_sync_session_t *s) {
-  struct waiter *w = waiter_new();
-  return finish(ferry_sync_wait_for_upload(s, on_status, w), w, "ferry_sync_wait_for_upload");
-}
-
-static struct outcome wait_download(ferry_sync_session_t *s) {
-  struct waiter *w = waiter_new();
-  return finish(ferry_sync_wait_for_download(s, on_status, w), w, "ferry_sync_wait_for_download");
-}
-
 static struct outcome subscribe(ferry_sync_session_t *s, const char *name, const char *query) {
   /* let the session bind and get its client file identity before the subscriptions change (as
    * test_sync.c does: a subscription update racing the loop thread's own write) */
   CHECK_OUTCOME_OK(wait_download(s), "download before subscribing");
-  ferry_subscription_set_t *set = NULL;
-  CHECK_OK(ferry_sync_subscriptions(&set, s));
-  CHECK_OK(ferry_subscription_set_add(set, name, "Item", query));
-  uint64_t version = 0;
-  CHECK_OK(ferry_sync_update_subscriptions(&version, s, set));
-  ferry_subscription_set_free(set);
-  struct waiter *w = waiter_new();
-  return finish(ferry_sync_wait_for_subscriptions(s, version, on_status, w), w, "ferry_sync_wait_for_subscriptions");
-}
-
-static ferry_value_t new_oid(void) {
-  ferry_value_t v;
-  CHECK_OK(ferry_object_id_generate(&v));
-  return v;
+  return add_subscription(s, name, query, NULL);
 }
 
 /* Creates `count` items in one write transaction (the first one's id is `first`, when given),
@@ -618,15 +372,6 @@ static bool has_item(ferry_db_t *db, ferry_value_t id) {
   return true;
 }
 
-static size_t count_items(ferry_db_t *db) {
-  ferry_results_t *r = NULL;
-  CHECK_OK(ferry_db_query(&r, db, 0, "TRUEPREDICATE", NULL, 0));
-  size_t n = 0;
-  CHECK_OK(ferry_results_count(&n, r));
-  ferry_results_free(r);
-  return n;
-}
-
 static int32_t session_state(ferry_sync_session_t *s) {
   int32_t v = -1;
   CHECK_OK(ferry_sync_session_state(&v, s));
@@ -658,18 +403,18 @@ static void test_connection_state_and_reset(void) {
   CHECKF(connected >= 0, "the session did not connect through the proxy within %d s", WAIT_SECONDS);
   CHECK_EQ_INT(connection_state(a.session), FERRY_CONNECTION_CONNECTED);
   state_print(l, "at open");
-  pthread_mutex_lock(&l->mu);
+  pthread_mutex_lock(&l->core.mu);
   if (initial == FERRY_CONNECTION_DISCONNECTED) {
     /* read before the session was put on its connection: the observer saw the whole way */
-    CHECKF(l->count == 2 && connected == 1, "at open: %d transitions, expected disconnected -> connecting -> connected", l->count);
+    CHECKF(l->core.count == 2 && connected == 1, "at open: %d transitions, expected disconnected -> connecting -> connected", l->core.count);
     CHECK(l->from[0] == FERRY_CONNECTION_DISCONNECTED && l->to[0] == FERRY_CONNECTION_CONNECTING);
   } else {
     /* the loop thread had already started connecting when the observer was registered */
     CHECKF(initial == FERRY_CONNECTION_CONNECTING, "the state right after open was %s", state_name(initial));
-    CHECKF(l->count <= 2 && connected == l->count - 1, "at open: %d transitions", l->count);
+    CHECKF(l->core.count <= 2 && connected == l->core.count - 1, "at open: %d transitions", l->core.count);
     printf("  note: the observer was registered after disconnected -> connecting\n");
   }
-  pthread_mutex_unlock(&l->mu);
+  pthread_mutex_unlock(&l->core.mu);
 
   /* the proxy resets the connection: connected -> disconnected, then back by itself */
   int mark = state_count(l);
@@ -1072,71 +817,52 @@ static void test_multiplexing(void) {
 #define MAX_REPORTS 4096
 
 struct progress_log {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int count;
+  struct log_core core; /* first */
   double estimate[MAX_REPORTS];
   uint64_t transferred[MAX_REPORTS], transferable[MAX_REPORTS];
-  int on_main_thread;
-  int frees;
 };
 
 static struct progress_log *progress_log_new(void) {
   struct progress_log *l = calloc(1, sizeof *l);
   CHECK(l != NULL);
-  pthread_mutex_init(&l->mu, NULL);
-  cond_init_monotonic(&l->cv);
+  log_core_init(&l->core);
   return l;
 }
 
 static void on_progress(void *userdata, const ferry_progress_t *p) {
   struct progress_log *l = userdata;
-  pthread_mutex_lock(&l->mu);
-  if (l->count < MAX_REPORTS) {
-    l->estimate[l->count] = p->progress_estimate;
-    l->transferred[l->count] = p->transferred_bytes;
-    l->transferable[l->count] = p->transferable_bytes;
+  pthread_mutex_lock(&l->core.mu);
+  int i = l->core.count;
+  if (i < MAX_REPORTS) {
+    l->estimate[i] = p->progress_estimate;
+    l->transferred[i] = p->transferred_bytes;
+    l->transferable[i] = p->transferable_bytes;
   }
-  l->count++;
-  if (pthread_equal(pthread_self(), main_thread)) l->on_main_thread++;
-  pthread_cond_broadcast(&l->cv);
-  pthread_mutex_unlock(&l->mu);
+  log_core_counted(&l->core);
+  pthread_mutex_unlock(&l->core.mu);
 }
 
-static void on_progress_free(void *userdata) {
-  struct progress_log *l = userdata;
-  pthread_mutex_lock(&l->mu);
-  l->frees++;
-  pthread_cond_broadcast(&l->cv);
-  pthread_mutex_unlock(&l->mu);
-}
-
-static int progress_count(struct progress_log *l) {
-  pthread_mutex_lock(&l->mu);
-  int n = l->count;
-  pthread_mutex_unlock(&l->mu);
-  return n;
-}
+static int progress_count(struct progress_log *l) { return log_count(&l->core); }
 
 /* Waits for at least n reports (or, with until_done, a report of exactly 1.0); the count. */
 static int progress_wait(struct progress_log *l, int n, bool until_done) {
   struct timespec deadline = deadline_in(WAIT_SECONDS);
-  pthread_mutex_lock(&l->mu);
+  pthread_mutex_lock(&l->core.mu);
   for (;;) {
-    bool done = l->count >= n;
-    if (until_done) done = l->count > 0 && l->count <= MAX_REPORTS && l->estimate[l->count - 1] == 1.0;
+    bool done = l->core.count >= n;
+    if (until_done) done = l->core.count > 0 && l->core.count <= MAX_REPORTS && l->estimate[l->core.count - 1] == 1.0;
     if (done) break;
-    if (pthread_cond_timedwait(&l->cv, &l->mu, &deadline) == ETIMEDOUT) break;
+    if (pthread_cond_timedwait(&l->core.cv, &l->core.mu, &deadline) == ETIMEDOUT) break;
   }
-  int count = l->count;
-  pthread_mutex_unlock(&l->mu);
+  int count = l->core.count;
+  pthread_mutex_unlock(&l->core.mu);
   return count;
 }
 
 /* Estimates in [0, 1], never going down, exactly 1.0 at the end and only there; bytes agree. */
 static void progress_check(struct progress_log *l, const char *what) {
-  pthread_mutex_lock(&l->mu);
-  int n = l->count < MAX_REPORTS ? l->count : MAX_REPORTS;
+  pthread_mutex_lock(&l->core.mu);
+  int n = l->core.count < MAX_REPORTS ? l->core.count : MAX_REPORTS;
   CHECKF(n > 0, "%s: no reports", what);
   for (int i = 0; i < n; i++) {
     double e = l->estimate[i];
@@ -1151,29 +877,19 @@ static void progress_check(struct progress_log *l, const char *what) {
     CHECKF(l->transferred[n - 1] == l->transferable[n - 1], "%s: done at %llu of %llu bytes", what,
            (unsigned long long)l->transferred[n - 1], (unsigned long long)l->transferable[n - 1]);
   }
-  CHECKF(l->on_main_thread == 0, "%s: %d progress callbacks ran on the host's thread", what, l->on_main_thread);
-  pthread_mutex_unlock(&l->mu);
+  CHECKF(l->core.on_main_thread == 0, "%s: %d progress callbacks ran on the host's thread", what, l->core.on_main_thread);
+  pthread_mutex_unlock(&l->core.mu);
 }
 
 /* Frees the token and waits for its userdata_free (loop thread): exactly once. */
 static void progress_unregister(ferry_progress_token_t *t, struct progress_log *l) {
-  pthread_mutex_lock(&l->mu);
-  int before = l->frees;
-  pthread_mutex_unlock(&l->mu);
+  int before = log_frees(&l->core);
   ferry_progress_token_free(t);
-  struct timespec deadline = deadline_in(WAIT_SECONDS);
-  pthread_mutex_lock(&l->mu);
-  while (l->frees == before)
-    if (pthread_cond_timedwait(&l->cv, &l->mu, &deadline) == ETIMEDOUT) break;
-  int frees = l->frees - before;
-  pthread_mutex_unlock(&l->mu);
-  CHECKF(frees == 1, "freeing a progress token ran its userdata_free %d times, expected once", frees);
+  log_wait_freed(&l->core, before, "progress");
 }
 
 static void progress_log_destroy(struct progress_log *l) {
-  CHECK_EQ_INT(l->frees, 1);
-  pthread_mutex_destroy(&l->mu);
-  pthread_cond_destroy(&l->cv);
+  log_core_destroy(&l->core, "progress notifier");
   free(l);
 }
 
@@ -1196,14 +912,14 @@ static void test_progress(void) {
   struct progress_log *p = progress_log_new();
   ferry_progress_token_t *token = NULL;
   CHECK_OK(ferry_sync_observe_progress(&token, a.session, FERRY_PROGRESS_UPLOAD, FERRY_PROGRESS_FOR_CURRENT_WORK, on_progress, p,
-                                       on_progress_free));
+                                       on_log_free));
   CHECK(token != NULL);
   /* the first report comes shortly, while paused: work outstanding, nothing acknowledged */
   CHECKF(progress_wait(p, 1, false) >= 1, "no first progress report within %d s", WAIT_SECONDS);
-  pthread_mutex_lock(&p->mu);
+  pthread_mutex_lock(&p->core.mu);
   CHECKF(p->estimate[0] < 1.0, "the first report while 5,000 items wait to be uploaded is %.17g", p->estimate[0]);
   CHECKF(p->transferable[0] > 0, "the first report counts %llu transferable bytes", (unsigned long long)p->transferable[0]);
-  pthread_mutex_unlock(&p->mu);
+  pthread_mutex_unlock(&p->core.mu);
 
   CHECK_OK(ferry_sync_resume(a.session));
   int n = progress_wait(p, 0, true);
@@ -1217,7 +933,7 @@ static void test_progress(void) {
   struct progress_log *q = progress_log_new();
   ferry_progress_token_t *forever = NULL;
   CHECK_OK(ferry_sync_observe_progress(&forever, a.session, FERRY_PROGRESS_UPLOAD, FERRY_PROGRESS_REPORT_INDEFINITELY,
-                                       on_progress, q, on_progress_free));
+                                       on_progress, q, on_log_free));
   CHECKF(progress_wait(q, 1, false) >= 1, "no first report from a REPORT_INDEFINITELY notifier");
   int first_q = progress_count(q);
   create_items(a.db, a.user_id, 10, NULL);
@@ -1227,12 +943,12 @@ static void test_progress(void) {
          progress_count(p) - n);
   int m = progress_count(q);
   CHECKF(m > first_q, "the REPORT_INDEFINITELY notifier did not report the upload of 10 more items");
-  pthread_mutex_lock(&q->mu);
+  pthread_mutex_lock(&q->core.mu);
   CHECKF(q->estimate[m - 1] == 1.0, "the REPORT_INDEFINITELY notifier ended the unit at %.17g", q->estimate[m - 1]);
   for (int i = first_q; i < m; i++)
     CHECKF(q->estimate[i] >= 0.0 && q->estimate[i] <= 1.0 && (i == first_q || q->estimate[i] >= q->estimate[i - 1]),
            "REPORT_INDEFINITELY report %d: %.17g", i, q->estimate[i]);
-  pthread_mutex_unlock(&q->mu);
+  pthread_mutex_unlock(&q->core.mu);
 
   progress_unregister(token, p);
   progress_unregister(forever, q);
@@ -1261,7 +977,7 @@ struct initial_subs {
 static int on_initial_subscriptions(void *userdata, ferry_subscription_set_t *set) {
   struct initial_subs *s = userdata;
   s->calls++;
-  s->on_main_thread = pthread_equal(pthread_self(), main_thread) != 0;
+  s->on_main_thread = on_main_thread_now();
   size_t n = 99;
   if (ferry_subscription_set_count(&n, set) != FERRY_OK || n != 0) s->add_rc = -9998; /* a new file: an empty set */
   else s->add_rc = ferry_subscription_set_add(set, "items", "Item", "complexity <= 4");
@@ -1284,6 +1000,34 @@ static struct outcome open_async(ferry_user_t *user, const ferry_sync_options_t 
     pthread_mutex_unlock(&w->mu);
   }
   return finish(rc, w, "ferry_sync_open_async");
+}
+
+/* An open_async that must succeed with `probe` there inside its completion; the handles are
+ * closed again. */
+static void open_async_finds(ferry_user_t *user, const ferry_sync_options_t *so, ferry_value_t probe, const char *what) {
+  ferry_sync_session_t *s = NULL;
+  ferry_db_t *db = NULL;
+  int found = -1;
+  CHECK_OUTCOME_OK(open_async(user, so, probe, &s, &db, &found), what);
+  CHECK_EQ_INT(found, FERRY_OK);
+  ferry_sync_session_free(s);
+  ferry_db_free(db);
+}
+
+/* An open_async that waits for a download the server never gives (open_timeout_ms 1000): it
+ * completes with FERRY_ERR_TIMEOUT, no sooner than the timeout, without handles. Its outcome,
+ * and how long it took in *took. */
+static struct outcome open_async_times_out(ferry_user_t *user, const ferry_sync_options_t *so, const char *what,
+                                           double *took) {
+  ferry_sync_session_t *s = NULL;
+  ferry_db_t *db = NULL;
+  double start = now_s();
+  struct outcome o = open_async(user, so, v_null(), &s, &db, NULL);
+  *took = now_s() - start;
+  CHECKF(o.code == FERRY_ERR_TIMEOUT, "%s: %d (%s) %s, expected TIMEOUT", what, o.code, ferry_strerror(o.code), o.message);
+  CHECKF(*took >= 0.9, "the 1 s open timeout fired after %.2f s", *took);
+  CHECK(s == NULL && db == NULL);
+  return o;
 }
 
 static void test_open_async(void) {
@@ -1343,20 +1087,14 @@ static void test_open_async(void) {
     CHECK_STREQ(query, "complexity <= 4");
     ferry_subscription_set_free(set);
   }
-  ferry_sync_session_free(a.session);
-  ferry_db_free(a.db);
-  a.session = NULL;
-  a.db = NULL;
+  device_close_session(&a);
   /* opened again: the set exists, so the callback does not run again (rerun false) */
   subs.calls = 0;
   int found = -1;
   CHECK_OUTCOME_OK(open_async(a.user, &so, id, &a.session, &a.db, &found), "second ALWAYS open");
   CHECK_EQ_INT(subs.calls, 0);
   CHECK_EQ_INT(found, FERRY_OK);
-  ferry_sync_session_free(a.session);
-  ferry_db_free(a.db);
-  a.session = NULL;
-  a.db = NULL;
+  device_close_session(&a);
   /* rerun_initial_subscriptions: it runs on every open (with the set as stored) */
   so.rerun_initial_subscriptions = true;
   subs.calls = 0;
@@ -1365,10 +1103,7 @@ static void test_open_async(void) {
   /* the stored set is not empty, so the callback left it alone and said so (add_rc -9998) */
   CHECK_EQ_INT(subs.add_rc, -9998);
   CHECK_OUTCOME_OK(o, "open with rerun_initial_subscriptions");
-  ferry_sync_session_free(a.session);
-  ferry_db_free(a.db);
-  a.session = NULL;
-  a.db = NULL;
+  device_close_session(&a);
   so.rerun_initial_subscriptions = false;
 
   /* the initial subscriptions callback fails the open: INVALID_ARGUMENT naming its value */
@@ -1426,32 +1161,17 @@ static void test_open_async(void) {
   CHECK_OK(ferry_app_current_user(&c.user, c.app));
   CHECKF(c.user != NULL, "no cached user");
   /* ONCE, second open of that file: no download first, so it opens offline */
-  s = NULL;
-  db = NULL;
-  CHECK_OUTCOME_OK(open_async(c.user, &once, id, &s, &db, &found), "second ONCE open, offline");
-  CHECK_EQ_INT(found, FERRY_OK);
-  ferry_sync_session_free(s);
-  ferry_db_free(db);
+  open_async_finds(c.user, &once, id, "second ONCE open, offline");
   /* ALWAYS with a 1 s timeout: FERRY_ERR_TIMEOUT */
   ferry_sync_options_t always = so;
   always.open_timeout_ms = 1000;
-  s = NULL;
-  db = NULL;
-  double start = now_s();
-  o = open_async(c.user, &always, v_null(), &s, &db, NULL);
-  double took = now_s() - start;
-  CHECKF(o.code == FERRY_ERR_TIMEOUT, "ALWAYS on a closed port: %d (%s) %s, expected TIMEOUT", o.code, ferry_strerror(o.code),
-         o.message);
-  CHECKF(took >= 0.9, "the 1 s open timeout fired after %.2f s", took);
-  CHECK(s == NULL && db == NULL);
+  double took = 0.0;
+  o = open_async_times_out(c.user, &always, "ALWAYS on a closed port", &took);
   printf("  closed port: FERRY_ERR_TIMEOUT after %.2f s: %s\n", took, o.message);
   /* NEVER through ferry_sync_open_async: completes at once, offline */
   ferry_sync_options_t never = so;
   never.download_before_open = FERRY_DOWNLOAD_BEFORE_OPEN_NEVER;
-  CHECK_OUTCOME_OK(open_async(c.user, &never, id, &s, &db, &found), "NEVER open, offline");
-  CHECK_EQ_INT(found, FERRY_OK);
-  ferry_sync_session_free(s);
-  ferry_db_free(db);
+  open_async_finds(c.user, &never, id, "NEVER open, offline");
   /* the App freed while an ALWAYS open waits (30 s timeout): completed once, with an error */
   always.open_timeout_ms = 30000;
   struct waiter *pending = waiter_new();
@@ -1476,23 +1196,12 @@ static void test_open_async(void) {
   refused.initial_subscriptions = on_initial_subscriptions;
   struct initial_subs subs2 = {0, false, -9999, FERRY_OK};
   refused.initial_subscriptions_userdata = &subs2;
-  s = NULL;
-  db = NULL;
-  start = now_s();
-  o = open_async(d.user, &refused, v_null(), &s, &db, NULL);
-  took = now_s() - start;
-  CHECKF(o.code == FERRY_ERR_TIMEOUT, "ALWAYS through a refusing proxy: %d (%s) %s, expected TIMEOUT", o.code,
-         ferry_strerror(o.code), o.message);
-  CHECKF(took >= 0.9, "the 1 s open timeout fired after %.2f s", took);
-  CHECK(s == NULL && db == NULL);
+  open_async_times_out(d.user, &refused, "ALWAYS through a refusing proxy", &took);
   CHECK(proxy_stats(&p).refused >= 1);
   /* pass: the same open succeeds */
   proxy_do(&p, "pass");
   refused.open_timeout_ms = 30000;
-  CHECK_OUTCOME_OK(open_async(d.user, &refused, id, &s, &db, &found), "ALWAYS after pass");
-  CHECK_EQ_INT(found, FERRY_OK);
-  ferry_sync_session_free(s);
-  ferry_db_free(db);
+  open_async_finds(d.user, &refused, id, "ALWAYS after pass");
   device_close(&d);
   proxy_stop(&p);
   check_no_sync_errors(&b, "open_async writer");
@@ -1547,10 +1256,7 @@ static void test_in_memory(void) {
   ferry_db_free(other);
 
   /* closed everywhere: dropped. Reopened without subscriptions (nothing downloads): empty */
-  ferry_sync_session_free(a.session);
-  ferry_db_free(a.db);
-  a.session = NULL;
-  a.db = NULL;
+  device_close_session(&a);
   CHECK_OK(ferry_sync_open(&a.session, &a.db, a.user, &so));
   CHECK_EQ_INT(count_items(a.db), 0);
   ferry_subscription_set_t *set = NULL;
@@ -1569,7 +1275,7 @@ static void test_in_memory(void) {
 
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
-  main_thread = pthread_self();
+  note_main_thread();
   if (!proxy_available()) {
     printf("test_sync_session: SKIPPED: %s\n", fault_proxy_skip_reason);
     return 77;
