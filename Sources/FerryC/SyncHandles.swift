@@ -6,7 +6,7 @@ import FerryStore
 /// The object behind a `ferry_app_t *`, with the host's error handler and log callback.
 final class AppHandle: @unchecked Sendable {
     let app: App
-    private let lock = SpinLock()
+    private let lock = ThreadLock()
     private var handlerUserdata: UnsafeMutableRawPointer?
     private var handlerFree: ferry_free_fn?
 
@@ -53,7 +53,7 @@ final class SessionHandle: @unchecked Sendable {
     let session: SyncSession
     private(set) var pointer: OpaquePointer?
     nonisolated(unsafe) private static var bySession: [ObjectIdentifier: OpaquePointer] = [:]
-    private static let lock = SpinLock()
+    private static let lock = ThreadLock()
 
     init(session: SyncSession) { self.session = session }
 

@@ -16,12 +16,12 @@ public final class EventLoop: @unchecked Sendable {
     public var uvLoop: UnsafeMutablePointer<uv_loop_t> { loop }
     private let async: UnsafeMutablePointer<uv_async_t>
     private var thread = pthread_t()
-    private let lock = LoopLock()
+    private let lock = ThreadLock()
     private var queue: [@Sendable () -> Void] = []
     private var stopping = false
     private var threadID: pthread_t?
 
-    private static let sharedLock = LoopLock()
+    private static let sharedLock = ThreadLock()
     nonisolated(unsafe) private static var shared: EventLoop?
     nonisolated(unsafe) private static var sharedUsers = 0
 
@@ -139,17 +139,5 @@ public final class EventLoop: @unchecked Sendable {
             loop.deallocate()
             async.deallocate()
         }
-    }
-}
-
-/// A pthread mutex for the loop's queue.
-final class LoopLock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    init() { pthread_mutex_init(mutex, nil) }
-    deinit { pthread_mutex_destroy(mutex); mutex.deallocate() }
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
     }
 }

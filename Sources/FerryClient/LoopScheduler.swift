@@ -1,10 +1,11 @@
+import FerryCore
 import FerryStore
 
 /// Delivers a database's notifications on Ferry's shared event loop thread. Each scheduler
 /// holds the shared loop for as long as its database handle lives.
 public final class LoopScheduler: NotificationScheduler, @unchecked Sendable {
     private let loop: EventLoop
-    private let lock = LoopLock()
+    private let lock = ThreadLock()
     private var active = true
 
     public init() throws { loop = try EventLoop.acquireShared() }

@@ -48,7 +48,7 @@ public final class App: @unchecked Sendable {
 
     public let configuration: Configuration
     let loop: EventLoop
-    private let lock = LoopLock()
+    private let lock = ThreadLock()
     private var store: UserStore?
     private var users: [String: SyncUser] = [:]
     private var order: [String] = []

@@ -3,7 +3,7 @@ import FerryCore
 /// The completion of an open that downloads first: called exactly once, by whichever of the
 /// download and the timeout claims it first.
 final class OpenCompletion: @unchecked Sendable {
-    private let lock = SpinLock()
+    private let lock = ThreadLock()
     private var claimed = false
     private let completion: @Sendable (Result<SyncSession, FerryError>) -> Void
 

@@ -33,7 +33,7 @@ final class ProgressNotifiers: @unchecked Sendable {
         var last: SyncProgress?
     }
 
-    private let lock = SpinLock()
+    private let lock = ThreadLock()
     private var notifiers: [UInt64: Notifier] = [:]
     private var nextId: UInt64 = 1
     private var upload = Counters()

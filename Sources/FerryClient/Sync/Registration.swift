@@ -4,7 +4,7 @@ import FerryCore
 /// the loop thread once any delivery in progress is over. Shared by the token types, which stay
 /// distinct so a host cannot hand one registry's token to another (SPEC F-PROGRESS).
 final class Registration: @unchecked Sendable {
-    private let lock = SpinLock()
+    private let lock = ThreadLock()
     private var unregister: (() -> Void)?
     private let post: (@escaping @Sendable () -> Void) -> Bool
 

@@ -36,7 +36,7 @@ public final class SyncSession: @unchecked Sendable {
     let progress: ProgressNotifiers
 
     /// What the host's threads read: guarded by `lock`, written on the loop thread.
-    private let lock = SpinLock()
+    private let lock = ThreadLock()
     private var _state: SessionState = .active
     private var _connectionState: ConnectionState = .disconnected
     private var stateObservers: [UInt64: @Sendable (ConnectionState, ConnectionState) -> Void] = [:]

@@ -8,7 +8,7 @@ public final class SyncUser: @unchecked Sendable {
 
     public let id: String
     public let provider: String
-    private let lock = LoopLock()
+    private let lock = ThreadLock()
     private var _accessToken: String
     private var _refreshToken: String
     private var _state: State

@@ -61,7 +61,7 @@ final class ObjectIdSource: @unchecked Sendable {
     static let shared = ObjectIdSource()
     private let random: (UInt8, UInt8, UInt8, UInt8, UInt8)
     private var counter: UInt32
-    private let lock = SpinLock()
+    private let lock = ThreadLock()
 
     private init() {
         var g = SystemRandomNumberGenerator()
