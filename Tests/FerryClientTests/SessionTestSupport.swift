@@ -161,15 +161,28 @@ enum AdminAPI {
     static let token = "an-admin-token-for-session-tests"
     static var secrets: [String: String] { ["FERRY_ADMIN_TOKEN": token] }
 
-    /// The server's open sync connections (GET /api/admin/v1/sync).
-    static func connections(_ url: String) async throws -> Int {
+    /// Calls the admin API (`/api/admin/v1/<path>`) with the admin token.
+    static func call(_ url: String, _ method: String, _ path: String) async throws -> HTTPResponse {
         let loop = try EventLoop.acquireShared()
         defer { EventLoop.releaseShared() }
         let done = Arrival<Result<HTTPResponse, FerryError>>()
-        let request = HTTPRequest(method: "GET", url: url + "/api/admin/v1/sync", headers: [("Authorization", "Bearer \(token)")])
+        let request = HTTPRequest(method: method, url: url + "/api/admin/v1/" + path, headers: [("Authorization", "Bearer \(token)")])
         loop.post { HTTPClient.send(request, on: loop, tls: TLSOptions(), timeoutMs: 10_000) { done.deliver($0) } }
         guard let r = await done.wait() else { throw FerryError(.timeout, "the admin API did not answer") }
-        let response = try r.get()
+        return try r.get()
+    }
+
+    /// POSTs to the admin API (e.g. `sync/terminate`), failing unless the answer is 2xx.
+    static func post(_ url: String, _ path: String) async throws {
+        let response = try await call(url, "POST", path)
+        guard (200..<300).contains(response.status) else {
+            throw FerryError(.sync, "POST \(path): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        }
+    }
+
+    /// The server's open sync connections (GET /api/admin/v1/sync).
+    static func connections(_ url: String) async throws -> Int {
+        let response = try await call(url, "GET", "sync")
         let json = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
         guard let n = json?["connections"] as? Int else { throw FerryError(.corrupt, "no connections in \(String(decoding: response.body, as: UTF8.self))") }
         return n

@@ -346,7 +346,7 @@ public final class App: @unchecked Sendable {
         }
         let session: SyncSession
         do {
-            session = try SyncSession(app: self, user: user, database: db, path: path)
+            session = try SyncSession(app: self, user: user, database: db, path: path, resetMode: options.clientResetMode)
             if let initial = options.initialSubscriptions {
                 let current = try session.subscriptions()
                 if current.version == 0 || options.rerunInitialSubscriptions { try session.updateSubscriptions(initial) }

@@ -1,4 +1,5 @@
 import FerryCore
+import FerryStore
 
 /// A sync error as the App's error handler receives it (SPEC F-ERRHANDLER).
 public struct SyncError: Sendable, Error {
@@ -8,13 +9,17 @@ public struct SyncError: Sendable, Error {
     public var isFatal: Bool
     public var action: ErrorAction
     public var compensatingWrites: [CompensatingWrite]
+    /// For a client reset that ran: what became of every object the unsynced changes touched.
+    public var clientResetReport: ClientResetReport?
 
-    public init(code: Int32, message: String, isFatal: Bool, action: ErrorAction, compensatingWrites: [CompensatingWrite] = []) {
+    public init(code: Int32, message: String, isFatal: Bool, action: ErrorAction, compensatingWrites: [CompensatingWrite] = [],
+                clientResetReport: ClientResetReport? = nil) {
         self.code = code
         self.message = message
         self.isFatal = isFatal
         self.action = action
         self.compensatingWrites = compensatingWrites
+        self.clientResetReport = clientResetReport
     }
 
     public var asFerryError: FerryError { FerryError(.sync, "sync error \(code): \(message)") }

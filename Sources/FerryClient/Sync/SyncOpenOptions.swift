@@ -21,13 +21,17 @@ public struct SyncOpenOptions: Sendable {
     /// open with `rerunInitialSubscriptions`; the result is committed as the next version.
     public var initialSubscriptions: (@Sendable (inout SubscriptionSet) throws -> Void)?
     public var rerunInitialSubscriptions: Bool
+    /// What happens when the server asks for a client reset (SPEC F-RESETMODES).
+    public var clientResetMode: ClientResetMode
 
     public init(downloadBeforeOpen: DownloadBeforeOpen = .never, openTimeoutMs: UInt64 = 30_000, inMemory: Bool = false,
-                initialSubscriptions: (@Sendable (inout SubscriptionSet) throws -> Void)? = nil, rerunInitialSubscriptions: Bool = false) {
+                initialSubscriptions: (@Sendable (inout SubscriptionSet) throws -> Void)? = nil, rerunInitialSubscriptions: Bool = false,
+                clientResetMode: ClientResetMode = .recoverUnsyncedChanges) {
         self.downloadBeforeOpen = downloadBeforeOpen
         self.openTimeoutMs = openTimeoutMs
         self.inMemory = inMemory
         self.initialSubscriptions = initialSubscriptions
         self.rerunInitialSubscriptions = rerunInitialSubscriptions
+        self.clientResetMode = clientResetMode
     }
 }

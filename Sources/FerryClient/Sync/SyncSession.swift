@@ -13,20 +13,23 @@ public final class SyncSession: @unchecked Sendable {
     public let user: SyncUser
     /// Strong: a session keeps its App's machinery alive; `App.close()` stops the session.
     let app: App
-    private weak var connection: SyncConnection?
+    weak var connection: SyncConnection?
     private(set) var sessionId: UInt64?
     /// Bound and identified: messages may flow.
-    private var ready = false
-    private var closed = false
-    private var lastUploaded: UInt64 = 0
-    private var acknowledged: UInt64 = 0
+    var ready = false
+    var closed = false
+    var lastUploaded: UInt64 = 0
+    var acknowledged: UInt64 = 0
     private var sentQueryVersion: UInt64 = 0
     private var nextMark: UInt64 = 1
     private var markWaiters: [UInt64: @Sendable (FerryError?) -> Void] = [:]
-    private var unsentMarks: [@Sendable (FerryError?) -> Void] = []
-    private var uploadWaiters: [(target: UInt64, done: @Sendable (FerryError?) -> Void)] = []
+    var unsentMarks: [@Sendable (FerryError?) -> Void] = []
+    var uploadWaiters: [(target: UInt64, done: @Sendable (FerryError?) -> Void)] = []
     private var subscriptionWaiters: [(version: UInt64, done: @Sendable (FerryError?) -> Void)] = []
-    private var fatal: SyncError?
+    var fatal: SyncError?
+    /// What the host chose for client resets, and the reset in progress (loop thread).
+    let resetMode: ClientResetMode
+    var reset: ClientResetRun?
     private var paused = false
     /// The last local version counted into the upload progress, and the sizes of the counted
     /// changesets the server has not acknowledged yet (oldest first).
@@ -42,8 +45,9 @@ public final class SyncSession: @unchecked Sendable {
     private var stateObservers: [UInt64: @Sendable (ConnectionState, ConnectionState) -> Void] = [:]
     private var nextObserver: UInt64 = 1
 
-    init(app: App, user: SyncUser, database: Database, path: String) throws {
+    init(app: App, user: SyncUser, database: Database, path: String, resetMode: ClientResetMode = .recoverUnsyncedChanges) throws {
         self.app = app
+        self.resetMode = resetMode
         self.user = user
         self.database = database
         self.path = path
@@ -154,7 +158,7 @@ public final class SyncSession: @unchecked Sendable {
     }
 
     /// The server acknowledged local versions up to `ack`: their bytes count as uploaded.
-    private func countAcknowledged(_ ack: UInt64) {
+    func countAcknowledged(_ ack: UInt64) {
         var bytes: UInt64 = 0
         while unacknowledgedHead < unacknowledgedSizes.count, unacknowledgedSizes[unacknowledgedHead].version <= ack {
             bytes += unacknowledgedSizes[unacknowledgedHead].bytes
@@ -284,7 +288,7 @@ public final class SyncSession: @unchecked Sendable {
         unsentMarks.removeAll()
     }
 
-    private func waitForDownloadNow(_ done: @escaping @Sendable (FerryError?) -> Void) {
+    func waitForDownloadNow(_ done: @escaping @Sendable (FerryError?) -> Void) {
         guard let id = sessionId else { return }
         let m = nextMark
         nextMark += 1
@@ -295,10 +299,20 @@ public final class SyncSession: @unchecked Sendable {
     /// The connection closed (`fatal` nil: it will reconnect).
     func connectionEnded(fatal error: SyncError?) {
         ready = false
+        // A reset in progress starts over: the file still has its old identity, which the
+        // server refuses again on the next bind.
+        reset = nil
         // Marks sent on the lost connection are sent again on the next one.
+        requeueMarks()
+        if let error { fail(error) }
+    }
+
+    /// Marks sent but not answered wait to be sent again (answers to the old ones are then
+    /// ignored): after a lost connection, or when the server refused the file's identity (it
+    /// answers marks of a session it did not bind, which must not complete a wait).
+    func requeueMarks() {
         unsentMarks += markWaiters.sorted { $0.key < $1.key }.map(\.value)
         markWaiters.removeAll()
-        if let error { fail(error) }
     }
 
     private func sendQuery() {
@@ -327,6 +341,15 @@ public final class SyncSession: @unchecked Sendable {
     func handle(_ message: ProtocolMessage) {
         guard !closed else { return }
         switch message {
+        case let .ident(_, ident, salt) where reset != nil:
+            resetIdentified(ident: ident, salt: salt)
+        case let .download(_, serverVersion, _, subscriptionVersion, _, isLast, changesets) where reset != nil:
+            resetDownloaded(serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast, changesets: changesets)
+        case .error(let e) where e.action == .clientReset || e.action == .clientResetNoRecovery:
+            beginClientReset(SyncError(code: e.code, message: e.message, isFatal: true, action: e.action))
+        case .error(let e) where e.code == 203 && reset != nil:
+            // A query or upload sent before the server refused the old identity: stale.
+            break
         case let .ident(_, ident, salt):
             do { try database.setClientFile(ident: ident, salt: salt) } catch {
                 return fail(SyncError(code: 0, message: "cannot store the client file identity: \(error)", isFatal: true, action: .applicationBug))
@@ -396,7 +419,7 @@ public final class SyncSession: @unchecked Sendable {
         }
     }
 
-    private func checkUploadWaiters() {
+    func checkUploadWaiters() {
         uploadWaiters.removeAll { w in
             guard acknowledged >= w.target else { return false }
             w.done(nil)
@@ -416,7 +439,7 @@ public final class SyncSession: @unchecked Sendable {
 
     /// A fatal error: the session stops syncing for good (it leaves its connection, so
     /// `App.reconnect()` has nothing to do for it), reports, and fails its waits.
-    private func fail(_ error: SyncError) {
+    func fail(_ error: SyncError) {
         guard fatal == nil else { return }
         fatal = error
         ready = false

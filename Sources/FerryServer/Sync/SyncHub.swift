@@ -127,6 +127,10 @@ actor SyncHub {
 
     // MARK: BIND
 
+    /// The action of a client-reset error: without recovery when the sync configuration
+    /// disables it (`is_recovery_mode_disabled`), so the device discards or asks its host.
+    private var resetAction: ErrorAction { app.sync.recoveryDisabled ? .clientResetNoRecovery : .clientReset }
+
     private func bind(_ outbox: ConnectionOutbox, _ id: UInt64, _ ident: UInt64, _ salt: UInt64, _ lastServerVersion: UInt64) throws {
         let key = SessionKey(connection: outbox.id, session: id)
         guard sessions[key] == nil else { throw SessionFailure(id, 204, "session \(id) is already bound on this connection", .protocolViolation) }
@@ -138,13 +142,13 @@ actor SyncHub {
             outbox.send(.ident(session: id, clientFileIdent: record.ident, clientFileSalt: record.salt))
         } else {
             guard let r = try storage.clientFile(ident), r.salt == salt else {
-                throw SessionFailure(id, Self.badClientFileCode, "the server does not know client file \(ident): the device must reset", .clientReset)
+                throw SessionFailure(id, Self.badClientFileCode, "the server does not know client file \(ident): the device must reset", resetAction)
             }
             guard r.userId == outbox.userId else {
                 throw SessionFailure(id, Self.badClientFileCode, "client file \(ident) belongs to another user", .protocolViolation)
             }
             guard lastServerVersion <= version else {
-                throw SessionFailure(id, Self.badClientFileCode, "the client has server version \(lastServerVersion), newer than the server's \(version): the device must reset", .clientReset)
+                throw SessionFailure(id, Self.badClientFileCode, "the client has server version \(lastServerVersion), newer than the server's \(version): the device must reset", resetAction)
             }
             record = r
         }

@@ -151,26 +151,7 @@ extension Database {
                 }
                 switch i {
                 case let .create(_, key, fields):
-                    let layout = store.layout(ci)
-                    let os = layout.objectSchema
-                    var values = layout.defaults
-                    // The server's values are checked like the host's: a value of the wrong type
-                    // would otherwise be stored and break later reads.
-                    try os.primaryKey.validateElement(key, className: os.name)
-                    values[layout.primaryKeyIndex] = key
-                    for f in fields {
-                        guard let p = os.propertyIndex(named: f.name), p != layout.primaryKeyIndex else { continue }
-                        let property = os.properties[p]
-                        if property.isList {
-                            guard case .list(let items) = f.value else {
-                                throw FerryError(.wrongType, "the server sent a non-list value for list '\(os.name).\(property.name)'")
-                            }
-                            for item in items { try property.validateElement(item, className: os.name) }
-                        } else {
-                            try property.validateElement(f.value, className: os.name)
-                        }
-                        values[p] = f.value
-                    }
+                    let values = try store.rowFromServer(ci, key: key, fields: fields)
                     try store.upsertRow(c, ci, values)
                 case let .erase(_, key):
                     guard try store.deleteRowIfExists(c, ci, key: key) else { continue }
@@ -220,21 +201,21 @@ extension Database {
         return objects.count
     }
 
-    private static func latestVersion(_ c: SQLiteConnection) throws -> UInt64 {
+    static func latestVersion(_ c: SQLiteConnection) throws -> UInt64 {
         let s = try c.statement("SELECT COALESCE(MAX(version), 0) FROM __ferry_history")
         defer { s.resetKeepingBindings() }
         _ = try s.step()
         return UInt64(bitPattern: s.int64(0))
     }
 
-    private static func getMeta(_ c: SQLiteConnection, _ key: String) throws -> UInt64 {
+    static func getMeta(_ c: SQLiteConnection, _ key: String) throws -> UInt64 {
         let s = try c.statement("SELECT value FROM __ferry_meta WHERE key = ?")
         defer { s.resetKeepingBindings() }
         s.bind(1, key)
         return try s.step() ? UInt64(bitPattern: s.int64(0)) : 0
     }
 
-    private static func putMeta(_ c: SQLiteConnection, _ key: String, _ value: UInt64) throws {
+    static func putMeta(_ c: SQLiteConnection, _ key: String, _ value: UInt64) throws {
         let s = try c.statement("INSERT OR REPLACE INTO __ferry_meta (key, value) VALUES (?, ?)")
         defer { s.resetKeepingBindings() }
         s.bind(1, key); s.bind(2, Int64(bitPattern: value))
@@ -242,7 +223,33 @@ extension Database {
     }
 }
 
-private struct ObjectKeyRef: Hashable {
+extension Store {
+    /// The row of a whole object the server sent. The server's values are checked like the
+    /// host's: a value of the wrong type would otherwise be stored and break later reads.
+    func rowFromServer(_ ci: Int, key: FerryValue, fields: [FieldValue]) throws -> [FerryValue] {
+        let layout = layout(ci)
+        let os = layout.objectSchema
+        var values = layout.defaults
+        try os.primaryKey.validateElement(key, className: os.name)
+        values[layout.primaryKeyIndex] = key
+        for f in fields {
+            guard let p = os.propertyIndex(named: f.name), p != layout.primaryKeyIndex else { continue }
+            let property = os.properties[p]
+            if property.isList {
+                guard case .list(let items) = f.value else {
+                    throw FerryError(.wrongType, "the server sent a non-list value for list '\(os.name).\(property.name)'")
+                }
+                for item in items { try property.validateElement(item, className: os.name) }
+            } else {
+                try property.validateElement(f.value, className: os.name)
+            }
+            values[p] = f.value
+        }
+        return values
+    }
+}
+
+struct ObjectKeyRef: Hashable {
     let table: String
     let key: FerryValue
 }

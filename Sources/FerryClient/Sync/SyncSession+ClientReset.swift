@@ -1,0 +1,134 @@
+import FerryCore
+import FerryStore
+
+/// Client reset on the session's side (SPEC F-RESET, F-RESETMODES; loop thread): the server
+/// refused the file's identity, so the session binds it again as a new client file, collects
+/// the fresh download of its subscriptions, and has the database become that state in one
+/// transaction, recovering or discarding the unsynced changes as the mode says. The host keeps
+/// its handles; its notifications report what changed; the error handler gets the report.
+extension SyncSession {
+    /// Failed resets in a row are counted in the file; past this many the session stops and
+    /// hands the reset to the error handler instead of trying forever.
+    static let maxResetFailures: UInt64 = 3
+    static let resetFailuresKey = "client_reset.failures"
+
+    func beginClientReset(_ error: SyncError) {
+        guard !closed, fatal == nil, let id = sessionId else { return }
+        let recoveryAllowed = error.action == .clientReset
+        let failures = resetFailures()
+        let recover: Bool
+        let reason: String
+        switch resetMode {
+        case .manual:
+            return fail(error)
+        case .recoverUnsyncedChanges:
+            guard recoveryAllowed else {
+                var e = error
+                e.message += " (the server disabled recovery, and this database's client reset mode is recoverUnsyncedChanges: the host must handle it)"
+                return fail(e)
+            }
+            recover = true
+            reason = ""
+        case .recoverOrDiscardUnsyncedChanges:
+            recover = recoveryAllowed && failures == 0
+            reason = !recoveryAllowed ? "the server disabled recovery" : "an earlier recovery of these changes failed"
+        case .discardUnsyncedChanges:
+            recover = false
+            reason = "the client reset mode is discardUnsyncedChanges"
+        }
+        guard failures < Self.maxResetFailures else {
+            var e = error
+            e.message += " (the client reset failed \(failures) times in a row; it is not tried again automatically)"
+            return fail(e)
+        }
+        app.log(.info, "client reset of \(path) (\(recover ? "recovering" : "discarding") unsynced changes): \(error.message)")
+        ready = false
+        requeueMarks()
+        reset = ClientResetRun(error: error, recover: recover, discardReason: reason)
+        connection?.send(.bind(session: id, database: path, clientFileIdent: 0, clientFileSalt: 0, lastServerVersion: 0))
+    }
+
+    /// The server gave the reset file its new identity: ask for the subscriptions' data.
+    func resetIdentified(ident: UInt64, salt: UInt64) {
+        guard var run = reset, let id = sessionId else { return }
+        run.ident = ident
+        run.salt = salt
+        guard let set = try? SubscriptionSet.load(database), set.version > 0 else {
+            // No subscriptions: the server's state for this file is empty.
+            reset = run
+            return finishClientReset(serverVersion: 0)
+        }
+        run.queryVersion = set.version
+        reset = run
+        connection?.send(.query(session: id, version: set.version, subscriptions: set.subscriptions))
+    }
+
+    func resetDownloaded(serverVersion: UInt64, subscriptionVersion: UInt64, isLast: Bool, changesets: [DownloadChangeset]) {
+        guard var run = reset else { return }
+        for c in changesets {
+            guard let decoded = try? ChangesetCodec.decode(c.changeset) else {
+                reset = nil
+                return fail(SyncError(code: 212, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
+            }
+            run.fresh += decoded.instructions
+        }
+        reset = run
+        if isLast && subscriptionVersion >= run.queryVersion { finishClientReset(serverVersion: serverVersion) }
+    }
+
+    /// The fresh download is complete: apply it, then sync on as the new client file.
+    private func finishClientReset(serverVersion: UInt64) {
+        guard let run = reset else { return }
+        reset = nil
+        let target = Database.ResetTarget(clientFileIdent: run.ident, clientFileSalt: run.salt, serverVersion: serverVersion)
+        var report: ClientResetReport
+        do {
+            report = try database.resetToServerState(run.fresh, target: target, recover: run.recover, discardReason: run.discardReason)
+        } catch let recoveryError where run.recover && resetMode == .recoverOrDiscardUnsyncedChanges {
+            // Recovery did not work: this mode discards instead.
+            do {
+                report = try database.resetToServerState(run.fresh, target: target, recover: false,
+                                                         discardReason: "recovery failed: \(recoveryError)")
+            } catch {
+                return resetFailed(run, error)
+            }
+        } catch {
+            return resetFailed(run, error)
+        }
+        guard let meta = try? database.syncMetadata() else {
+            return fail(SyncError(code: 0, message: "cannot read the sync state of \(path) after its client reset", isFatal: true, action: .applicationBug))
+        }
+        acknowledged = meta.acknowledged
+        lastUploaded = meta.acknowledged
+        countAcknowledged(meta.acknowledged)
+        // Waits for changes the reset settled: the recovered ones are uploaded as one new
+        // changeset, which such a wait now waits for; discarded ones leave nothing to wait for.
+        let latest = (try? database.latestLocalVersion()) ?? meta.acknowledged
+        if latest > meta.acknowledged { uploadWaiters = uploadWaiters.map { ($0.target <= meta.acknowledged ? latest : $0.target, $0.done) } }
+        let recovered = report.entries.filter { $0.outcome == .recovered }.count
+        app.log(.info, "client reset of \(path) done: \(recovered) objects recovered, \(report.entries.count - recovered) discarded")
+        app.report(SyncError(code: run.error.code, message: "client reset done: \(run.error.message)", isFatal: false,
+                             action: run.error.action, clientResetReport: report), session: self)
+        ready = true
+        uploadPending()
+        for m in unsentMarks { waitForDownloadNow(m) }
+        unsentMarks.removeAll()
+        checkUploadWaiters()
+    }
+
+    private func resetFailed(_ run: ClientResetRun, _ error: Error) {
+        let failures = resetFailures() + 1
+        var bytes: [UInt8] = []
+        var n = failures
+        for _ in 0..<8 { bytes.append(UInt8(n & 0xff)); n >>= 8 }
+        try? database.setSyncValue(Self.resetFailuresKey, bytes)
+        var e = run.error
+        e.message = "the client reset failed (\(error)); the database keeps its data and the reset is tried again on the next open: \(run.error.message)"
+        fail(e)
+    }
+
+    private func resetFailures() -> UInt64 {
+        guard let bytes = try? database.syncValue(Self.resetFailuresKey), bytes.count == 8 else { return 0 }
+        return bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}

@@ -1,0 +1,198 @@
+@testable import FerryClient
+import FerryCore
+import FerryStore
+import Foundation
+import Testing
+
+/// Client reset end to end (issue 5) against a real in-process ferry-server: an admin
+/// terminates and re-enables sync (a new server file identity), so every device's next bind is
+/// refused with a client-reset error, and each mode does what it says.
+@Suite("Client reset through the server")
+struct ClientResetSyncTests {
+    /// Two devices of one user, syncing the user's items, that reconnect quickly.
+    final class Pair: @unchecked Sendable {
+        let a: SessionTestApp, b: SessionTestApp
+        let sa: SyncSession, sb: SyncSession
+        let errorsA = ErrorLog()
+
+        init(url: String, subject: String, mode: ClientResetMode = .recoverUnsyncedChanges) async throws {
+            let fast: (inout App.Configuration) -> Void = { $0.reconnectDelayMinMs = 50; $0.reconnectDelayMaxMs = 200 }
+            a = try await SessionTestApp(url: url, subject: subject, configure: fast)
+            b = try await SessionTestApp(url: url, subject: subject, configure: fast)
+            let errors = errorsA
+            a.app.errorHandler = { _, e in errors.add(e) }
+            sa = try a.open("a.ferry", options: SyncOpenOptions(clientResetMode: mode))
+            sb = try b.open("b.ferry")
+            try await sa.subscribe("ownerId == '\(a.user.id)'")
+            try await sb.subscribe("ownerId == '\(a.user.id)'")
+        }
+
+        var owner: String { a.user.id }
+
+        func close() {
+            sa.close(); sb.close()
+            a.app.close(); b.app.close()
+        }
+    }
+
+    static func write(_ s: SyncSession, _ body: (Database) throws -> Void) throws {
+        try s.database.beginWrite()
+        do { try body(s.database); try s.database.commit() } catch { try? s.database.cancel(); throw error }
+    }
+
+    static func item(_ s: SyncSession, _ id: ObjectId) throws -> [FerryValue]? { try s.database.object(classIndex: 0, key: .objectId(id)) }
+
+    /// Terminates sync and enables it again: the server forgets every client file.
+    static func terminateAndEnable(_ url: String) async throws {
+        try await AdminAPI.post(url, "sync/terminate")
+        try await AdminAPI.post(url, "sync/enable")
+    }
+
+    /// Waits for the reset's report on the error handler (or a fatal error).
+    static func resetReport(_ errors: ErrorLog) async -> (SyncError?, ClientResetReport?) {
+        for n in 1...10 {
+            let all = await errors.wait(count: n, seconds: 30)
+            guard all.count >= n else { break }
+            let e = all[n - 1]
+            if e.isFatal || e.clientResetReport != nil { return (e, e.clientResetReport) }
+        }
+        return (nil, nil)
+    }
+
+    @Test func recoveryKeepsTheDevicesUnsyncedChangesByTheRules() async throws {
+        try await SyncTestServer.withServer(secrets: AdminAPI.secrets) { url in
+            let p = try await Pair(url: url, subject: "reset-recover")
+            defer { p.close() }
+            let ids = (0..<4).map { _ in ObjectId.generate() }
+            for (n, id) in ids.prefix(3).enumerated() { try p.sa.createItem(id, owner: p.owner, name: "item \(n)") }
+            try await p.sa.waitUpload()
+            try await p.sb.waitDownload()
+            #expect(try p.sb.itemNames() == ["item 0", "item 1", "item 2"])
+
+            // Device A goes offline and changes things; B changes some of the same objects.
+            p.sa.suspend()
+            try Self.write(p.sa) { db in
+                try db.create(classIndex: 0, values: [(0, .objectId(ids[3])), (1, .string(p.owner)), (2, .string("new on a")), (3, .int(1))])
+                try db.set(classIndex: 0, key: .objectId(ids[0]), property: 2, value: .string("renamed on a"))
+                try db.set(classIndex: 0, key: .objectId(ids[1]), property: 3, value: .int(4))
+                try db.delete(classIndex: 0, key: .objectId(ids[2]))
+            }
+            try Self.write(p.sb) { db in
+                try db.set(classIndex: 0, key: .objectId(ids[0]), property: 2, value: .string("renamed on b"))
+                try db.set(classIndex: 0, key: .objectId(ids[0]), property: 3, value: .int(3))
+                try db.delete(classIndex: 0, key: .objectId(ids[1]))
+            }
+            try await p.sb.waitUpload()
+
+            try await Self.terminateAndEnable(url)
+            p.sa.resume()
+            let (error, report) = await Self.resetReport(p.errorsA)
+            #expect(error?.isFatal == false)
+            #expect(error?.action == .clientReset)
+            let entries = report?.entries ?? []
+            #expect(entries.count == 4)
+            #expect(entries.first { $0.primaryKey == .objectId(ids[3]) }?.reason == "created on this device and not yet synced")
+            #expect(entries.first { $0.primaryKey == .objectId(ids[0]) }?.reason == "the device's updates applied over the server's: itemName")
+            #expect(entries.first { $0.primaryKey == .objectId(ids[1]) }?.outcome == .discarded)
+            #expect(entries.first { $0.primaryKey == .objectId(ids[2]) }?.outcome == .recovered)
+
+            try await p.sa.waitUpload()
+            try await p.sa.waitDownload()
+            try await p.sb.waitDownload()
+            for s in [p.sa, p.sb] {
+                let device: Comment = s === p.sa ? "device a" : "device b"
+                // The device's update wins the conflicting field; the server's other change stays.
+                #expect(try Self.item(s, ids[0])?[2] == .string("renamed on a"), device)
+                #expect(try Self.item(s, ids[0])?[3] == .int(3), device)
+                #expect(try Self.item(s, ids[1]) == nil, device) // deleted on the server, updated on a: stays deleted
+                #expect(try Self.item(s, ids[2]) == nil, device) // deleted on a: deleted
+                #expect(try Self.item(s, ids[3]) != nil, device) // created on a: synced
+            }
+            // The session syncs on as the new client file.
+            try p.sa.createItem(owner: p.owner, name: "after the reset")
+            try await p.sa.waitUpload()
+            try await p.sb.waitDownload()
+            #expect(try p.sb.itemNames().contains("after the reset"))
+            #expect(p.sa.state == .active)
+        }
+    }
+
+    @Test func discardDropsTheUnsyncedChangesAndReportsEachOne() async throws {
+        try await SyncTestServer.withServer(secrets: AdminAPI.secrets) { url in
+            let p = try await Pair(url: url, subject: "reset-discard", mode: .discardUnsyncedChanges)
+            defer { p.close() }
+            let kept = ObjectId.generate(), dropped = ObjectId.generate()
+            try p.sa.createItem(kept, owner: p.owner, name: "synced")
+            try await p.sa.waitUpload()
+            p.sa.suspend()
+            try p.sa.createItem(dropped, owner: p.owner, name: "never synced")
+            try Self.write(p.sa) { try $0.set(classIndex: 0, key: .objectId(kept), property: 2, value: .string("renamed offline")) }
+            try await Self.terminateAndEnable(url)
+            p.sa.resume()
+            let (error, report) = await Self.resetReport(p.errorsA)
+            #expect(error?.isFatal == false)
+            #expect(report?.recovered == false)
+            #expect(report?.entries.map(\.primaryKey) == [.objectId(dropped), .objectId(kept)])
+            #expect(report?.entries.allSatisfy { $0.outcome == .discarded && $0.reason == "the client reset mode is discardUnsyncedChanges" } == true)
+            #expect(try Self.item(p.sa, dropped) == nil)
+            #expect(try Self.item(p.sa, kept)?[2] == .string("synced"))
+            try await p.sa.waitUpload()
+            try await p.sb.waitDownload()
+            #expect(try p.sb.itemNames() == ["synced"])
+        }
+    }
+
+    @Test func manualModeHandsTheResetToTheErrorHandlerAndChangesNothing() async throws {
+        try await SyncTestServer.withServer(secrets: AdminAPI.secrets) { url in
+            let p = try await Pair(url: url, subject: "reset-manual", mode: .manual)
+            defer { p.close() }
+            let id = ObjectId.generate()
+            p.sa.suspend()
+            try p.sa.createItem(id, owner: p.owner, name: "unsynced")
+            try await Self.terminateAndEnable(url)
+            p.sa.resume()
+            let (error, report) = await Self.resetReport(p.errorsA)
+            #expect(error?.isFatal == true)
+            #expect(error?.action == .clientReset)
+            #expect(error?.code == 208)
+            #expect(report == nil)
+            #expect(p.sa.state == .inactive)
+            #expect(try Self.item(p.sa, id) != nil)
+        }
+    }
+
+    @Test func recoveryDisabledOnTheServerDiscardsOrGoesToTheHandlerByMode() async throws {
+        let appDir = SyncTestServer.temporaryDirectory("no-recovery-app")
+        _ = system("cp -r '\(SyncTestServer.appDirectory)/.' '\(appDir)/'")
+        let configPath = appDir + "/sync/config.json"
+        let config = try String(contentsOfFile: configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: "\"is_recovery_mode_disabled\": false", with: "\"is_recovery_mode_disabled\": true")
+            .write(toFile: configPath, atomically: true, encoding: .utf8)
+        try await SyncTestServer.withServer(appDirectory: appDir, secrets: AdminAPI.secrets) { url in
+            let discarding = try await Pair(url: url, subject: "no-recovery-discard", mode: .recoverOrDiscardUnsyncedChanges)
+            defer { discarding.close() }
+            let strict = try await Pair(url: url, subject: "no-recovery-strict", mode: .recoverUnsyncedChanges)
+            defer { strict.close() }
+            let id1 = ObjectId.generate(), id2 = ObjectId.generate()
+            discarding.sa.suspend()
+            strict.sa.suspend()
+            try discarding.sa.createItem(id1, owner: discarding.owner, name: "unsynced")
+            try strict.sa.createItem(id2, owner: strict.owner, name: "unsynced")
+            try await Self.terminateAndEnable(url)
+            discarding.sa.resume()
+            strict.sa.resume()
+
+            let (e1, r1) = await Self.resetReport(discarding.errorsA)
+            #expect(e1?.isFatal == false)
+            #expect(e1?.action == .clientResetNoRecovery)
+            #expect(r1?.entries.first?.reason == "the server disabled recovery")
+            #expect(try Self.item(discarding.sa, id1) == nil)
+
+            let (e2, r2) = await Self.resetReport(strict.errorsA)
+            #expect(e2?.isFatal == true)
+            #expect(e2?.action == .clientResetNoRecovery)
+            #expect(r2 == nil)
+            #expect(try Self.item(strict.sa, id2) != nil)
+        }
+    }
+}
