@@ -1,6 +1,6 @@
 @testable import FerryClient
 import FerryCore
-import FerryStore
+@testable import FerryStore
 import Foundation
 import Testing
 
@@ -193,6 +193,33 @@ struct ClientResetSyncTests {
             #expect(e2?.action == .clientResetNoRecovery)
             #expect(r2 == nil)
             #expect(try Self.item(strict.sa, id2) != nil)
+        }
+    }
+
+    @Test func aFileOfflineLongerThanTheMaximumOfflineDaysIsReset() async throws {
+        let data = SyncTestServer.temporaryDirectory("offline-server")
+        try await SyncTestServer.withServer(dataDirectory: data, secrets: AdminAPI.secrets) { url in
+            let p = try await Pair(url: url, subject: "reset-offline")
+            defer { p.close() }
+            let synced = ObjectId.generate(), offline = ObjectId.generate()
+            try p.sa.createItem(synced, owner: p.owner, name: "synced")
+            try await p.sa.waitUpload()
+            p.sa.suspend()
+            try p.sa.createItem(offline, owner: p.owner, name: "made offline")
+            // 31 days pass for device A (the app allows 30): the server's record of it ages.
+            let ident = try p.sa.database.syncMetadata().clientFileIdent
+            let store = try SQLiteConnection(creatingAt: data + "/sync.sqlite", description: "the test's view of the server store")
+            try store.exec("PRAGMA busy_timeout=10000; UPDATE client_files SET last_seen = last_seen - 31 * 86400 WHERE ident = \(ident)")
+            store.close()
+            p.sa.resume()
+            let (error, report) = await Self.resetReport(p.errorsA)
+            #expect(error?.isFatal == false)
+            #expect(error?.message.contains("longer than the client maximum offline time of 30 days") == true)
+            #expect(report?.entries.first?.reason == "created on this device and not yet synced")
+            #expect(try p.sa.database.syncMetadata().clientFileIdent != ident)
+            try await p.sa.waitUpload()
+            try await p.sb.waitDownload()
+            #expect(try p.sb.itemNames() == ["synced", "made offline"])
         }
     }
 }

@@ -28,6 +28,24 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         try lock.withLock { try db.exec("DELETE FROM client_files") }
     }
 
+    public func forgetClientFile(_ ident: UInt64) throws {
+        try lock.withLock {
+            let s = try db.statement("DELETE FROM client_files WHERE ident = ?")
+            defer { s.reset() }
+            s.bind(1, Int64(bitPattern: ident))
+            try s.run()
+        }
+    }
+
+    public func touchClientFile(_ ident: UInt64, at secondsSinceEpoch: Int) throws {
+        try lock.withLock {
+            let s = try db.statement("UPDATE client_files SET last_seen = ? WHERE ident = ?")
+            defer { s.reset() }
+            s.bind(1, Int64(secondsSinceEpoch)); s.bind(2, Int64(bitPattern: ident))
+            try s.run()
+        }
+    }
+
     public func serverVersion() throws -> UInt64 {
         try lock.withLock {
             let s = try db.statement("SELECT value FROM meta WHERE key = 'server_version'")
@@ -39,25 +57,26 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     public func newClientFile(userId: String) throws -> ClientFileRecord {
         try lock.withLock {
             let salt = UInt64.random(in: 1...UInt64(Int64.max))
-            let s = try db.statement("INSERT INTO client_files (salt, user_id) VALUES (?, ?) RETURNING ident")
+            let now = ServerClock.secondsSinceEpoch()
+            let s = try db.statement("INSERT INTO client_files (salt, user_id, last_seen) VALUES (?, ?, ?) RETURNING ident")
             defer { s.reset() }
-            s.bind(1, Int64(bitPattern: salt)); s.bind(2, userId)
+            s.bind(1, Int64(bitPattern: salt)); s.bind(2, userId); s.bind(3, Int64(now))
             guard try s.step() else { throw FerryError(.io, "could not allocate a client file") }
             return ClientFileRecord(ident: UInt64(bitPattern: s.int64(0)), salt: salt, userId: userId,
-                                    acknowledgedClientVersion: 0, subscriptionVersion: 0, subscriptions: [])
+                                    acknowledgedClientVersion: 0, subscriptionVersion: 0, subscriptions: [], lastSeen: now)
         }
     }
 
     public func clientFile(_ ident: UInt64) throws -> ClientFileRecord? {
         try lock.withLock {
-            let s = try db.statement("SELECT salt, user_id, acked, sub_version, subs FROM client_files WHERE ident = ?")
+            let s = try db.statement("SELECT salt, user_id, acked, sub_version, subs, last_seen FROM client_files WHERE ident = ?")
             defer { s.reset() }
             s.bind(1, Int64(bitPattern: ident))
             guard try s.step() else { return nil }
             let subs = s.isNull(4) ? [] : try Self.decodeSubscriptions(s.blob(4))
             return ClientFileRecord(ident: ident, salt: UInt64(bitPattern: s.int64(0)), userId: s.string(1),
                                     acknowledgedClientVersion: UInt64(bitPattern: s.int64(2)),
-                                    subscriptionVersion: UInt64(bitPattern: s.int64(3)), subscriptions: subs)
+                                    subscriptionVersion: UInt64(bitPattern: s.int64(3)), subscriptions: subs, lastSeen: Int(s.int64(5)))
         }
     }
 

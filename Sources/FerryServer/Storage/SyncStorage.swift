@@ -30,6 +30,8 @@ public struct ClientFileRecord: Sendable, Equatable {
     public var acknowledgedClientVersion: UInt64
     public var subscriptionVersion: UInt64
     public var subscriptions: [Subscription]
+    /// When the client file last bound or uploaded (seconds since the epoch; 0: unknown).
+    public var lastSeen: Int = 0
 }
 
 /// The server's durable state, behind a protocol so the embedded SQLite store and PostgreSQL
@@ -54,5 +56,9 @@ public protocol SyncStorage: AnyObject, Sendable {
     func transaction(_ body: () throws -> Void) throws
     /// Forgets every client file (sync terminated and enabled again: devices must reset).
     func forgetClientFiles() throws
+    /// Forgets one client file (offline longer than the client maximum offline time).
+    func forgetClientFile(_ ident: UInt64) throws
+    /// Records that the client file was seen now (a bind).
+    func touchClientFile(_ ident: UInt64, at secondsSinceEpoch: Int) throws
     func close()
 }

@@ -147,6 +147,15 @@ actor SyncHub {
             guard r.userId == outbox.userId else {
                 throw SessionFailure(id, Self.badClientFileCode, "client file \(ident) belongs to another user", .protocolViolation)
             }
+            // A file offline longer than the client maximum offline time: the server no longer
+            // keeps what it would need to sync it (SPEC F-RESET), so it is forgotten and reset.
+            let now = ServerClock.secondsSinceEpoch()
+            let maxOfflineDays = app.sync.clientMaxOfflineDays
+            if maxOfflineDays > 0, r.lastSeen > 0, now - r.lastSeen > maxOfflineDays * 86_400 {
+                try storage.forgetClientFile(ident)
+                throw SessionFailure(id, Self.badClientFileCode, "client file \(ident) was last seen \((now - r.lastSeen) / 86_400) days ago, longer than the client maximum offline time of \(maxOfflineDays) days: the device must reset", resetAction)
+            }
+            try storage.touchClientFile(ident, at: now)
             guard lastServerVersion <= version else {
                 throw SessionFailure(id, Self.badClientFileCode, "the client has server version \(lastServerVersion), newer than the server's \(version): the device must reset", resetAction)
             }
