@@ -8,11 +8,15 @@ public struct DatabaseConfiguration: Sendable {
     public var schema: Schema?
     /// Mark the file synced: one process at a time may then open it (its sync agent).
     public var synced: Bool
+    /// A handle that reads only: `beginWrite` fails (e.g. the snapshot a client reset's
+    /// callbacks get of the database as it was).
+    public var readOnly: Bool
 
-    public init(location: Location, schema: Schema?, synced: Bool = false) {
+    public init(location: Location, schema: Schema?, synced: Bool = false, readOnly: Bool = false) {
         self.location = location
         self.schema = schema
         self.synced = synced
+        self.readOnly = readOnly
     }
 }
 
@@ -41,14 +45,23 @@ public final class Database: @unchecked Sendable {
             location = .memory(identifier: id)
         }
         let store = try StoreRegistry.shared.acquire(location, schema: configuration.schema, synced: configuration.synced)
-        return Database(store: store, scheduler: scheduler)
+        return Database(store: store, scheduler: scheduler, readOnly: configuration.readOnly)
+    }
+
+    /// Whether any handle of this process has the file at `path` open.
+    public static func isOpenInThisProcess(path: String) -> Bool {
+        guard let location = try? StoreLocation.canonicalFile(path) else { return false }
+        return StoreRegistry.shared.isOpen(location)
     }
 
     /// The store's table layouts, held here so the write path does not go through the store.
     private let layouts: [TableLayout]
 
-    private init(store: Store, scheduler: NotificationScheduler) {
+    public let readOnly: Bool
+
+    private init(store: Store, scheduler: NotificationScheduler, readOnly: Bool) {
         self.store = store
+        self.readOnly = readOnly
         self.schema = store.schema
         self.layouts = store.layouts
         self.scheduler = scheduler
@@ -61,6 +74,9 @@ public final class Database: @unchecked Sendable {
     public var isClosed: Bool { lock.withLock { closed } }
     public var isInTransaction: Bool { lock.withLock { transaction != nil } }
     public var isSynced: Bool { store.isSynced }
+    public var isInMemory: Bool { if case .memory = store.location { return true } else { return false } }
+    /// How many handles of this process share this handle's file (this one included).
+    public var handleCount: Int { StoreRegistry.shared.handleCount(store) }
 
     /// Runs `body` with the handle locked, after checking it is open.
     private func locked<T>(_ body: () throws -> T) throws -> T {
@@ -94,6 +110,7 @@ public final class Database: @unchecked Sendable {
     public func beginWrite() throws {
         try locked {
             guard transaction == nil else { throw FerryError(.alreadyInTransaction, "this handle already has a write transaction") }
+            guard !readOnly else { throw FerryError(.invalidArgument, "this handle is read-only") }
             try store.acquireWriteLock(for: id)
             transaction = TransactionLog(classCount: schema.classes.count)
         }

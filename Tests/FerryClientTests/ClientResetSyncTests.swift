@@ -3,6 +3,9 @@ import FerryCore
 @testable import FerryStore
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Client reset end to end (issue 5) against a real in-process ferry-server: an admin
 /// terminates and re-enables sync (a new server file identity), so every device's next bind is
@@ -142,13 +145,15 @@ struct ClientResetSyncTests {
         }
     }
 
-    @Test func manualModeHandsTheResetToTheErrorHandlerAndChangesNothing() async throws {
+    @Test func manualModeHandsTheResetToTheHandlerWhichPerformsItAtOnce() async throws {
         try await SyncTestServer.withServer(secrets: AdminAPI.secrets) { url in
             let p = try await Pair(url: url, subject: "reset-manual", mode: .manual)
             defer { p.close() }
-            let id = ObjectId.generate()
+            let synced = ObjectId.generate(), unsynced = ObjectId.generate()
+            try p.sa.createItem(synced, owner: p.owner, name: "synced")
+            try await p.sa.waitUpload()
             p.sa.suspend()
-            try p.sa.createItem(id, owner: p.owner, name: "unsynced")
+            try p.sa.createItem(unsynced, owner: p.owner, name: "unsynced")
             try await Self.terminateAndEnable(url)
             p.sa.resume()
             let (error, report) = await Self.resetReport(p.errorsA)
@@ -157,7 +162,86 @@ struct ClientResetSyncTests {
             #expect(error?.code == 208)
             #expect(report == nil)
             #expect(p.sa.state == .inactive)
-            #expect(try Self.item(p.sa, id) != nil)
+            #expect(try Self.item(p.sa, unsynced) != nil)
+            let path = p.sa.path
+            guard let token = error?.clientResetToken, let backup = error?.clientResetBackupPath else {
+                Issue.record("the manual reset error has no token or backup path")
+                return
+            }
+            #expect(token == path)
+            // The file is still open: the reset refuses, clearly.
+            #expect(throws: FerryError.self) { try p.a.app.immediatelyHandleClientReset(token: token) }
+            p.sa.close()
+            try p.a.app.immediatelyHandleClientReset(token: token)
+            #expect(access(path, F_OK) != 0)
+            // The backup is an ordinary database holding the device's data as it was.
+            let old = try Database.open(DatabaseConfiguration(location: .file(backup), schema: nil), scheduler: PollingScheduler())
+            #expect(try old.object(classIndex: 0, key: .objectId(unsynced)) != nil)
+            old.close()
+            // The next open downloads a fresh copy: the server's state, nothing of the old file.
+            let fresh = try p.a.open("a.ferry")
+            defer { fresh.close() }
+            try await fresh.subscribe("ownerId == '\(p.owner)'")
+            #expect(try fresh.itemNames() == ["synced"])
+            #expect(try Self.item(fresh, unsynced) == nil)
+            #expect(throws: FerryError.self) { try p.a.app.immediatelyHandleClientReset(token: token + ".nothing") }
+        }
+    }
+
+    @Test func aManualResetTheHostNeverPerformedHappensOnTheNextOpen() async throws {
+        try await SyncTestServer.withServer(secrets: AdminAPI.secrets) { url in
+            let p = try await Pair(url: url, subject: "reset-manual-later", mode: .manual)
+            defer { p.close() }
+            let unsynced = ObjectId.generate()
+            p.sa.suspend()
+            try p.sa.createItem(unsynced, owner: p.owner, name: "unsynced")
+            try await Self.terminateAndEnable(url)
+            p.sa.resume()
+            let (error, _) = await Self.resetReport(p.errorsA)
+            let backup = try #require(error?.clientResetBackupPath)
+            p.sa.close()
+            let reopened = try p.a.open("a.ferry")
+            defer { reopened.close() }
+            #expect(access(backup, F_OK) == 0)
+            #expect(try Self.item(reopened, unsynced) == nil)
+            try await reopened.waitDownload()
+            #expect(reopened.state == .active)
+        }
+    }
+
+    @Test func theCallbacksSeeTheDatabaseBeforeAndAfter() async throws {
+        try await SyncTestServer.withServer(secrets: AdminAPI.secrets) { url in
+            let seen = EventLog<String>()
+            let options = SyncOpenOptions(clientResetMode: .recoverUnsyncedChanges, beforeReset: { before in
+                let n = (try? before.query(classIndex: 0, query: "TRUEPREDICATE", arguments: []).count) ?? -1
+                seen.add("before: \(n) items, read-only \(before.readOnly)")
+                let copy = SyncTestServer.temporaryDirectory("before-copy") + "/copy.ferry"
+                seen.add((try? before.writeCopy(toPath: copy)) != nil ? "copied" : "copy failed")
+            }, afterReset: { before, after, report in
+                let b = (try? before.query(classIndex: 0, query: "TRUEPREDICATE", arguments: []).count) ?? -1
+                let a = (try? after.query(classIndex: 0, query: "TRUEPREDICATE", arguments: []).count) ?? -1
+                seen.add("after: \(b) before, \(a) after, recovered \(report.recovered)")
+            })
+            let a = try await SessionTestApp(url: url, subject: "reset-callbacks") { $0.reconnectDelayMinMs = 50; $0.reconnectDelayMaxMs = 200 }
+            defer { a.app.close() }
+            let s = try a.open("a.ferry", options: options)
+            defer { s.close() }
+            try await s.subscribe("ownerId == '\(a.user.id)'")
+            try s.createItem(owner: a.user.id, name: "synced")
+            try await s.waitUpload()
+            s.suspend()
+            try s.createItem(owner: a.user.id, name: "unsynced")
+            try await Self.terminateAndEnable(url)
+            s.resume()
+            #expect(await seen.wait(seconds: 30) { $0.count >= 3 })
+            #expect(seen.all == ["before: 2 items, read-only true", "copied", "after: 2 before, 2 after, recovered true"])
+            // The snapshot is removed once the callbacks returned.
+            func leftovers() -> [String] {
+                ((try? FileManager.default.contentsOfDirectory(atPath: a.directory)) ?? []).filter { $0.contains("before-reset") }
+            }
+            let deadline = Date().addingTimeInterval(10)
+            while !leftovers().isEmpty, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(leftovers().isEmpty)
         }
     }
 

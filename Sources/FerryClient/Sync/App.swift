@@ -336,17 +336,26 @@ public final class App: @unchecked Sendable {
         guard !lock.withLock({ closed }) else { throw FerryError(.closed, "the App is closed") }
         guard options.openTimeoutMs > 0 else { throw FerryError(.invalidArgument, "the open timeout must be positive") }
         let scheduler = try LoopScheduler()
-        let db: Database
+        var db: Database
         do {
-            db = try Database.open(DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true),
-                                   scheduler: scheduler)
+            let configuration = DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true)
+            db = try Database.open(configuration, scheduler: scheduler)
+            // A client reset the host left pending (SPEC F-RESETMANUAL) happens now, when
+            // nothing else in this process has the file open: it moves to its backup path and
+            // the open starts a fresh file.
+            if let backup = try SyncSession.pendingResetBackup(db), db.handleCount == 1 {
+                db.close()
+                try Database.moveFile(path, to: backup)
+                log(.info, "client reset of \(path): the old file is at \(backup); a fresh copy downloads")
+                db = try Database.open(configuration, scheduler: scheduler)
+            }
         } catch {
             scheduler.shutdown()
             throw error
         }
         let session: SyncSession
         do {
-            session = try SyncSession(app: self, user: user, database: db, path: path, resetMode: options.clientResetMode)
+            session = try SyncSession(app: self, user: user, database: db, path: path, options: options)
             if let initial = options.initialSubscriptions {
                 let current = try session.subscriptions()
                 if current.version == 0 || options.rerunInitialSubscriptions { try session.updateSubscriptions(initial) }
@@ -358,6 +367,23 @@ public final class App: @unchecked Sendable {
         }
         loop.post { [self] in attach(session) }
         return session
+    }
+
+    /// Performs a client reset the error handler was given (SPEC F-RESETMANUAL) at once: the
+    /// database file moves to the error's backup path (an ordinary Ferry database from then
+    /// on), and the next open of the path downloads a fresh copy. `token` is the error's
+    /// `clientResetToken`. The session must be closed and no handle of this process may have
+    /// the file open (`invalidArgument` otherwise); `notFound` when no reset is pending there.
+    public func immediatelyHandleClientReset(token: String) throws {
+        guard !Database.isOpenInThisProcess(path: token) else {
+            throw FerryError(.invalidArgument, "\(token) is still open: close its sync session and every handle on it first")
+        }
+        let db = try Database.open(DatabaseConfiguration(location: .file(token), schema: nil, readOnly: true), scheduler: PollingScheduler())
+        let backup = try SyncSession.pendingResetBackup(db)
+        db.close()
+        guard let backup else { throw FerryError(.notFound, "no client reset is pending for \(token)") }
+        try Database.moveFile(token, to: backup)
+        log(.info, "client reset of \(token): the old file is at \(backup); the next open downloads a fresh copy")
     }
 
     /// Puts a session on its connection (loop thread): the user's shared one, or a new one

@@ -11,6 +11,11 @@ public struct SyncError: Sendable, Error {
     public var compensatingWrites: [CompensatingWrite]
     /// For a client reset that ran: what became of every object the unsynced changes touched.
     public var clientResetReport: ClientResetReport?
+    /// For a client reset left to the host (SPEC F-RESETMANUAL): where the database file will
+    /// be moved, and the token for `App.immediatelyHandleClientReset` (the database's path).
+    /// Without that call the reset happens when the database is next opened.
+    public var clientResetBackupPath: String?
+    public var clientResetToken: String?
 
     public init(code: Int32, message: String, isFatal: Bool, action: ErrorAction, compensatingWrites: [CompensatingWrite] = [],
                 clientResetReport: ClientResetReport? = nil) {

@@ -1,3 +1,5 @@
+import FerryStore
+
 /// When opening a synced database waits for the server (the seeds' `downloadBeforeOpen`).
 public enum DownloadBeforeOpen: Int32, Sendable {
     /// Open at once (offline too); sync in the background.
@@ -23,15 +25,27 @@ public struct SyncOpenOptions: Sendable {
     public var rerunInitialSubscriptions: Bool
     /// What happens when the server asks for a client reset (SPEC F-RESETMODES).
     public var clientResetMode: ClientResetMode
+    /// Called on the loop thread before an automatic client reset changes the database, with
+    /// a read-only handle on a snapshot of the database as it was (lent for the call: copy it
+    /// with `writeCopy(toPath:)` to keep it).
+    public var beforeReset: (@Sendable (_ before: Database) -> Void)?
+    /// Called on the loop thread after an automatic client reset, with the snapshot of before
+    /// (lent for the call), the database after (the session's handle), and the report
+    /// (`recovered` says whether the unsynced changes were recovered).
+    public var afterReset: (@Sendable (_ before: Database, _ after: Database, _ report: ClientResetReport) -> Void)?
 
     public init(downloadBeforeOpen: DownloadBeforeOpen = .never, openTimeoutMs: UInt64 = 30_000, inMemory: Bool = false,
                 initialSubscriptions: (@Sendable (inout SubscriptionSet) throws -> Void)? = nil, rerunInitialSubscriptions: Bool = false,
-                clientResetMode: ClientResetMode = .recoverUnsyncedChanges) {
+                clientResetMode: ClientResetMode = .recoverUnsyncedChanges,
+                beforeReset: (@Sendable (_ before: Database) -> Void)? = nil,
+                afterReset: (@Sendable (_ before: Database, _ after: Database, _ report: ClientResetReport) -> Void)? = nil) {
         self.downloadBeforeOpen = downloadBeforeOpen
         self.openTimeoutMs = openTimeoutMs
         self.inMemory = inMemory
         self.initialSubscriptions = initialSubscriptions
         self.rerunInitialSubscriptions = rerunInitialSubscriptions
         self.clientResetMode = clientResetMode
+        self.beforeReset = beforeReset
+        self.afterReset = afterReset
     }
 }

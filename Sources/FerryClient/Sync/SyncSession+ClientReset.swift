@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FerryCore
 import FerryStore
 
@@ -20,12 +23,12 @@ extension SyncSession {
         let reason: String
         switch resetMode {
         case .manual:
-            return fail(error)
+            return handOver(error)
         case .recoverUnsyncedChanges:
             guard recoveryAllowed else {
                 var e = error
                 e.message += " (the server disabled recovery, and this database's client reset mode is recoverUnsyncedChanges: the host must handle it)"
-                return fail(e)
+                return handOver(e)
             }
             recover = true
             reason = ""
@@ -39,7 +42,7 @@ extension SyncSession {
         guard failures < Self.maxResetFailures else {
             var e = error
             e.message += " (the client reset failed \(failures) times in a row; it is not tried again automatically)"
-            return fail(e)
+            return handOver(e)
         }
         app.log(.info, "client reset of \(path) (\(recover ? "recovering" : "discarding") unsynced changes): \(error.message)")
         ready = false
@@ -81,6 +84,18 @@ extension SyncSession {
         guard let run = reset else { return }
         reset = nil
         let target = Database.ResetTarget(clientFileIdent: run.ident, clientFileSalt: run.salt, serverVersion: serverVersion)
+        // The callbacks get a read-only snapshot of the database as it was.
+        var snapshot: (db: Database, path: String)?
+        if beforeReset != nil || afterReset != nil {
+            do { snapshot = try takeSnapshot() } catch { return resetFailed(run, error) }
+        }
+        func dropSnapshot() {
+            guard let snapshot else { return }
+            snapshot.db.close()
+            Database.removeFile(snapshot.path)
+            unlink(snapshot.path + ".sync-agent")
+        }
+        if let snapshot { beforeReset?(snapshot.db) }
         var report: ClientResetReport
         do {
             report = try database.resetToServerState(run.fresh, target: target, recover: run.recover, discardReason: run.discardReason)
@@ -90,12 +105,15 @@ extension SyncSession {
                 report = try database.resetToServerState(run.fresh, target: target, recover: false,
                                                          discardReason: "recovery failed: \(recoveryError)")
             } catch {
+                dropSnapshot()
                 return resetFailed(run, error)
             }
         } catch {
+            dropSnapshot()
             return resetFailed(run, error)
         }
         guard let meta = try? database.syncMetadata() else {
+            dropSnapshot()
             return fail(SyncError(code: 0, message: "cannot read the sync state of \(path) after its client reset", isFatal: true, action: .applicationBug))
         }
         acknowledged = meta.acknowledged
@@ -107,6 +125,8 @@ extension SyncSession {
         if latest > meta.acknowledged { uploadWaiters = uploadWaiters.map { ($0.target <= meta.acknowledged ? latest : $0.target, $0.done) } }
         let recovered = report.entries.filter { $0.outcome == .recovered }.count
         app.log(.info, "client reset of \(path) done: \(recovered) objects recovered, \(report.entries.count - recovered) discarded")
+        if let snapshot { afterReset?(snapshot.db, database, report) }
+        dropSnapshot()
         app.report(SyncError(code: run.error.code, message: "client reset done: \(run.error.message)", isFatal: false,
                              action: run.error.action, clientResetReport: report), session: self)
         ready = true
@@ -114,6 +134,49 @@ extension SyncSession {
         for m in unsentMarks { waitForDownloadNow(m) }
         unsentMarks.removeAll()
         checkUploadWaiters()
+    }
+
+    /// A copy of the database as it is, opened read-only, next to it (or in /tmp for an
+    /// in-memory database).
+    private func takeSnapshot() throws -> (db: Database, path: String) {
+        let base = database.isInMemory ? "/tmp/ferry-memory" : path
+        let snapshotPath = base + ".before-reset-\(UInt64.random(in: 0...UInt64.max))"
+        try database.writeCopy(toPath: snapshotPath)
+        do {
+            let db = try Database.open(DatabaseConfiguration(location: .file(snapshotPath), schema: nil, readOnly: true), scheduler: PollingScheduler())
+            return (db, snapshotPath)
+        } catch {
+            Database.removeFile(snapshotPath)
+            throw error
+        }
+    }
+
+    /// Leaves the reset to the host (SPEC F-RESETMANUAL): the error names where the file will
+    /// be backed up and carries the token of `App.immediatelyHandleClientReset`; the file is
+    /// marked so that its next open performs the reset if the host never calls it.
+    func handOver(_ error: SyncError) {
+        var e = error
+        if !database.isInMemory {
+            let backup = path + ".reset-backup-\(Self.secondsSinceEpoch())"
+            try? database.setSyncValue(SyncSession.pendingResetKey, Array(backup.utf8))
+            e.clientResetBackupPath = backup
+            e.clientResetToken = path
+        }
+        fail(e)
+    }
+
+    static let pendingResetKey = "client_reset.pending"
+
+    /// The backup path of a reset left to the host, if the file has one pending.
+    static func pendingResetBackup(_ db: Database) throws -> String? {
+        guard let bytes = try db.syncValue(pendingResetKey), !bytes.isEmpty else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func secondsSinceEpoch() -> Int {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return ts.tv_sec
     }
 
     private func resetFailed(_ run: ClientResetRun, _ error: Error) {

@@ -29,6 +29,8 @@ public final class SyncSession: @unchecked Sendable {
     var fatal: SyncError?
     /// What the host chose for client resets, and the reset in progress (loop thread).
     let resetMode: ClientResetMode
+    let beforeReset: (@Sendable (Database) -> Void)?
+    let afterReset: (@Sendable (Database, Database, ClientResetReport) -> Void)?
     var reset: ClientResetRun?
     private var paused = false
     /// The last local version counted into the upload progress, and the sizes of the counted
@@ -45,9 +47,11 @@ public final class SyncSession: @unchecked Sendable {
     private var stateObservers: [UInt64: @Sendable (ConnectionState, ConnectionState) -> Void] = [:]
     private var nextObserver: UInt64 = 1
 
-    init(app: App, user: SyncUser, database: Database, path: String, resetMode: ClientResetMode = .recoverUnsyncedChanges) throws {
+    init(app: App, user: SyncUser, database: Database, path: String, options: SyncOpenOptions = SyncOpenOptions()) throws {
         self.app = app
-        self.resetMode = resetMode
+        resetMode = options.clientResetMode
+        beforeReset = options.beforeReset
+        afterReset = options.afterReset
         self.user = user
         self.database = database
         self.path = path

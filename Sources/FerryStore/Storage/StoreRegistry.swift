@@ -26,6 +26,12 @@ final class StoreRegistry: @unchecked Sendable {
         }
     }
 
+    func isOpen(_ location: StoreLocation) -> Bool {
+        lock.withLock { stores[location.key].map { $0.pid == getpid() } ?? false }
+    }
+
+    func handleCount(_ store: Store) -> Int { lock.withLock { store.handleCount } }
+
     /// One handle fewer; the last one closes the store (an in-memory database is dropped).
     func release(_ store: Store) {
         lock.withLock {

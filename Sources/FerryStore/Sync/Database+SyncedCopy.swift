@@ -47,7 +47,7 @@ extension Database {
                 throw error
             }
         } catch {
-            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+            Self.removeFile(path)
             throw error
         }
     }
