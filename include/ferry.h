@@ -263,11 +263,22 @@ int ferry_db_open(ferry_db_t **out, const ferry_db_options_t *opts);
  *  Errors: FERRY_ERR_INVALID_HANDLE. */
 int ferry_db_close(ferry_db_t *db);
 
-/** Closes (if needed) and frees a database handle. NULL is a no-op. Any thread. */
+/** Closes (if needed) and frees a database handle. NULL is a no-op. Any thread. A handle lent
+ *  to a client-reset callback is not the host's: freeing it does nothing (and ferry_db_close
+ *  on it fails with FERRY_ERR_INVALID_ARGUMENT). */
 void ferry_db_free(ferry_db_t *db);
 
 /** Whether the handle is closed. Errors: FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT. */
 int ferry_db_is_closed(bool *out, const ferry_db_t *db);
+
+/** Writes a consistent copy of the whole file (data, schema, and for a synced database its
+ *  sync state and unsynced changes) to a new file at path, e.g. to keep the database as it
+ *  was before a client reset (the before callback's handle). The copy opens with ferry_db_open
+ *  (schema NULL: the file's own); to hand a synced database to another user, use
+ *  ferry_sync_write_copy instead. Any thread, the reset callbacks included.
+ *  Errors: FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT (NULL, empty or existing
+ *  path), FERRY_ERR_CLOSED, FERRY_ERR_IO. */
+int ferry_db_write_copy(ferry_db_t *db, const char *path);
 
 /* --- Schema of an open database ---------------------------------------------------------- */
 
@@ -646,6 +657,16 @@ typedef struct ferry_sync_error {
   int32_t action;       /* ferry_sync_action_t */
   const ferry_compensating_write_t *compensating_writes;
   size_t compensating_writes_count;
+  /* Fields added for client reset (SPEC F-RESET); a host compiled before them reads the
+   * fields above only, which keep their place. */
+  const struct ferry_client_reset_report *client_reset_report; /* a finished automatic reset
+                                    (code 0, action CLIENT_RESET, is_fatal false): what was
+                                    recovered and discarded; NULL otherwise */
+  const char *client_reset_backup_path; /* a reset handed to the host (manual mode, or a
+                                    fallback): where ferry_app_handle_client_reset (or the next
+                                    open) moves the current file; NULL otherwise */
+  const char *client_reset_token;   /* the same reset's token for ferry_app_handle_client_reset;
+                                    NULL otherwise */
 } ferry_sync_error_t;
 
 /** The App's sync error handler. session is lent for the call (do not free it). It runs after
@@ -658,9 +679,76 @@ typedef void (*ferry_sync_error_cb)(void *userdata, ferry_sync_session_t *sessio
 int ferry_app_set_sync_error_handler(ferry_app_t *app, ferry_sync_error_cb callback, void *userdata,
                                      ferry_free_fn userdata_free);
 
+/* --- Client reset (SPEC F-RESET) ------------------------------------------------------------ */
+
+/** What a session does when the server can no longer sync with the device's file (it sends a
+ *  client-reset error: sync terminated and re-enabled, the device offline longer than the
+ *  server's client maximum offline days, ...). The automatic modes turn the file into the
+ *  server's state while the host keeps its handles open; notifications fire for what changed. */
+typedef enum ferry_client_reset_mode {
+  FERRY_CLIENT_RESET_RECOVER_UNSYNCED_CHANGES = 0,  /* default: the server's state, then the
+                                   device's unsynced changes replayed on it (F-RECOVERY); when
+                                   the server disables recovery, or recovery fails, the reset is
+                                   handed to the host as in MANUAL */
+  FERRY_CLIENT_RESET_RECOVER_OR_DISCARD_UNSYNCED_CHANGES = 1, /* recovers; discards when
+                                   recovery is disabled or fails (and at the next attempt after a
+                                   failed recovery) */
+  FERRY_CLIENT_RESET_DISCARD_UNSYNCED_CHANGES = 2,  /* the server's state; unsynced changes are
+                                   dropped (and listed in the report) */
+  FERRY_CLIENT_RESET_MANUAL = 3    /* nothing changes: the error handler gets the error with a
+                                   backup path and a token (ferry_app_handle_client_reset) */
+} ferry_client_reset_mode_t;
+
+typedef enum ferry_client_reset_outcome {
+  FERRY_CLIENT_RESET_RECOVERED = 0, /* the device's change is in the database and will sync */
+  FERRY_CLIENT_RESET_DISCARDED = 1  /* the device's change is gone; reason says why */
+} ferry_client_reset_outcome_t;
+
+/** One object touched by the device's unsynced changes. */
+typedef struct ferry_client_reset_entry {
+  const char *object_type;
+  ferry_value_t primary_key;
+  int32_t outcome;     /* ferry_client_reset_outcome_t */
+  const char *reason;  /* e.g. "created on this device and not yet synced", "deleted on the
+                          server: the device's updates to it are discarded" */
+} ferry_client_reset_entry_t;
+
+/** What a reset kept and dropped: one entry per object the unsynced changes touched. Lent for
+ *  the callback that receives it. */
+typedef struct ferry_client_reset_report {
+  bool recovered;                   /* true: the changes were replayed (entries say per object
+                                       what survived); false: they were discarded */
+  size_t unsynced_changesets;       /* local transactions the server had not acknowledged */
+  const ferry_client_reset_entry_t *entries;
+  size_t entries_count;
+} ferry_client_reset_report_t;
+
+/** Called before an automatic reset changes the file. before is a read-only database handle
+ *  on a snapshot of the file as it was (unsynced changes included); it is lent for the call:
+ *  read it, copy it with ferry_db_write_copy, do not keep it (ferry_db_free on it does
+ *  nothing; it is closed and its snapshot file deleted after the after callback). Called on the
+ *  loop thread: do not wait there for sync. */
+typedef void (*ferry_client_reset_before_cb)(void *userdata, ferry_db_t *before);
+
+/** Called after an automatic reset: before as in the before callback, after a handle on the
+ *  reset database (lent for the call; a write transaction on it is allowed), report what was
+ *  recovered or discarded (lent for the call). The error handler then receives the same
+ *  report (a non-fatal error with code 0). Called on the loop thread. */
+typedef void (*ferry_client_reset_after_cb)(void *userdata, ferry_db_t *before, ferry_db_t *after,
+                                            const ferry_client_reset_report_t *report);
+
+/** Performs a client reset the error handler was handed (client_reset_token of the error) at
+ *  once: the file moves to the error's client_reset_backup_path (which opens as an ordinary
+ *  Ferry database, with the device's unsynced changes) and the next open downloads a fresh
+ *  copy. Every handle on the file and its session must be freed first. A reset the host never
+ *  performs happens at the file's next open. Any thread.
+ *  Errors: FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT (NULL token, the file still
+ *  open), FERRY_ERR_NOT_FOUND (no reset pending for that token), FERRY_ERR_IO. */
+int ferry_app_handle_client_reset(ferry_app_t *app, const char *token);
+
 /* --- Synced databases ------------------------------------------------------------------- */
 
-#define FERRY_SYNC_OPTIONS_VERSION 2
+#define FERRY_SYNC_OPTIONS_VERSION 3
 
 /** When an open waits for the server (SPEC F-OPEN). */
 typedef enum ferry_download_before_open {
@@ -675,9 +763,10 @@ typedef enum ferry_download_before_open {
  *  opening thread, before the call returns. */
 typedef int (*ferry_initial_subscriptions_cb)(void *userdata, ferry_subscription_set_t *set);
 
-/* Version 1 ends at schema; the fields after it take their defaults for a version-1 host. */
+/* Version 1 ends at schema, version 2 at rerun_initial_subscriptions; the fields after a
+ * host's version take their defaults. */
 typedef struct ferry_sync_options {
-  uint32_t version;              /* FERRY_SYNC_OPTIONS_VERSION (1 is accepted too) */
+  uint32_t version;              /* FERRY_SYNC_OPTIONS_VERSION (1 and 2 are accepted too) */
   const char *path;              /* required: the database file (created if missing), or the
                                     identifier of an in-memory database */
   const ferry_schema_t *schema;  /* required */
@@ -690,6 +779,12 @@ typedef struct ferry_sync_options {
   ferry_initial_subscriptions_cb initial_subscriptions; /* NULL: none */
   void *initial_subscriptions_userdata;
   bool rerun_initial_subscriptions; /* default false: only when the set was never written */
+  /* version 3 */
+  int32_t client_reset_mode;     /* ferry_client_reset_mode_t, default RECOVER_UNSYNCED_CHANGES */
+  ferry_client_reset_before_cb before_reset; /* NULL: none; automatic modes only */
+  void *before_reset_userdata;   /* must stay valid until the session is freed */
+  ferry_client_reset_after_cb after_reset;   /* NULL: none; automatic modes only */
+  void *after_reset_userdata;    /* must stay valid until the session is freed */
 } ferry_sync_options_t;
 
 int ferry_sync_options_init(ferry_sync_options_t *opts, uint32_t version);

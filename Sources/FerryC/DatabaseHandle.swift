@@ -8,14 +8,17 @@ import FerryStore
 final class DatabaseHandle {
     let database: Database
     let polling: PollingScheduler?
+    /// Lent to a host callback for the call only (client reset): Ferry closes it, not the host.
+    let isLent: Bool
     let names = CValueStorage()
     let classNames: [UnsafePointer<CChar>]
     let propertyNames: [[UnsafePointer<CChar>]]
     let linkTargets: [[UnsafePointer<CChar>?]]
 
-    init(database: Database, polling: PollingScheduler?) {
+    init(database: Database, polling: PollingScheduler?, isLent: Bool = false) {
         self.database = database
         self.polling = polling
+        self.isLent = isLent
         let storage = names
         classNames = database.schema.classes.map { storage.cString($0.name) }
         propertyNames = database.schema.classes.map { c in c.properties.map { storage.cString($0.name) } }
@@ -42,4 +45,11 @@ final class DatabaseHandle {
 
 func databaseHandle(_ db: OpaquePointer?) throws -> DatabaseHandle {
     try HandleTable.shared.lookup(db, .database, as: DatabaseHandle.self)
+}
+
+/// Lends `databases` to a host callback as `ferry_db_t *` handles valid for the call only.
+func withLentDatabases<R>(_ databases: [Database], _ body: ([OpaquePointer]) -> R) -> R {
+    let handles = databases.map { HandleTable.shared.register(DatabaseHandle(database: $0, polling: nil, isLent: true), kind: .database) }
+    defer { for h in handles { _ = HandleTable.shared.remove(h, .database, as: DatabaseHandle.self) } }
+    return body(handles)
 }

@@ -51,27 +51,31 @@ func mallocString(_ s: String) -> UnsafeMutablePointer<CChar> {
     }
 }
 
-/// Reads a versioned options struct: version 1 hosts allocated only its first `v1Size` bytes,
-/// so only those are read and the later fields keep `defaults`.
-func readVersioned<T>(_ p: UnsafePointer<T>, _ defaults: T, v1Size: Int, what: String) throws -> T {
-    let v = UnsafeRawPointer(p).load(as: UInt32.self)
-    switch v {
-    case 1:
-        var out = defaults
-        withUnsafeMutableBytes(of: &out) { $0.baseAddress!.copyMemory(from: UnsafeRawPointer(p), byteCount: v1Size) }
-        return out
-    case 2:
-        return p.pointee
-    default:
+/// Reads a versioned options struct. `olderSizes[i]` is the size of version i + 1 (the offset of
+/// the first field the next version added); the newest version, `olderSizes.count + 1`, is the
+/// whole struct. A host of an older version allocated only that version's bytes, so only those
+/// are read and the later fields keep `defaults`.
+func readVersioned<T>(_ p: UnsafePointer<T>, _ defaults: T, olderSizes: [Int], what: String) throws -> T {
+    let v = Int(UnsafeRawPointer(p).load(as: UInt32.self))
+    guard v >= 1, v <= olderSizes.count + 1 else {
         throw FerryError(.invalidArgument, "unknown \(what) version \(v); call the matching _init function")
     }
+    if v == olderSizes.count + 1 { return p.pointee }
+    var out = defaults
+    withUnsafeMutableBytes(of: &out) { $0.baseAddress!.copyMemory(from: UnsafeRawPointer(p), byteCount: olderSizes[v - 1]) }
+    return out
 }
 
-/// Writes a versioned options struct, only the first `v1Size` bytes for a version 1 host.
-func writeVersioned<T>(_ p: UnsafeMutablePointer<T>, _ value: T, v1Size: Int) {
-    let v = withUnsafeBytes(of: value) { $0.load(as: UInt32.self) }
-    if v == 1 {
-        withUnsafeBytes(of: value) { UnsafeMutableRawPointer(p).copyMemory(from: $0.baseAddress!, byteCount: v1Size) }
+/// Checks the version an `_init` function was given (see `readVersioned`).
+func checkVersion(_ version: UInt32, olderSizes: [Int], what: String) throws {
+    guard version >= 1, Int(version) <= olderSizes.count + 1 else { throw FerryError(.invalidArgument, "unknown \(what) version \(version)") }
+}
+
+/// Writes a versioned options struct: only the bytes of the version `value` carries.
+func writeVersioned<T>(_ p: UnsafeMutablePointer<T>, _ value: T, olderSizes: [Int]) {
+    let v = Int(withUnsafeBytes(of: value) { $0.load(as: UInt32.self) })
+    if v >= 1, v <= olderSizes.count {
+        withUnsafeBytes(of: value) { UnsafeMutableRawPointer(p).copyMemory(from: $0.baseAddress!, byteCount: olderSizes[v - 1]) }
     } else {
         p.pointee = value
     }

@@ -59,12 +59,27 @@ public func ferry_db_open(_ out: UnsafeMutablePointer<OpaquePointer?>!, _ opts: 
 
 @c @implementation
 public func ferry_db_close(_ db: OpaquePointer!) -> Int32 {
-    ferryCall { try databaseHandle(db).database.close() }
+    ferryCall {
+        let h = try databaseHandle(db)
+        guard !h.isLent else { throw FerryError(.invalidArgument, "this handle is lent to a callback: it closes after the call") }
+        h.database.close()
+    }
 }
 
 @c @implementation
 public func ferry_db_free(_ db: OpaquePointer!) {
+    // A handle lent to a client-reset callback belongs to Ferry: the host freeing it is a no-op.
+    if let h = try? databaseHandle(db), h.isLent { return }
     HandleTable.shared.remove(db, .database, as: DatabaseHandle.self)?.release()
+}
+
+@c @implementation
+public func ferry_db_write_copy(_ db: OpaquePointer!, _ path: UnsafePointer<CChar>!) -> Int32 {
+    ferryCall {
+        let h = try databaseHandle(db)
+        try h.checkOpen()
+        try h.database.writeCopy(toPath: try hostString(path, "path"))
+    }
 }
 
 @c @implementation

@@ -21,33 +21,35 @@ private func optionalString(_ p: UnsafePointer<CChar>?, _ name: String) throws -
 public func ferry_app_options_init(_ opts: UnsafeMutablePointer<ferry_app_options_t>!, _ version: UInt32) -> Int32 {
     ferryCall {
         let o = try required(opts, "opts")
-        guard version == 1 || version == 2 else { throw FerryError(.invalidArgument, "unknown ferry_app_options_t version \(version)") }
-        var d = ferry_app_options_t()
+        try checkVersion(version, olderSizes: appOptionSizes, what: "ferry_app_options_t")
+        var d = appOptionDefaults
         d.version = version
         d.verify_peer = true
         d.request_timeout_ms = 60_000
         d.log_level = LogLevel.info.rawValue
-        d.multiplex_sessions = true
-        d.read_timeout_ms = 120_000
-        d.ping_interval_ms = 60_000
-        d.reconnect_delay_min_ms = 1_000
-        d.reconnect_delay_max_ms = 16_000
-        writeVersioned(o, d, v1Size: MemoryLayout<ferry_app_options_t>.offset(of: \.multiplex_sessions)!)
+        writeVersioned(o, d, olderSizes: appOptionSizes)
     }
+}
+
+/// The sizes of the app options' older versions (see `readVersioned`).
+private let appOptionSizes = [MemoryLayout<ferry_app_options_t>.offset(of: \.multiplex_sessions)!]
+
+/// The defaults of the fields a version-1 host does not have.
+private var appOptionDefaults: ferry_app_options_t {
+    var d = ferry_app_options_t()
+    d.multiplex_sessions = true
+    d.read_timeout_ms = 120_000
+    d.ping_interval_ms = 60_000
+    d.reconnect_delay_min_ms = 1_000
+    d.reconnect_delay_max_ms = 16_000
+    return d
 }
 
 @c @implementation
 public func ferry_app_new(_ out: UnsafeMutablePointer<OpaquePointer?>!, _ opts: UnsafePointer<ferry_app_options_t>!) -> Int32 {
     ferryCall {
         let out = try required(out, "out")
-        var defaults = ferry_app_options_t()
-        defaults.multiplex_sessions = true
-        defaults.read_timeout_ms = 120_000
-        defaults.ping_interval_ms = 60_000
-        defaults.reconnect_delay_min_ms = 1_000
-        defaults.reconnect_delay_max_ms = 16_000
-        let o = try readVersioned(try required(opts, "opts"), defaults, v1Size: MemoryLayout<ferry_app_options_t>.offset(of: \.multiplex_sessions)!,
-                                  what: "ferry_app_options_t")
+        let o = try readVersioned(try required(opts, "opts"), appOptionDefaults, olderSizes: appOptionSizes, what: "ferry_app_options_t")
         guard let level = LogLevel(rawValue: o.log_level) else { throw FerryError(.invalidArgument, "unknown log level \(o.log_level)") }
         guard o.request_timeout_ms > 0 else { throw FerryError(.invalidArgument, "request_timeout_ms must be positive") }
         let config = App.Configuration(appId: try hostString(o.app_id, "opts->app_id"), baseURL: try hostString(o.base_url, "opts->base_url"),
@@ -194,12 +196,16 @@ public func ferry_app_set_sync_error_handler(_ app: OpaquePointer!, _ callback: 
 public func ferry_sync_options_init(_ opts: UnsafeMutablePointer<ferry_sync_options_t>!, _ version: UInt32) -> Int32 {
     ferryCall {
         let o = try required(opts, "opts")
-        guard version == 1 || version == 2 else { throw FerryError(.invalidArgument, "unknown ferry_sync_options_t version \(version)") }
+        try checkVersion(version, olderSizes: syncOptionSizes, what: "ferry_sync_options_t")
         var d = syncOptionDefaults
         d.version = version
-        writeVersioned(o, d, v1Size: MemoryLayout<ferry_sync_options_t>.offset(of: \.download_before_open)!)
+        writeVersioned(o, d, olderSizes: syncOptionSizes)
     }
 }
+
+/// The sizes of the sync options' older versions (see `readVersioned`).
+private let syncOptionSizes = [MemoryLayout<ferry_sync_options_t>.offset(of: \.download_before_open)!,
+                               MemoryLayout<ferry_sync_options_t>.offset(of: \.client_reset_mode)!]
 
 private var syncOptionDefaults: ferry_sync_options_t {
     var d = ferry_sync_options_t()
@@ -214,8 +220,7 @@ private struct SyncOpenRequest {
     let options: SyncOpenOptions
 
     init(_ opts: UnsafePointer<ferry_sync_options_t>?) throws {
-        let o = try readVersioned(try required(opts, "opts"), syncOptionDefaults,
-                                  v1Size: MemoryLayout<ferry_sync_options_t>.offset(of: \.download_before_open)!, what: "ferry_sync_options_t")
+        let o = try readVersioned(try required(opts, "opts"), syncOptionDefaults, olderSizes: syncOptionSizes, what: "ferry_sync_options_t")
         path = try hostString(o.path, "opts->path")
         guard let s = o.schema else { throw FerryError(.invalidArgument, "opts->schema must not be NULL") }
         schema = try HandleTable.shared.lookup(s, .schema, as: SchemaHandle.self).schema
@@ -223,8 +228,21 @@ private struct SyncOpenRequest {
             throw FerryError(.invalidArgument, "unknown download_before_open \(o.download_before_open)")
         }
         guard o.open_timeout_ms > 0 else { throw FerryError(.invalidArgument, "opts->open_timeout_ms must be positive") }
+        guard let resetMode = ClientResetMode(rawValue: o.client_reset_mode) else {
+            throw FerryError(.invalidArgument, "unknown client_reset_mode \(o.client_reset_mode)")
+        }
         var options = SyncOpenOptions(downloadBeforeOpen: download, openTimeoutMs: o.open_timeout_ms, inMemory: o.in_memory,
-                                      rerunInitialSubscriptions: o.rerun_initial_subscriptions)
+                                      rerunInitialSubscriptions: o.rerun_initial_subscriptions, clientResetMode: resetMode)
+        if let cb = o.before_reset {
+            let box = CCallback(userdata: o.before_reset_userdata)
+            options.beforeReset = { before in withLentDatabases([before]) { cb(box.userdata, $0[0]) } }
+        }
+        if let cb = o.after_reset {
+            let box = CCallback(userdata: o.after_reset_userdata)
+            options.afterReset = { before, after, report in
+                withLentDatabases([before, after]) { dbs in withClientResetReport(report) { cb(box.userdata, dbs[0], dbs[1], $0) } }
+            }
+        }
         if let cb = o.initial_subscriptions {
             let box = CCallback(userdata: o.initial_subscriptions_userdata)
             options.initialSubscriptions = { set in

@@ -26,6 +26,14 @@ final class SyncTokenHandle: @unchecked Sendable {
 }
 
 @c @implementation
+public func ferry_app_handle_client_reset(_ app: OpaquePointer!, _ token: UnsafePointer<CChar>!) -> Int32 {
+    ferryCall {
+        let a = try appHandle(app)
+        try a.app.immediatelyHandleClientReset(token: try hostString(token, "token"))
+    }
+}
+
+@c @implementation
 public func ferry_app_reconnect(_ app: OpaquePointer!) -> Int32 {
     ferryCall { try appHandle(app).app.reconnect() }
 }

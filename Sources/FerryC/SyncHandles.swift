@@ -110,10 +110,33 @@ func withSyncError(_ e: SyncError, _ body: (UnsafePointer<ferry_sync_error_t>) -
         ferry_compensating_write_t(object_type: storage.cString($0.objectType), primary_key: storage.cValue($0.primaryKey), reason: storage.cString($0.reason))
     }
     let message = storage.cString(e.message)
+    let backupPath = e.clientResetBackupPath.map { storage.cString($0) }
+    let token = e.clientResetToken.map { storage.cString($0) }
+    func call(_ report: UnsafePointer<ferry_client_reset_report_t>?) {
+        withExtendedLifetime(storage) {
+            writes.withUnsafeMutableBufferPointer { buf in
+                var c = ferry_sync_error_t(code: e.code, message: message, is_fatal: e.isFatal, action: Int32(e.action.rawValue),
+                                           compensating_writes: buf.isEmpty ? nil : UnsafePointer(buf.baseAddress), compensating_writes_count: buf.count,
+                                           client_reset_report: report, client_reset_backup_path: backupPath, client_reset_token: token)
+                withUnsafePointer(to: &c) { body($0) }
+            }
+        }
+    }
+    if let report = e.clientResetReport { withClientResetReport(report) { call($0) } } else { call(nil) }
+}
+
+/// Calls `body` with a C view of a client-reset report, valid for the call.
+func withClientResetReport(_ r: ClientResetReport, _ body: (UnsafePointer<ferry_client_reset_report_t>) -> Void) {
+    let storage = CValueStorage()
+    var entries: [ferry_client_reset_entry_t] = r.entries.map {
+        ferry_client_reset_entry_t(object_type: storage.cString($0.objectType), primary_key: storage.cValue($0.primaryKey),
+                                   outcome: $0.outcome == .recovered ? Int32(FERRY_CLIENT_RESET_RECOVERED.rawValue) : Int32(FERRY_CLIENT_RESET_DISCARDED.rawValue),
+                                   reason: storage.cString($0.reason))
+    }
     withExtendedLifetime(storage) {
-        writes.withUnsafeMutableBufferPointer { buf in
-            var c = ferry_sync_error_t(code: e.code, message: message, is_fatal: e.isFatal, action: Int32(e.action.rawValue),
-                                       compensating_writes: buf.isEmpty ? nil : UnsafePointer(buf.baseAddress), compensating_writes_count: buf.count)
+        entries.withUnsafeMutableBufferPointer { buf in
+            var c = ferry_client_reset_report_t(recovered: r.recovered, unsynced_changesets: r.unsyncedChangesets,
+                                                entries: buf.isEmpty ? nil : UnsafePointer(buf.baseAddress), entries_count: buf.count)
             withUnsafePointer(to: &c) { body($0) }
         }
     }

@@ -66,6 +66,8 @@ static void *const all_functions[] = {
     (void *)ferry_sync_suspend,     (void *)ferry_sync_resume,
     (void *)ferry_sync_observe_progress, (void *)ferry_progress_token_free,
     (void *)ferry_sync_write_copy,
+    /* client reset (FERRY_SYNC_OPTIONS_VERSION 3) */
+    (void *)ferry_db_write_copy,    (void *)ferry_app_handle_client_reset,
 };
 
 /* ---- userdata accounting ------------------------------------------------------------------ */
@@ -359,7 +361,7 @@ enum db_fn {
   F_BEGIN_WRITE, F_COMMIT, F_CANCEL, F_IS_IN_TRANSACTION, F_CREATE, F_UPSERT, F_SET, F_ADD_INT,
   F_DELETE, F_LIST_INSERT, F_LIST_SET, F_LIST_ERASE, F_LIST_CLEAR, F_OBJECT_GET, F_QUERY,
   F_OBSERVE_QUERY, F_OBSERVE_OBJECT, F_NOTIFICATION_FD, F_DELIVER, F_HISTORY_COUNT,
-  F_VERIFY_HISTORY, F_CLOSE, F_COUNT
+  F_VERIFY_HISTORY, F_WRITE_COPY, F_CLOSE, F_COUNT
 };
 static const char *const db_fn_names[F_COUNT] = {
     "ferry_db_is_closed", "ferry_db_class_count", "ferry_db_find_class", "ferry_db_get_class",
@@ -369,7 +371,7 @@ static const char *const db_fn_names[F_COUNT] = {
     "ferry_list_set", "ferry_list_erase", "ferry_list_clear", "ferry_object_get", "ferry_db_query",
     "ferry_db_observe_query", "ferry_db_observe_object", "ferry_db_notification_fd",
     "ferry_db_deliver_notifications", "ferry_db_history_count", "ferry_db_verify_history",
-    "ferry_db_close"};
+    "ferry_db_write_copy", "ferry_db_close"};
 /* which have an out-parameter that may not be NULL */
 static bool has_out(enum db_fn f) {
   switch (f) {
@@ -426,10 +428,13 @@ static int call_db(enum db_fn f, ferry_db_t *db, bool null_out) {
     case F_DELIVER: rc = ferry_db_deliver_notifications(out, db); break;
     case F_HISTORY_COUNT: rc = ferry_db_history_count(out, db); break;
     case F_VERIFY_HISTORY: rc = ferry_db_verify_history(db); break;
+    case F_WRITE_COPY: rc = ferry_db_write_copy(db, test_path("never-copied.ferry")); break;
     case F_CLOSE: rc = ferry_db_close(db); break;
     default: rc = -12345;
   }
   if (rc != FERRY_OK) {
+    struct stat st;
+    if (f == F_WRITE_COPY) CHECKF(stat(test_path("never-copied.ferry"), &st) != 0, "a failed ferry_db_write_copy (%d) left a file", rc);
     for (size_t i = 0; i < sizeof outbuf; i++)
       CHECKF(outbuf[i] == 0xa5, "%s failed with %d but wrote to its out-parameter", db_fn_names[f], rc);
     if (f == F_OBSERVE_QUERY || f == F_OBSERVE_OBJECT)
@@ -645,6 +650,9 @@ static void app_fns_fail(ferry_app_t *bad, const char *what) {
   CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
   CHECK(u == (ferry_user_t *)&u && n == 777);
   CHECKF(ferry_app_reconnect(bad) == FERRY_ERR_INVALID_HANDLE, "ferry_app_reconnect on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_app_handle_client_reset(bad, test_path("no-reset.ferry")) == FERRY_ERR_INVALID_HANDLE,
+         "ferry_app_handle_client_reset on %s", what);
   CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
   int before = frees_now();
   CHECKF(ferry_app_set_sync_error_handler(bad, stray_sync_error, NULL, count_free) == FERRY_ERR_INVALID_HANDLE,
@@ -976,9 +984,10 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
   ferry_sync_options_t so, so_sentinel;
   memset(&so_sentinel, 0xa5, sizeof so_sentinel);
   CHECK_ERR(ferry_sync_options_init(NULL, FERRY_SYNC_OPTIONS_VERSION), FERRY_ERR_INVALID_ARGUMENT);
+  const uint32_t sync_bad_versions[] = {0, FERRY_SYNC_OPTIONS_VERSION + 1, 1000, UINT32_MAX};
   for (size_t i = 0; i < 4; i++) {
     so = so_sentinel;
-    CHECK_ERR(ferry_sync_options_init(&so, bad_versions[i]), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_sync_options_init(&so, sync_bad_versions[i]), FERRY_ERR_INVALID_ARGUMENT);
     CHECK(memcmp(&so, &so_sentinel, sizeof so) == 0);
   }
   CHECK_OK(ferry_sync_options_init(&so, FERRY_SYNC_OPTIONS_VERSION));
@@ -994,7 +1003,18 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
   CHECK(so_v1.version == 1 && so_v1.path == NULL && so_v1.schema == NULL);
   CHECKF(memcmp((const char *)&so_v1 + sync_v1_size, (const char *)&so_sentinel + sync_v1_size, sizeof so_v1 - sync_v1_size) == 0,
          "ferry_sync_options_init(version 1) wrote past the version-1 struct");
-  so.path = test_path("sync-bad.ferry");
+  /* version 3's fields (client reset) and their defaults; a version-2 init stops before them */
+  CHECK_EQ_INT(so.client_reset_mode, FERRY_CLIENT_RESET_RECOVER_UNSYNCED_CHANGES);
+  CHECK(so.before_reset == NULL && so.before_reset_userdata == NULL && so.after_reset == NULL && so.after_reset_userdata == NULL);
+  const size_t sync_v2_size = offsetof(ferry_sync_options_t, client_reset_mode);
+  ferry_sync_options_t so_v2 = so_sentinel;
+  CHECK_OK(ferry_sync_options_init(&so_v2, 2));
+  CHECK(so_v2.version == 2 && so_v2.open_timeout_ms == 30000);
+  CHECKF(memcmp((const char *)&so_v2 + sync_v2_size, (const char *)&so_sentinel + sync_v2_size, sizeof so_v2 - sync_v2_size) == 0,
+         "ferry_sync_options_init(version 2) wrote past the version-2 struct");
+  static char sync_path[700]; /* a copy: test_path's ring of buffers is reused by later calls */
+  snprintf(sync_path, sizeof sync_path, "%s", test_path("sync-bad.ferry"));
+  so.path = sync_path;
   so.schema = schema;
   ferry_sync_session_t *session = (ferry_sync_session_t *)&session;
   ferry_db_t *sdb = (ferry_db_t *)&sdb;
@@ -1042,6 +1062,10 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
   /* a user of another App */
   CHECK_ERR(ferry_app_log_out(app, user, stray_status, NULL), FERRY_ERR_INVALID_ARGUMENT);
   app_fns_fail((ferry_app_t *)user, "a user handle");
+  /* ferry_app_handle_client_reset's token: NULL, no file, a file with no reset pending */
+  CHECK_ERR(ferry_app_handle_client_reset(live, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_app_handle_client_reset(live, ""), FERRY_ERR_NOT_FOUND);
+  CHECK_ERR(ferry_app_handle_client_reset(live, test_path("no-such-file.ferry")), FERRY_ERR_NOT_FOUND);
   session_fns_fail((ferry_sync_session_t *)user, no_set, "a user handle");
   set_fns_fail((ferry_subscription_set_t *)user, "a user handle");
   all_db_fns_fail((ferry_db_t *)user, FERRY_ERR_INVALID_HANDLE, "a user handle");
@@ -1055,7 +1079,7 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
   CHECK_ERR(ferry_sync_open(&session, &sdb, user, NULL), FERRY_ERR_INVALID_ARGUMENT);
   ferry_sync_options_t so2 = so;
   for (size_t i = 0; i < 4; i++) {
-    so2.version = bad_versions[i];
+    so2.version = sync_bad_versions[i];
     CHECK_ERR(ferry_sync_open(&session, &sdb, user, &so2), FERRY_ERR_INVALID_ARGUMENT);
     open_async_fails(user, &so2, stray_open, FERRY_ERR_INVALID_ARGUMENT, "an unknown options version");
   }
@@ -1070,6 +1094,14 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
     so2.download_before_open = bad_download[i];
     CHECK_ERR(ferry_sync_open(&session, &sdb, user, &so2), FERRY_ERR_INVALID_ARGUMENT);
     open_async_fails(user, &so2, stray_open, FERRY_ERR_INVALID_ARGUMENT, "an unknown download_before_open");
+  }
+  /* unknown client reset modes */
+  so2 = so;
+  const int32_t bad_reset_modes[] = {-1, FERRY_CLIENT_RESET_MANUAL + 1, 99, INT32_MIN, INT32_MAX};
+  for (size_t i = 0; i < sizeof bad_reset_modes / sizeof bad_reset_modes[0]; i++) {
+    so2.client_reset_mode = bad_reset_modes[i];
+    CHECK_ERR(ferry_sync_open(&session, &sdb, user, &so2), FERRY_ERR_INVALID_ARGUMENT);
+    open_async_fails(user, &so2, stray_open, FERRY_ERR_INVALID_ARGUMENT, "an unknown client_reset_mode");
   }
   /* a zero open timeout, with or without a download first */
   so2 = so;
@@ -1341,7 +1373,7 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
 /* ---- the main sequence -------------------------------------------------------------------- */
 
 int main(void) {
-  CHECK(sizeof all_functions / sizeof all_functions[0] == 88);
+  CHECK(sizeof all_functions / sizeof all_functions[0] == 90);
   for (size_t i = 0; i < sizeof all_functions / sizeof all_functions[0]; i++) CHECK(all_functions[i] != NULL);
   test_globals();
   test_schemas();
@@ -1385,6 +1417,25 @@ int main(void) {
     CHECK_LAST_ERROR(FERRY_ERR_INVALID_ARGUMENT);
   }
   CHECK_OK(ferry_db_deliver_notifications(NULL, db)); /* this out may be NULL */
+  {
+    /* ferry_db_write_copy's path: NULL, empty, an existing file, a missing directory; then a
+       good copy, which opens with the file's own schema and holds the object */
+    CHECK_ERR(ferry_db_write_copy(db, NULL), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_db_write_copy(db, ""), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_db_write_copy(db, path), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR_ANY(ferry_db_write_copy(db, test_path("no-such-dir/copy.ferry")), FERRY_ERR_IO, FERRY_ERR_INVALID_ARGUMENT);
+    char copy_path[700];
+    snprintf(copy_path, sizeof copy_path, "%s", test_path("bad-args-copy.ferry"));
+    CHECK_OK(ferry_db_write_copy(db, copy_path));
+    CHECK_ERR(ferry_db_write_copy(db, copy_path), FERRY_ERR_INVALID_ARGUMENT);
+    ferry_db_t *copy = NULL;
+    CHECK_OK(db_open_path(&copy, copy_path, NULL, FERRY_DELIVERY_POLL, false));
+    ferry_object_t *copied = NULL;
+    CHECK_OK(ferry_object_get(&copied, copy, cls, &key));
+    CHECK(copied != NULL);
+    ferry_object_free(copied);
+    ferry_db_free(copy);
+  }
   {
     ferry_value_t v;
     const ferry_value_t *items = NULL;

@@ -378,6 +378,7 @@ public final class App: @unchecked Sendable {
         guard !Database.isOpenInThisProcess(path: token) else {
             throw FerryError(.invalidArgument, "\(token) is still open: close its sync session and every handle on it first")
         }
+        guard !token.isEmpty, access(token, F_OK) == 0 else { throw FerryError(.notFound, "no client reset is pending for \(token): no such file") }
         let db = try Database.open(DatabaseConfiguration(location: .file(token), schema: nil, readOnly: true), scheduler: PollingScheduler())
         let backup = try SyncSession.pendingResetBackup(db)
         db.close()
