@@ -660,7 +660,7 @@ typedef struct ferry_sync_error {
   /* Fields added for client reset (SPEC F-RESET); a host compiled before them reads the
    * fields above only, which keep their place. */
   const struct ferry_client_reset_report *client_reset_report; /* a finished automatic reset
-                                    (code 0, action CLIENT_RESET, is_fatal false): what was
+                                    (the server's code, 208, with is_fatal false): what was
                                     recovered and discarded; NULL otherwise */
   const char *client_reset_backup_path; /* a reset handed to the host (manual mode, or a
                                     fallback): where ferry_app_handle_client_reset (or the next
@@ -733,7 +733,7 @@ typedef void (*ferry_client_reset_before_cb)(void *userdata, ferry_db_t *before)
 /** Called after an automatic reset: before as in the before callback, after a handle on the
  *  reset database (lent for the call; a write transaction on it is allowed), report what was
  *  recovered or discarded (lent for the call). The error handler then receives the same
- *  report (a non-fatal error with code 0). Called on the loop thread. */
+ *  report (a non-fatal error with the server's code). Called on the loop thread. */
 typedef void (*ferry_client_reset_after_cb)(void *userdata, ferry_db_t *before, ferry_db_t *after,
                                             const ferry_client_reset_report_t *report);
 

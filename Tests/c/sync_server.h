@@ -19,11 +19,14 @@
 #endif
 
 #define SIGNING_KEY "jwtSigningKey=a-host-signing-key-of-at-least-32-bytes!"
+/* The admin API's token (docs/server-config.md): server_admin_post uses it. */
+#define ADMIN_TOKEN "an-admin-token-for-the-c-tests"
 
 extern char **environ;
 
 static pid_t server_pid = 0;
 static char base_url[64];
+static int server_listen_port = 0;
 
 static void server_stop(void) {
   if (server_pid <= 0 || getpid() == server_pid) return;
@@ -67,12 +70,13 @@ static bool server_start(void) {
                   "--port-file", port_file, "--log-level", "warning", NULL};
   size_t n = 0;
   while (environ[n]) n++;
-  char **envp = calloc(n + 2, sizeof *envp);
+  char **envp = calloc(n + 3, sizeof *envp);
   CHECK(envp != NULL);
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (strncmp(environ[i], "jwtSigningKey=", 14) != 0) envp[k++] = environ[i];
+    if (strncmp(environ[i], "jwtSigningKey=", 14) != 0 && strncmp(environ[i], "FERRY_ADMIN_TOKEN=", 18) != 0) envp[k++] = environ[i];
   envp[k++] = SIGNING_KEY;
+  envp[k++] = "FERRY_ADMIN_TOKEN=" ADMIN_TOKEN;
   envp[k] = NULL;
   pid_t pid = 0;
   int rc = posix_spawn(&pid, server, NULL, NULL, argv, envp);
@@ -100,7 +104,49 @@ static bool server_start(void) {
     nanosleep(&tick, NULL); /* polling a file with a deadline */
   }
   snprintf(base_url, sizeof base_url, "http://127.0.0.1:%d", port);
+  server_listen_port = port;
   return true;
+}
+
+/* POSTs to the server's admin API (/api/admin/v1/<path>, e.g. "sync/terminate") over a plain
+ * HTTP/1.1 connection and returns the answer's status code (-1 when there is no answer). */
+static __attribute__((unused)) int server_admin_post(const char *path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(fd >= 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)server_listen_port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  struct timeval tv = {30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  char request[512];
+  int n = snprintf(request, sizeof request,
+                   "POST /api/admin/v1/%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer " ADMIN_TOKEN
+                   "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                   path, server_listen_port);
+  for (int sent = 0; sent < n;) {
+    ssize_t w = write(fd, request + sent, (size_t)(n - sent));
+    if (w <= 0) {
+      close(fd);
+      return -1;
+    }
+    sent += (int)w;
+  }
+  char answer[64] = {0};
+  size_t got = 0;
+  while (got < sizeof answer - 1) {
+    ssize_t r = read(fd, answer + got, sizeof answer - 1 - got);
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  int status = -1;
+  if (sscanf(answer, "HTTP/1.1 %d", &status) != 1) status = -1;
+  return status;
 }
 
 /* A TCP port on 127.0.0.1 that nothing listens on (bound, then closed). */
