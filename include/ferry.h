@@ -506,8 +506,9 @@ int ferry_db_history_count(uint64_t *out, ferry_db_t *db);
 
 /** Checks that the data and the history agree: replays every changeset of a local database
  *  into an empty in-memory copy of its schema and compares every object. FERRY_OK when they
- *  agree; FERRY_ERR_CORRUPT naming the first difference otherwise. Meant for tests and repair
- *  tools: it reads the whole database. */
+ *  agree; FERRY_ERR_CORRUPT naming the first difference otherwise; FERRY_ERR_INVALID_ARGUMENT
+ *  for a synced database (its data holds downloads that are not in its history). Meant for
+ *  tests and repair tools: it reads the whole database. */
 int ferry_db_verify_history(ferry_db_t *db);
 
 

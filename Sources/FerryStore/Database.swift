@@ -442,6 +442,9 @@ public final class Database: @unchecked Sendable {
     /// Replays the history into an empty in-memory database of the file's stored schema and
     /// compares every object with the data (values by their encoding, so NaN equals NaN).
     public func verifyHistory() throws {
+        guard !store.isSynced else {
+            throw FerryError(.invalidArgument, "history verification is for local databases: a synced database's data holds downloads its history does not have")
+        }
         let changesets = try history()
         let stored = store.storedSchema
         let replay = try Store(location: .memory(identifier: "__verify-\(UInt64.random(in: 0...UInt64.max))"), schema: stored, synced: false)

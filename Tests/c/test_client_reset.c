@@ -31,7 +31,9 @@
 #include "sync_server.h"
 #include "sync_waiters.h"
 
+#include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 
 /* ---- what a reset report said (copied: the C report is lent for the callback) ----------------- */
 
@@ -519,7 +521,169 @@ static void test_manual_at_next_open(void) {
   pair_stop(&p);
 }
 
-int main(void) {
+/* ---- kill -9 in the middle of a reset --------------------------------------------------------------- */
+
+/* The child's part (this program run as `test_client_reset --child <dir> <url> <phase>`): the
+ * device's App on <dir>, its cached user, its file opened in recover mode. Phase "before" or
+ * "after": the reset's callback of that name writes <dir>/in-callback and blocks until the
+ * parent kills the process; "open": no callbacks, the parent kills at a random moment. */
+static void block_in_callback(const char *dir) {
+  char marker[720];
+  snprintf(marker, sizeof marker, "%s/in-callback", dir);
+  FILE *f = fopen(marker, "w");
+  if (f) fclose(f);
+  for (;;) pause(); /* the parent's SIGKILL ends this */
+}
+
+static const char *child_dir;
+static void child_before(void *userdata, ferry_db_t *before) {
+  (void)userdata, (void)before;
+  block_in_callback(child_dir);
+}
+static void child_after(void *userdata, ferry_db_t *before, ferry_db_t *after, const ferry_client_reset_report_t *report) {
+  (void)userdata, (void)before, (void)after, (void)report;
+  block_in_callback(child_dir);
+}
+
+static int child_main(const char *dir, const char *url, const char *phase) {
+  child_dir = dir;
+  make_item_schema();
+  ferry_app_options_t o = app_options(dir, url);
+  o.reconnect_delay_min_ms = 50;
+  o.reconnect_delay_max_ms = 200;
+  ferry_app_t *app = app_new_with(&o);
+  ferry_user_t *user = NULL;
+  CHECK_OK(ferry_app_current_user(&user, app));
+  CHECK(user != NULL);
+  char path[720];
+  snprintf(path, sizeof path, "%s/items.ferry", dir);
+  ferry_sync_options_t so = sync_options(path);
+  if (strcmp(phase, "before") == 0) so.before_reset = child_before;
+  if (strcmp(phase, "after") == 0) so.after_reset = child_after;
+  ferry_sync_session_t *session = NULL;
+  ferry_db_t *db = NULL;
+  CHECK_OK(ferry_sync_open(&session, &db, user, &so));
+  for (;;) pause(); /* syncing on the loop thread until the parent's SIGKILL */
+  return 0;
+}
+
+static bool file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static int leftovers(const char *dir, const char *needle) {
+  int n = 0;
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    if (strstr(e->d_name, needle)) n++;
+  closedir(d);
+  return n;
+}
+
+/* Kills a device with SIGKILL during its reset (in the before callback: fresh state downloaded,
+ * nothing applied; in the after callback: applied, callbacks running; or at a random moment
+ * from its open on), then opens the file again: it opens and reads as before the reset, the
+ * device's unsynced object is still there, and the reset completes: another device of the user
+ * gets that object. */
+static void test_kill_during_reset(const char *self, unsigned seed) {
+  const char *phases[] = {"before", "after", "open", "open", "open", "open"};
+  srand(seed);
+  for (size_t round = 0; round < sizeof phases / sizeof phases[0]; round++) {
+    const char *phase = phases[round];
+    unsigned delay_ms = (unsigned)(rand() % 400);
+    if (strcmp(phase, "open") == 0)
+      printf("kill -9 of a device %u ms after its open, with a client reset to do (seed %u)\n", delay_ms, seed);
+    else
+      printf("kill -9 of a device in its %s-reset callback\n", phase);
+    char email[128];
+    random_email(email, sizeof email, "reset-kill");
+    ferry_credentials_t c = email_credentials(email, "a-password-for-reset-tests");
+    struct device a, b;
+    device_start(&a, "killed", c, true);
+    device_open_subscribed(&a, sync_options(NULL));
+    ferry_value_t synced = new_oid(), unsynced = new_oid();
+    CHECK_OK(ferry_db_begin_write(a.db));
+    create_item(a.db, synced, a.user_id, "synced", 0);
+    CHECK_OK(ferry_db_commit(a.db));
+    CHECK_OUTCOME_OK(wait_upload(a.session), "A uploads");
+    CHECK_OK(ferry_sync_suspend(a.session));
+    CHECK_OK(ferry_db_begin_write(a.db));
+    create_item(a.db, unsynced, a.user_id, "unsynced", 1);
+    CHECK_OK(ferry_db_commit(a.db));
+    char dir[640];
+    snprintf(dir, sizeof dir, "%s", a.dir);
+    device_stop(&a); /* the user stays cached in dir */
+
+    CHECK_EQ_INT(server_admin_post("sync/terminate"), 200);
+    CHECK_EQ_INT(server_admin_post("sync/enable"), 200);
+
+    char *argv[] = {(char *)self, "--child", dir, base_url, (char *)phase, NULL};
+    pid_t pid = 0;
+    CHECK_EQ_INT(posix_spawn(&pid, self, NULL, NULL, argv, environ), 0);
+    char marker[720];
+    snprintf(marker, sizeof marker, "%s/in-callback", dir);
+    if (strcmp(phase, "open") == 0) {
+      struct timespec t = {(time_t)(delay_ms / 1000), (long)(delay_ms % 1000) * 1000000L};
+      nanosleep(&t, NULL); /* the kill's moment is the point of the test, not a wait */
+    } else {
+      double deadline = now_s() + WAIT_SECONDS;
+      while (!file_exists(marker) && now_s() < deadline) {
+        int status = 0;
+        CHECKF(waitpid(pid, &status, WNOHANG) == 0, "the device process exited (status %d) before its %s callback", status, phase);
+        struct timespec tick = {0, 10 * 1000 * 1000};
+        nanosleep(&tick, NULL); /* polling the child's marker file with a deadline */
+      }
+      CHECKF(file_exists(marker), "the device never reached its %s-reset callback", phase);
+    }
+    CHECK_EQ_INT(kill(pid, SIGKILL), 0);
+    int status = 0;
+    CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
+    CHECKF(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the device process was not killed (status %d)", status);
+    if (strcmp(phase, "before") == 0) CHECK(leftovers(dir, ".before-reset-") > 0); /* the snapshot it died with */
+
+    /* reopened: consistent, the unsynced object there, and the reset completes */
+    device_dirs(&a, "killed", dir);
+    ferry_app_options_t o = app_options(a.dir, base_url);
+    o.reconnect_delay_min_ms = 50;
+    o.reconnect_delay_max_ms = 200;
+    a.app = app_new_with(&o);
+    a.errors = calloc(1, sizeof *a.errors);
+    CHECK(a.errors != NULL);
+    pthread_mutex_init(&a.errors->mu, NULL);
+    cond_init_monotonic(&a.errors->cv);
+    CHECK_OK(ferry_app_set_sync_error_handler(a.app, on_sync_error, a.errors, on_error_log_free));
+    CHECK_OK(ferry_app_current_user(&a.user, a.app));
+    CHECK(a.user != NULL);
+    CHECK_OK(ferry_user_id(&a.user_id, a.user));
+    ferry_sync_options_t so = sync_options(a.db_path);
+    CHECK_OK(ferry_sync_open(&a.session, &a.db, a.user, &so));
+    CHECK(has_item_in(a.db, unsynced));
+    CHECK(has_item_in(a.db, synced));
+    CHECK_EQ_INT(count_items(a.db), 2);
+    CHECK_EQ_INT(leftovers(dir, ".before-reset-"), 0);
+
+    device_start(&b, "witness", c, false);
+    device_open_subscribed(&b, sync_options(NULL));
+    double deadline = now_s() + WAIT_SECONDS;
+    while (!has_item_in(b.db, unsynced) && now_s() < deadline) CHECK_OUTCOME_OK(wait_download(b.session), "B downloads");
+    CHECKF(has_item_in(b.db, unsynced), "round %zu (%s): the killed device's unsynced object never reached the server", round, phase);
+    CHECK(has_item_in(b.db, synced));
+    CHECK_OUTCOME_OK(wait_upload(a.session), "A's uploads after the reopen");
+    CHECK_EQ_INT(count_items(a.db), 2);
+    CHECK_EQ_INT(count_items(b.db), 2);
+    pthread_mutex_lock(&a.errors->mu);
+    CHECKF(a.errors->others == 0, "round %zu (%s): sync errors after the reopen (first: %s)", round, phase, a.errors->other);
+    CHECKF(!a.errors->fatal, "round %zu (%s): the reset after the reopen was handed to the host", round, phase);
+    pthread_mutex_unlock(&a.errors->mu);
+    device_stop(&a);
+    device_stop(&b);
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc == 5 && strcmp(argv[1], "--child") == 0) return child_main(argv[2], argv[3], argv[4]);
   note_main_thread();
   if (!server_start()) {
     printf("test_client_reset: skipped: %s\n", server_skip_reason);
@@ -530,6 +694,9 @@ int main(void) {
   test_discard();
   test_manual();
   test_manual_at_next_open();
+  const char *seed_env = getenv("FERRY_RESET_KILL_SEED");
+  unsigned seed = seed_env ? (unsigned)strtoul(seed_env, NULL, 10) : (unsigned)time(NULL);
+  test_kill_during_reset(argv[0][0] == '/' ? argv[0] : "/proc/self/exe", seed);
   ferry_schema_free(item_schema);
   server_stop();
   return check_done("test_client_reset");

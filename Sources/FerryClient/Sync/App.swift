@@ -349,6 +349,10 @@ public final class App: @unchecked Sendable {
                 log(.info, "client reset of \(path): the old file is at \(backup); a fresh copy downloads")
                 db = try Database.open(configuration, scheduler: scheduler)
             }
+            // Snapshots of a reset the process died in (SPEC F-RESET: the file itself is
+            // consistent, the reset runs again) are left over: only this file's sync agent makes
+            // them, and that is this open now.
+            if !options.inMemory, db.handleCount == 1 { SyncSession.removeStaleSnapshots(of: path) }
         } catch {
             scheduler.shutdown()
             throw error

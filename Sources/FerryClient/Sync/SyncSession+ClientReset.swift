@@ -151,6 +151,27 @@ extension SyncSession {
         }
     }
 
+    /// Removes the snapshots (`takeSnapshot`) of resets of `path` that did not finish: the
+    /// process died while the callbacks ran.
+    static func removeStaleSnapshots(of path: String) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[..<$0]) } ?? "."
+        let prefix = (slash.map { String(path[path.index(after: $0)...]) } ?? path) + ".before-reset-"
+        guard let dir = opendir(directory.isEmpty ? "/" : directory) else { return }
+        var stale: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasPrefix(prefix), !name.hasSuffix("-wal"), !name.hasSuffix("-shm"), !name.hasSuffix(".sync-agent") {
+                stale.append((directory.isEmpty ? "" : directory) + "/" + name)
+            }
+        }
+        closedir(dir)
+        for file in stale {
+            Database.removeFile(file)
+            unlink(file + ".sync-agent")
+        }
+    }
+
     /// Leaves the reset to the host (SPEC F-RESETMANUAL): the error names where the file will
     /// be backed up and carries the token of `App.immediatelyHandleClientReset`; the file is
     /// marked so that its next open performs the reset if the host never calls it.
