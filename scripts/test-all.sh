@@ -24,7 +24,7 @@ ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-
 # TSan reports races inside swift-nio / Hummingbird's hand-offs on the in-process test server;
 # scripts/tsan.supp suppresses those third-party frames (each entry says why).
 TSAN_OPTIONS="suppressions=$root/scripts/tsan.supp" \
-  swift test --sanitize=thread --scratch-path .build-tsan --filter "Concurrency|Notification|DatabaseTests|SyncEndToEnd|RandomConvergence|SyncTLS|NetWebSocket|SessionControl|FaultTolerance|SyncOpen"
+  swift test --sanitize=thread --scratch-path .build-tsan --filter "Concurrency|Notification|DatabaseTests|SyncEndToEnd|RandomConvergence|SyncTLS|NetWebSocket|SessionControl|FaultTolerance|SyncOpen|ClientReset"
 
 echo "==> C tests (CTest, with valgrind)"
 ctest --test-dir build --output-on-failure -j2
