@@ -78,6 +78,13 @@ struct SyncProgressTests {
             #expect(downloads.all.count >= 3, "only \(downloads.all.count) download reports: \(downloads.all)")
             #expect(downloads.all.dropLast().allSatisfy { $0.transferableBytes == downloads.all.last!.transferableBytes })
             downloadToken.cancel()
+            // What the estimates did, for the record (issue 4's closing note quotes it).
+            func summary(_ r: [SyncProgress]) -> String {
+                guard let first = r.first, let last = r.last else { return "no reports" }
+                return "\(r.count) reports, first \(first.progressEstimate) (\(first.transferredBytes)/\(first.transferableBytes) bytes), "
+                    + "last \(last.progressEstimate) (\(last.transferredBytes)/\(last.transferableBytes) bytes)"
+            }
+            print("progress: upload of \(Self.objects): \(summary(uploads.all)); bootstrap of \(Self.objects + 1): \(summary(downloads.all))")
 
             // Released tokens deliver nothing more.
             let countBefore = forever.all.count

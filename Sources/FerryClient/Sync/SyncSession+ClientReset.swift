@@ -160,7 +160,10 @@ extension SyncSession {
         guard let dir = opendir(directory.isEmpty ? "/" : directory) else { return }
         var stale: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            // Read up to the NUL only: the rest of d_name is uninitialised.
+            let name = withUnsafeMutablePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
             if name.hasPrefix(prefix), !name.hasSuffix("-wal"), !name.hasSuffix("-shm"), !name.hasSuffix(".sync-agent") {
                 stale.append((directory.isEmpty ? "" : directory) + "/" + name)
             }
