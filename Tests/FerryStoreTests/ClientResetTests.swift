@@ -133,7 +133,9 @@ struct ClientResetTests {
         defer { db.close() }
         try write(db) { try Fixtures.createItem(db, 8) }
         let bad: Instruction = .create(table: "Item", key: Fixtures.oid(1), fields: [FieldValue(name: "complexity", value: .string("high"))])
-        #expect(throws: FerryError.self) { try db.resetToServerState([bad], target: Self.target, recover: true, discardReason: "") }
+        #expect { try db.resetToServerState([bad], target: Self.target, recover: true, discardReason: "") } throws: { error in
+            (error as? FerryError)?.code == .schemaMismatch
+        }
         #expect(try item(db, 8) != nil)
         #expect(try item(db, 2) != nil)
         #expect(try db.syncMetadata().clientFileIdent == 12)

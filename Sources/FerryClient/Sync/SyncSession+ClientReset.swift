@@ -99,6 +99,13 @@ extension SyncSession {
         var report: ClientResetReport
         do {
             report = try database.resetToServerState(run.fresh, target: target, recover: run.recover, discardReason: run.discardReason)
+        } catch let e as FerryError where e.code == .schemaMismatch {
+            // No mode can apply a state this schema cannot hold, now or at a retry: the host
+            // must (SPEC F-RESET: a breaking schema difference goes to the manual handler).
+            dropSnapshot()
+            var handed = run.error
+            handed.message += " (the client reset cannot be done automatically: \(e.message); the host must handle it)"
+            return handOver(handed)
         } catch let recoveryError where run.recover && resetMode == .recoverOrDiscardUnsyncedChanges {
             // Recovery did not work: this mode discards instead.
             do {

@@ -32,7 +32,7 @@ extension Database {
     /// The recovered changes are one new local changeset, uploaded like any other.
     ///
     /// A server object that does not fit this file's schema (a breaking schema difference)
-    /// throws before anything changes: such a reset needs the manual path.
+    /// throws `schemaMismatch` before anything changes: such a reset needs the manual path.
     @discardableResult
     public func resetToServerState(_ fresh: [Instruction], target: ResetTarget, recover: Bool, discardReason: String) throws -> ClientResetReport {
         var report = ClientResetReport(recovered: recover, entries: [], unsyncedChangesets: 0)
@@ -198,7 +198,9 @@ private struct ServerState {
             switch i {
             case let .create(_, key, fields):
                 if objects[ci]?[key] == nil { order[ci, default: []].append(key) }
-                objects[ci, default: [:]][key] = try store.rowFromServer(ci, key: key, fields: fields)
+                do { objects[ci, default: [:]][key] = try store.rowFromServer(ci, key: key, fields: fields) } catch let e as FerryError {
+                    throw FerryError(.schemaMismatch, "the server's \(i.table) \(key.debugText) does not fit this database's schema: \(e.message)")
+                }
             case let .erase(_, key):
                 objects[ci]?[key] = nil
             default:
