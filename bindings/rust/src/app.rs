@@ -707,6 +707,43 @@ impl App {
         Ok(())
     }
 
+    // --- Client reset --------------------------------------------------------------------
+
+    /// Performs a client reset that was handed to the host
+    /// ([`ClientResetMode::Manual`](crate::ClientResetMode::Manual), or the fallback of
+    /// [`RecoverUnsyncedChanges`](crate::ClientResetMode::RecoverUnsyncedChanges) when the
+    /// server disables recovery) at once (`ferry_app_handle_client_reset`): the database file
+    /// moves to the error's [`client_reset_backup_path`](SyncError::client_reset_backup_path),
+    /// where it opens as an ordinary [`Database`] with the device's data (unsynced changes
+    /// included), and the next synced open of the path downloads a fresh copy. `token` is the
+    /// error's [`client_reset_token`](SyncError::client_reset_token). A reset the host never
+    /// performs happens at the file's next open.
+    ///
+    /// Drop the [`SyncSession`] and every [`Database`] on the file first.
+    ///
+    /// ```no_run
+    /// # use std::sync::mpsc;
+    /// # fn f(app: &ferry::App, rx: mpsc::Receiver<ferry::SyncError>,
+    /// #      session: ferry::SyncSession, db: ferry::Database) -> ferry::Result<()> {
+    /// // The error handler sent the error of a manual reset here.
+    /// let error = rx.recv().unwrap();
+    /// if let Some(token) = &error.client_reset_token {
+    ///     drop((session, db));
+    ///     app.handle_client_reset(token)?;
+    ///     // error.client_reset_backup_path holds the old file; reopen the synced path.
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`] (the file is still open in this process, or the
+    /// token has a NUL byte), [`ErrorCode::NotFound`] (no reset is pending for that token),
+    /// [`ErrorCode::Io`].
+    pub fn handle_client_reset(&self, token: &str) -> Result<()> {
+        let token = c_string(token.as_bytes(), "client reset token")?;
+        // SAFETY: a valid handle and a NUL-terminated string that outlives the call.
+        Error::check(unsafe { sys::ferry_app_handle_client_reset(self.ptr(), token.as_ptr()) })
+    }
+
     // --- Synced databases ----------------------------------------------------------------
 
     /// Opens the flexible-sync database of a logged-in user of this App at `path` (created if
@@ -769,13 +806,19 @@ impl App {
         let failed_edit = Arc::new(Mutex::new(None::<Error>));
         let slot = Arc::clone(&failed_edit);
         let app = Arc::clone(&self.inner);
+        // libferry may call the reset closures before the open completes (a reset during the
+        // download before open): the completion holds them until the session does.
+        let reset_callbacks = options.reset_callbacks();
         let complete = move |result: Result<completion::Opened>| {
             let result = result
                 .map_err(|e| {
                     slot.lock().unwrap_or_else(PoisonError::into_inner).take().unwrap_or(e)
                 })
                 .map(|(session, db)| {
-                    (SyncSession::from_raw(session, app), Database::from_handle(db, Delivery::Loop))
+                    (
+                        SyncSession::from_raw(session, app, reset_callbacks),
+                        Database::from_handle(db, Delivery::Loop),
+                    )
                 });
             callback(result)
         };
@@ -811,7 +854,7 @@ impl App {
         }
         match (NonNull::new(session), NonNull::new(db)) {
             (Some(session), Some(db)) => Ok((
-                SyncSession::from_raw(session, Arc::clone(&self.inner)),
+                SyncSession::from_raw(session, Arc::clone(&self.inner), options.reset_callbacks()),
                 Database::from_handle(db, Delivery::Loop),
             )),
             _ => {

@@ -111,9 +111,13 @@ impl ClassMeta {
     }
 }
 
-/// The raw handle, freed when the last owner ([`Database`] or a [`NotificationToken`]) goes.
+/// The raw handle, freed when the last owner ([`Database`] or a [`NotificationToken`]) goes,
+/// unless libferry lent it to a callback (`lent`: then it is libferry's, and never freed here).
 #[derive(Debug)]
-pub(crate) struct Handle(NonNull<sys::ferry_db_t>);
+pub(crate) struct Handle {
+    raw: NonNull<sys::ferry_db_t>,
+    lent: bool,
+}
 
 // SAFETY: libferry handles may be used from any thread; calls on them are serialised.
 unsafe impl Send for Handle {}
@@ -121,14 +125,18 @@ unsafe impl Sync for Handle {}
 
 impl Handle {
     pub(crate) fn ptr(&self) -> *mut sys::ferry_db_t {
-        self.0.as_ptr()
+        self.raw.as_ptr()
     }
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
+        if self.lent {
+            // Lent: libferry closes it after the callback (and may reuse its address since).
+            return;
+        }
         // SAFETY: we own the handle and this is its last use.
-        unsafe { sys::ferry_db_free(self.0.as_ptr()) }
+        unsafe { sys::ferry_db_free(self.raw.as_ptr()) }
     }
 }
 
@@ -208,8 +216,24 @@ impl Database {
     /// `Database` closes and frees it.
     pub(crate) fn from_handle(handle: NonNull<sys::ferry_db_t>, delivery: Delivery) -> Database {
         Database {
-            handle: Arc::new(Handle(handle)),
+            handle: Arc::new(Handle { raw: handle, lent: false }),
             delivery,
+            classes: RwLock::new(HashMap::new()),
+            tx_lock: TxLock::default(),
+        }
+    }
+
+    /// Wraps a handle libferry lends to a callback (the client reset's before and after
+    /// databases): dropping the `Database` neither closes nor frees it.
+    ///
+    /// # Safety
+    /// The handle must stay valid while the `Database` is used, and the `Database` must be
+    /// handed out only by reference for the duration of the callback. (A notification token
+    /// registered through it may outlive it: the token never frees a lent handle.)
+    pub(crate) unsafe fn lent(handle: NonNull<sys::ferry_db_t>) -> Database {
+        Database {
+            handle: Arc::new(Handle { raw: handle, lent: true }),
+            delivery: Delivery::Loop,
             classes: RwLock::new(HashMap::new()),
             tx_lock: TxLock::default(),
         }
@@ -226,7 +250,8 @@ impl Database {
 
     /// Closes the handle: an open write transaction is cancelled, notifications stop, and
     /// every later call fails with [`ErrorCode::Closed`]. Closing twice is allowed. Dropping
-    /// the `Database` closes it too.
+    /// the `Database` closes it too. A database lent to a client reset closure cannot be
+    /// closed ([`ErrorCode::InvalidArgument`]): libferry closes it after the call.
     pub fn close(&self) -> Result<()> {
         // SAFETY: a valid handle.
         Error::check(unsafe { sys::ferry_db_close(self.ptr()) })
@@ -243,6 +268,48 @@ impl Database {
     /// How this handle delivers notifications.
     pub fn delivery(&self) -> Delivery {
         self.delivery
+    }
+
+    /// Whether this is a handle libferry lent to a client reset closure
+    /// ([`SyncOptions::before_reset`](crate::SyncOptions::before_reset),
+    /// [`after_reset`](crate::SyncOptions::after_reset)): usable during the call only.
+    pub fn is_lent(&self) -> bool {
+        self.handle.lent
+    }
+
+    /// Writes a consistent copy of the whole database (data, schema, and for a synced
+    /// database its sync state and unsynced changes) to a new file at `path`
+    /// (`ferry_db_write_copy`), for example to keep the database as it was before a client
+    /// reset: call it on the `before` database a
+    /// [`before_reset`](crate::SyncOptions::before_reset) closure gets. The copy opens with
+    /// [`Database::open`] without a schema (the file's own). To hand a synced database to
+    /// another user, use [`SyncSession::write_copy`](crate::SyncSession::write_copy) instead.
+    ///
+    /// ```
+    /// # use ferry::{ClassSchema, Database, Options, Property, PropertyType, Schema, Value};
+    /// # fn main() -> ferry::Result<()> {
+    /// # let dir = std::env::temp_dir().join(format!("ferry-doc-write-copy-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// let schema = Schema::new([ClassSchema::new("Person")
+    ///     .property(Property::primary_key(PropertyType::String))
+    ///     .property(Property::new("age", PropertyType::Int))])?;
+    /// let db = Database::open(&Options::path(dir.join("people.ferry")).schema(&schema))?;
+    /// db.write(|tx| tx.create("Person", &[("_id", "ana".into()), ("age", 41.into())]))?;
+    ///
+    /// db.write_copy(dir.join("copy.ferry"))?;
+    /// let copy = Database::open(&Options::path(dir.join("copy.ferry")))?; // the file's schema
+    /// assert_eq!(copy.get("Person", "ana")?.unwrap().get("age")?, Value::Int(41));
+    /// # drop((db, copy));
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`] (an empty or existing path),
+    /// [`ErrorCode::Closed`], [`ErrorCode::Io`].
+    pub fn write_copy(&self, path: impl AsRef<Path>) -> Result<()> {
+        let c = c_string(path.as_ref().as_os_str().as_bytes(), "path")?;
+        // SAFETY: a valid handle and a NUL-terminated path that outlives the call.
+        Error::check(unsafe { sys::ferry_db_write_copy(self.ptr(), c.as_ptr()) })
     }
 
     // --- Schema ---------------------------------------------------------------------------
@@ -580,6 +647,10 @@ impl Database {
 
 impl Drop for Database {
     fn drop(&mut self) {
+        if self.handle.lent {
+            // Lent to a callback: libferry closes it after the call.
+            return;
+        }
         // Close now, so the store is released and notifications stop even while tokens are
         // alive; `Handle` frees the handle when the last token goes. Errors are ignored: the
         // only one is an invalid handle, which cannot happen here.

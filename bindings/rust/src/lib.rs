@@ -16,7 +16,11 @@
 //!   thread; sessions report their [`ConnectionState`] and [`SessionState`], pause and
 //!   resume, and report [`Progress`] to closures held by tokens that unregister on drop;
 //!   [`SyncOptions`] open with a download first ([`App::open_async`]), initial subscriptions
-//!   or in memory.
+//!   or in memory;
+//! - client reset: [`SyncOptions::client_reset_mode`] ([`ClientResetMode`]), closures that see
+//!   the database before and after a reset ([`SyncOptions::before_reset`],
+//!   [`SyncOptions::after_reset`], [`Database::write_copy`]), the [`ClientResetReport`] in
+//!   [`SyncError`], and manual resets with [`App::handle_client_reset`].
 //!
 //! # Example
 //!
@@ -80,6 +84,7 @@ mod db;
 mod error;
 mod notify;
 mod open;
+mod reset;
 mod schema;
 mod session;
 mod sync;
@@ -92,6 +97,7 @@ pub use db::{Database, Delivery, Field, Object, Options, Results, ResultsIter, T
 pub use error::{Error, ErrorCode, Result};
 pub use notify::{ChangeSet, NotificationToken};
 pub use open::{DownloadBeforeOpen, SyncOptions};
+pub use reset::{ClientResetEntry, ClientResetMode, ClientResetOutcome, ClientResetReport};
 pub use schema::{ClassSchema, Property, PropertyType, Schema};
 pub use session::{
     ConnectionState, ConnectionStateToken, Progress, ProgressDirection, ProgressMode,

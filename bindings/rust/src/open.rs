@@ -1,5 +1,6 @@
-//! How a synced database is opened (`ferry_sync_options_t` version 2): download before open,
-//! the open timeout, in-memory databases and initial subscriptions.
+//! How a synced database is opened (`ferry_sync_options_t` version 3): download before open,
+//! the open timeout, in-memory databases, initial subscriptions, and the client reset mode
+//! with its before and after closures.
 
 use std::any::Any;
 use std::fmt;
@@ -13,8 +14,9 @@ use std::thread::{self, ThreadId};
 use std::time::Duration;
 
 use crate::completion::enter_callback;
-use crate::db::c_string;
+use crate::db::{c_string, Database};
 use crate::error::{Error, ErrorCode, Result};
+use crate::reset::{ClientResetMode, ClientResetReport, ResetCallbacks};
 use crate::schema::Schema;
 use crate::sync::MutableSubscriptionSet;
 use crate::sys;
@@ -60,6 +62,10 @@ type InitialSubscriptions<'a> = dyn Fn(&mut MutableSubscriptionSet) + 'a;
 /// let (session, db) = app.open_synced_with(user, &options, Duration::from_secs(30))?;
 /// # Ok(()) }
 /// ```
+///
+/// The client reset closures ([`before_reset`](SyncOptions::before_reset),
+/// [`after_reset`](SyncOptions::after_reset)) are shared by every session opened with these
+/// options, and live until the options and the last of those sessions are dropped.
 pub struct SyncOptions<'a> {
     path: PathBuf,
     schema: &'a Schema,
@@ -68,6 +74,8 @@ pub struct SyncOptions<'a> {
     in_memory: bool,
     initial_subscriptions: Option<Box<InitialSubscriptions<'a>>>,
     rerun_initial_subscriptions: bool,
+    client_reset_mode: ClientResetMode,
+    reset_callbacks: ResetCallbacks,
 }
 
 impl fmt::Debug for SyncOptions<'_> {
@@ -79,6 +87,8 @@ impl fmt::Debug for SyncOptions<'_> {
             .field("in_memory", &self.in_memory)
             .field("initial_subscriptions", &self.initial_subscriptions.as_ref().map(|_| "Fn"))
             .field("rerun_initial_subscriptions", &self.rerun_initial_subscriptions)
+            .field("client_reset_mode", &self.client_reset_mode)
+            .field("reset_callbacks", &self.reset_callbacks)
             .finish()
     }
 }
@@ -86,7 +96,8 @@ impl fmt::Debug for SyncOptions<'_> {
 impl<'a> SyncOptions<'a> {
     /// A database file at `path` (created if missing) with `schema`; libferry's defaults for
     /// the rest: download before open [`Never`](DownloadBeforeOpen::Never), an open timeout
-    /// of 30 s, no initial subscriptions.
+    /// of 30 s, no initial subscriptions, client reset mode
+    /// [`RecoverUnsyncedChanges`](ClientResetMode::RecoverUnsyncedChanges) without closures.
     pub fn new(path: impl AsRef<Path>, schema: &'a Schema) -> SyncOptions<'a> {
         SyncOptions {
             path: path.as_ref().to_path_buf(),
@@ -96,6 +107,8 @@ impl<'a> SyncOptions<'a> {
             in_memory: false,
             initial_subscriptions: None,
             rerun_initial_subscriptions: false,
+            client_reset_mode: ClientResetMode::RecoverUnsyncedChanges,
+            reset_callbacks: ResetCallbacks::default(),
         }
     }
 
@@ -138,6 +151,46 @@ impl<'a> SyncOptions<'a> {
         self
     }
 
+    /// What the session does when the server can no longer sync with the file (default
+    /// [`ClientResetMode::RecoverUnsyncedChanges`]).
+    pub fn client_reset_mode(mut self, mode: ClientResetMode) -> SyncOptions<'a> {
+        self.client_reset_mode = mode;
+        self
+    }
+
+    /// Called before an automatic client reset changes the file, on Ferry's loop thread, with
+    /// a read-only database on a snapshot of the file as it was (unsynced changes included).
+    /// The database is lent for the call: read it, or keep it with
+    /// [`Database::write_copy`]; it cannot be closed, and libferry closes it and deletes the
+    /// snapshot after the [`after_reset`](SyncOptions::after_reset) closure. Not called in
+    /// [`ClientResetMode::Manual`]. It must not wait for sync (blocking waits fail with
+    /// [`ErrorCode::InvalidArgument`] there); a panic in it is caught and reported on stderr.
+    pub fn before_reset<F>(mut self, callback: F) -> SyncOptions<'a>
+    where
+        F: FnMut(&Database) + Send + 'static,
+    {
+        self.reset_callbacks.before = Some(Arc::new(Mutex::new(Box::new(callback))));
+        self
+    }
+
+    /// Called after an automatic client reset, on Ferry's loop thread, with the snapshot of
+    /// the database before the reset (as in [`before_reset`](SyncOptions::before_reset)), the
+    /// reset database (a write transaction on it is allowed) and the report of what was
+    /// recovered or discarded. Both databases are lent for the call. The App's error handler
+    /// then gets the same report. Not called in [`ClientResetMode::Manual`].
+    pub fn after_reset<F>(mut self, callback: F) -> SyncOptions<'a>
+    where
+        F: FnMut(&Database, &Database, &ClientResetReport) + Send + 'static,
+    {
+        self.reset_callbacks.after = Some(Arc::new(Mutex::new(Box::new(callback))));
+        self
+    }
+
+    /// The reset closures, which a session opened with these options must keep alive.
+    pub(crate) fn reset_callbacks(&self) -> ResetCallbacks {
+        self.reset_callbacks.clone()
+    }
+
     pub(crate) fn waits_for_server(&self) -> bool {
         self.download_before_open != DownloadBeforeOpen::Never
     }
@@ -165,6 +218,9 @@ impl<'a> SyncOptions<'a> {
         }
         raw.in_memory = self.in_memory;
         raw.rerun_initial_subscriptions = self.rerun_initial_subscriptions;
+        raw.client_reset_mode = self.client_reset_mode.as_raw();
+        // The caller keeps a clone of the closures (`reset_callbacks`) with the session.
+        self.reset_callbacks.fill(&mut raw);
         let state = self.initial_subscriptions.as_deref().map(|fill| InitialState {
             fill,
             thread: thread::current().id(),

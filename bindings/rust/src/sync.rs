@@ -1,9 +1,12 @@
 //! Sync sessions, flexible-sync subscriptions and sync errors (`ferry_sync_*`,
 //! `ferry_subscription_set_*`, `ferry_sync_error_t`).
 
+use std::ffi::{CStr, OsStr};
 use std::fmt;
 use std::marker::PhantomData;
 use std::os::raw::c_void;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::ptr::{self, NonNull};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -12,6 +15,7 @@ use crate::app::AppInner;
 use crate::completion::{block_on, free_off_loop, start_status, SendPtr};
 use crate::db::c_string;
 use crate::error::{Error, ErrorCode, Result};
+use crate::reset::{ClientResetReport, ResetCallbacks};
 use crate::schema::string_from;
 use crate::session::{
     self, ConnectionState, ConnectionStateToken, Progress, ProgressDirection, ProgressMode,
@@ -84,6 +88,17 @@ pub struct CompensatingWrite {
 }
 
 /// A sync error reported to the App's sync error handler (a copy of `ferry_sync_error_t`).
+///
+/// Client resets reach the handler in two shapes:
+/// - a finished automatic reset: not fatal, [`SyncAction::ClientReset`] (or
+///   [`SyncAction::ClientResetNoRecovery`]), with a
+///   [`client_reset_report`](SyncError::client_reset_report) and the server's code (208);
+/// - a reset handed to the host ([`ClientResetMode::Manual`](crate::ClientResetMode::Manual),
+///   or [`RecoverUnsyncedChanges`](crate::ClientResetMode::RecoverUnsyncedChanges) when the
+///   server disables recovery): fatal, with a
+///   [`client_reset_backup_path`](SyncError::client_reset_backup_path) and a
+///   [`client_reset_token`](SyncError::client_reset_token) for
+///   [`App::handle_client_reset`](crate::App::handle_client_reset).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SyncError {
     /// The server's error code: [`SyncError::COMPENSATING_WRITE`] (231),
@@ -97,6 +112,16 @@ pub struct SyncError {
     pub action: SyncAction,
     /// For compensating writes: the reverted objects.
     pub compensating_writes: Vec<CompensatingWrite>,
+    /// For a finished automatic client reset: what was recovered and discarded.
+    pub client_reset_report: Option<ClientResetReport>,
+    /// For a client reset handed to the host: where
+    /// [`App::handle_client_reset`](crate::App::handle_client_reset) (or the file's next open)
+    /// moves the database file. The file there opens as an ordinary [`Database`](crate::Database)
+    /// with the device's data, unsynced changes included. `None` for an in-memory database.
+    pub client_reset_backup_path: Option<PathBuf>,
+    /// For a client reset handed to the host: the token for
+    /// [`App::handle_client_reset`](crate::App::handle_client_reset).
+    pub client_reset_token: Option<String>,
 }
 
 impl SyncError {
@@ -105,6 +130,9 @@ impl SyncError {
     pub const COMPENSATING_WRITE: i32 = 231;
     /// The code of a rejected subscription set.
     pub const SUBSCRIPTION_REJECTED: i32 = 226;
+    /// The code of the server's client-reset error (it no longer knows the device's file),
+    /// as a reset handed to the host reports it.
+    pub const BAD_CLIENT_FILE: i32 = 208;
 
     /// Whether this is a compensating write (code 231).
     pub fn is_compensating_write(&self) -> bool {
@@ -138,6 +166,16 @@ impl SyncError {
                     reason: string_from(w.reason).unwrap_or_default(),
                 })
                 .collect(),
+            client_reset_report: raw
+                .client_reset_report
+                .as_ref()
+                .map(|report| ClientResetReport::from_raw(report)),
+            client_reset_backup_path: (!raw.client_reset_backup_path.is_null()).then(|| {
+                PathBuf::from(OsStr::from_bytes(
+                    CStr::from_ptr(raw.client_reset_backup_path).to_bytes(),
+                ))
+            }),
+            client_reset_token: string_from(raw.client_reset_token),
         }
     }
 }
@@ -534,6 +572,8 @@ impl<'a> SessionRef<'a> {
 pub struct SyncSession {
     raw: NonNull<sys::ferry_sync_session_t>,
     app: Option<Arc<AppInner>>,
+    /// The client reset closures libferry may call until the session is freed.
+    reset_callbacks: Option<ResetCallbacks>,
     /// Serialises this handle's read-edit-commit cycles of the subscription set.
     update_lock: Mutex<()>,
 }
@@ -549,8 +589,19 @@ impl fmt::Debug for SyncSession {
 }
 
 impl SyncSession {
-    pub(crate) fn from_raw(raw: NonNull<sys::ferry_sync_session_t>, app: Arc<AppInner>) -> Self {
-        SyncSession { raw, app: Some(app), update_lock: Mutex::new(()) }
+    /// Takes ownership of a session handle opened with options whose reset closures are
+    /// `reset_callbacks` (kept until the handle is freed).
+    pub(crate) fn from_raw(
+        raw: NonNull<sys::ferry_sync_session_t>,
+        app: Arc<AppInner>,
+        reset_callbacks: ResetCallbacks,
+    ) -> Self {
+        SyncSession {
+            raw,
+            app: Some(app),
+            reset_callbacks: Some(reset_callbacks),
+            update_lock: Mutex::new(()),
+        }
     }
 
     /// The session as a [`SessionRef`] (what the error handler gets).
@@ -714,11 +765,13 @@ impl Drop for SyncSession {
     fn drop(&mut self) {
         let raw = SendPtr(self.raw.as_ptr());
         let app = self.app.take();
+        let reset_callbacks = self.reset_callbacks.take();
         free_off_loop("session", move || {
             let raw = raw;
             // SAFETY: we own the handle, and this is not the loop thread.
             unsafe { sys::ferry_sync_session_free(raw.0) };
-            // The App goes after its session.
+            // libferry no longer calls the reset closures; the App goes after its session.
+            drop(reset_callbacks);
             drop(app);
         });
     }

@@ -285,6 +285,7 @@ extern "C" {
     pub fn ferry_db_close(db: *mut ferry_db_t) -> c_int;
     pub fn ferry_db_free(db: *mut ferry_db_t);
     pub fn ferry_db_is_closed(out: *mut bool, db: *const ferry_db_t) -> c_int;
+    pub fn ferry_db_write_copy(db: *mut ferry_db_t, path: *const c_char) -> c_int;
 
     // Schema of an open database
     pub fn ferry_db_class_count(out: *mut usize, db: *const ferry_db_t) -> c_int;
@@ -587,6 +588,13 @@ pub struct ferry_sync_error_t {
     pub action: i32,
     pub compensating_writes: *const ferry_compensating_write_t,
     pub compensating_writes_count: usize,
+    // Added for client reset; a host compiled before them reads the fields above only.
+    /// A finished automatic reset (the server's code, 208, not fatal), else NULL.
+    pub client_reset_report: *const ferry_client_reset_report_t,
+    /// A reset handed to the host: where the file moves, else NULL.
+    pub client_reset_backup_path: *const c_char,
+    /// The same reset's token for `ferry_app_handle_client_reset`, else NULL.
+    pub client_reset_token: *const c_char,
 }
 
 pub type ferry_sync_error_cb = Option<
@@ -597,7 +605,57 @@ pub type ferry_sync_error_cb = Option<
     ),
 >;
 
-pub const FERRY_SYNC_OPTIONS_VERSION: u32 = 2;
+/// `ferry_client_reset_mode_t`.
+pub type ferry_client_reset_mode_t = i32;
+pub const FERRY_CLIENT_RESET_RECOVER_UNSYNCED_CHANGES: i32 = 0;
+pub const FERRY_CLIENT_RESET_RECOVER_OR_DISCARD_UNSYNCED_CHANGES: i32 = 1;
+pub const FERRY_CLIENT_RESET_DISCARD_UNSYNCED_CHANGES: i32 = 2;
+pub const FERRY_CLIENT_RESET_MANUAL: i32 = 3;
+
+/// `ferry_client_reset_outcome_t`.
+pub type ferry_client_reset_outcome_t = i32;
+pub const FERRY_CLIENT_RESET_RECOVERED: i32 = 0;
+pub const FERRY_CLIENT_RESET_DISCARDED: i32 = 1;
+
+/// One object touched by the device's unsynced changes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_client_reset_entry_t {
+    pub object_type: *const c_char,
+    pub primary_key: ferry_value_t,
+    /// `ferry_client_reset_outcome_t`.
+    pub outcome: i32,
+    pub reason: *const c_char,
+}
+
+/// What a reset kept and dropped; lent for the callback that receives it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_client_reset_report_t {
+    pub recovered: bool,
+    pub unsynced_changesets: usize,
+    pub entries: *const ferry_client_reset_entry_t,
+    pub entries_count: usize,
+}
+
+/// Called before an automatic reset changes the file; `before` is a read-only handle on a
+/// snapshot of the file as it was, lent for the call (freeing it does nothing, closing it
+/// fails). Called on the loop thread.
+pub type ferry_client_reset_before_cb =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, before: *mut ferry_db_t)>;
+
+/// Called after an automatic reset: `before` as above, `after` a handle on the reset database,
+/// `report` what was recovered or discarded; all lent for the call. Called on the loop thread.
+pub type ferry_client_reset_after_cb = Option<
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        before: *mut ferry_db_t,
+        after: *mut ferry_db_t,
+        report: *const ferry_client_reset_report_t,
+    ),
+>;
+
+pub const FERRY_SYNC_OPTIONS_VERSION: u32 = 3;
 
 /// `ferry_download_before_open_t`.
 pub type ferry_download_before_open_t = i32;
@@ -611,7 +669,8 @@ pub type ferry_initial_subscriptions_cb = Option<
     unsafe extern "C" fn(userdata: *mut c_void, set: *mut ferry_subscription_set_t) -> c_int,
 >;
 
-/// Version 2; version 1 ends at `schema` (the later fields take their defaults).
+/// Version 3; version 1 ends at `schema`, version 2 at `rerun_initial_subscriptions` (the
+/// later fields take their defaults).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ferry_sync_options_t {
@@ -626,6 +685,15 @@ pub struct ferry_sync_options_t {
     pub initial_subscriptions: ferry_initial_subscriptions_cb,
     pub initial_subscriptions_userdata: *mut c_void,
     pub rerun_initial_subscriptions: bool,
+    // version 3
+    /// `ferry_client_reset_mode_t`.
+    pub client_reset_mode: i32,
+    pub before_reset: ferry_client_reset_before_cb,
+    /// Must stay valid until the session is freed.
+    pub before_reset_userdata: *mut c_void,
+    pub after_reset: ferry_client_reset_after_cb,
+    /// Must stay valid until the session is freed.
+    pub after_reset_userdata: *mut c_void,
 }
 
 /// Open completion: new session and database handles owned by the callee and a NULL error, or
@@ -740,6 +808,9 @@ extern "C" {
         userdata: *mut c_void,
         userdata_free: ferry_free_fn,
     ) -> c_int;
+
+    // Client reset
+    pub fn ferry_app_handle_client_reset(app: *mut ferry_app_t, token: *const c_char) -> c_int;
 
     // Synced databases
     pub fn ferry_sync_options_init(opts: *mut ferry_sync_options_t, version: u32) -> c_int;
@@ -910,13 +981,29 @@ mod layout {
         assert_eq!(size_of::<ferry_compensating_write_t>(), 40);
         assert_eq!(offset_of!(ferry_compensating_write_t, primary_key), 8);
         assert_eq!(offset_of!(ferry_compensating_write_t, reason), 32);
-        assert_eq!(size_of::<ferry_sync_error_t>(), 40);
+        assert_eq!(size_of::<ferry_sync_error_t>(), 64);
+        assert_eq!(offset_of!(ferry_sync_error_t, client_reset_report), 40);
+        assert_eq!(offset_of!(ferry_sync_error_t, client_reset_backup_path), 48);
+        assert_eq!(offset_of!(ferry_sync_error_t, client_reset_token), 56);
+        assert_eq!(size_of::<ferry_client_reset_entry_t>(), 48);
+        assert_eq!(offset_of!(ferry_client_reset_entry_t, primary_key), 8);
+        assert_eq!(offset_of!(ferry_client_reset_entry_t, outcome), 32);
+        assert_eq!(offset_of!(ferry_client_reset_entry_t, reason), 40);
+        assert_eq!(size_of::<ferry_client_reset_report_t>(), 32);
+        assert_eq!(offset_of!(ferry_client_reset_report_t, unsynced_changesets), 8);
+        assert_eq!(offset_of!(ferry_client_reset_report_t, entries), 16);
+        assert_eq!(offset_of!(ferry_client_reset_report_t, entries_count), 24);
         assert_eq!(offset_of!(ferry_sync_error_t, message), 8);
         assert_eq!(offset_of!(ferry_sync_error_t, is_fatal), 16);
         assert_eq!(offset_of!(ferry_sync_error_t, action), 20);
         assert_eq!(offset_of!(ferry_sync_error_t, compensating_writes), 24);
         assert_eq!(offset_of!(ferry_sync_error_t, compensating_writes_count), 32);
-        assert_eq!(size_of::<ferry_sync_options_t>(), 72);
+        assert_eq!(size_of::<ferry_sync_options_t>(), 104);
+        assert_eq!(offset_of!(ferry_sync_options_t, client_reset_mode), 68);
+        assert_eq!(offset_of!(ferry_sync_options_t, before_reset), 72);
+        assert_eq!(offset_of!(ferry_sync_options_t, before_reset_userdata), 80);
+        assert_eq!(offset_of!(ferry_sync_options_t, after_reset), 88);
+        assert_eq!(offset_of!(ferry_sync_options_t, after_reset_userdata), 96);
         assert_eq!(offset_of!(ferry_sync_options_t, path), 8);
         assert_eq!(offset_of!(ferry_sync_options_t, schema), 16);
         assert_eq!(offset_of!(ferry_sync_options_t, download_before_open), 24);

@@ -1,10 +1,13 @@
 //! A `ferry-server` subprocess for the sync tests: the seeds' Item app (`examples/item-app`)
 //! on a free port with a fresh data directory. The binary comes from `$FERRY_SERVER`, by
-//! default `<repo>/build/ferry-server`.
+//! default `<repo>/build/ferry-server`. [`Server::start_with_admin`] also enables the admin
+//! API (`FERRY_ADMIN_TOKEN`), called with [`Server::admin_post`].
 #![allow(dead_code)]
 
 use std::fs;
-use std::path::PathBuf;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -12,10 +15,17 @@ use std::time::{Duration, Instant};
 use super::TempDir;
 
 pub const JWT_SIGNING_KEY: &str = "a-host-signing-key-of-at-least-32-bytes!";
+/// The admin API's bearer token of a server from [`Server::start_with_admin`].
+pub const ADMIN_TOKEN: &str = "an-admin-token-for-the-rust-tests";
 
 pub fn repo_root() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("..");
     root.canonicalize().unwrap_or(root)
+}
+
+/// The seeds' Item app configuration (`examples/item-app`).
+pub fn item_app_dir() -> PathBuf {
+    repo_root().join("examples").join("item-app")
 }
 
 // --- The server --------------------------------------------------------------------------------
@@ -29,6 +39,16 @@ pub struct Server {
 
 impl Server {
     pub fn start() -> Server {
+        Server::launch(false, None)
+    }
+
+    /// A server whose admin API is enabled (`FERRY_ADMIN_TOKEN` = [`ADMIN_TOKEN`]), serving
+    /// the app configuration in `app_dir` (default `examples/item-app`).
+    pub fn start_with_admin(app_dir: Option<&Path>) -> Server {
+        Server::launch(true, app_dir)
+    }
+
+    fn launch(admin: bool, app_dir: Option<&Path>) -> Server {
         let binary = std::env::var_os("FERRY_SERVER")
             .map(PathBuf::from)
             .unwrap_or_else(|| repo_root().join("build").join("ferry-server"));
@@ -37,10 +57,14 @@ impl Server {
         fs::create_dir_all(&data).unwrap();
         let port_file = dir.file("port");
         let log = fs::File::create(dir.file("server.log")).unwrap();
-        let child = Command::new(&binary)
+        let mut command = Command::new(&binary);
+        if admin {
+            command.env("FERRY_ADMIN_TOKEN", ADMIN_TOKEN);
+        }
+        let child = command
             .env("jwtSigningKey", JWT_SIGNING_KEY)
             .arg("--app-dir")
-            .arg(repo_root().join("examples").join("item-app"))
+            .arg(app_dir.map_or_else(item_app_dir, Path::to_path_buf))
             .arg("--data")
             .arg(&data)
             .args(["--port", "0", "--port-file"])
@@ -76,6 +100,30 @@ impl Server {
 
     pub fn log(&self) -> String {
         fs::read_to_string(self.dir.file("server.log")).unwrap_or_default()
+    }
+
+    /// `POST /api/admin/v1/<path>` with the admin token (HTTP/1.1 over a plain TCP stream),
+    /// panicking unless the answer is 2xx. Returns the body.
+    pub fn admin_post(&self, path: &str) -> String {
+        let host = self.url.trim_start_matches("http://");
+        let mut stream = TcpStream::connect(host).unwrap_or_else(|e| panic!("connect {host}: {e}"));
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        stream.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
+        let request = format!(
+            "POST /api/admin/v1/{path} HTTP/1.1\r\nHost: {host}\r\n\
+             Authorization: Bearer {ADMIN_TOKEN}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).unwrap_or_else(|e| panic!("POST {path}: {e}"));
+        let response = String::from_utf8_lossy(&response).into_owned();
+        let status = response.lines().next().unwrap_or_default();
+        let code = status.split_whitespace().nth(1).and_then(|c| c.parse::<u16>().ok());
+        assert!(
+            status.starts_with("HTTP/1.") && matches!(code, Some(200..=299)),
+            "POST {path}: {response}"
+        );
+        response.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default()
     }
 }
 
