@@ -321,6 +321,9 @@ public final class App: @unchecked Sendable {
                 finish.deliver(.success(session))
             }
             let version = (try? session.subscriptions().version) ?? 0
+            // No subscription set yet: nothing syncs down (SPEC F-REQSUB), so the open waits
+            // only for the server to answer, not for a set that may never come.
+            guard version > 0 else { return session.waitForDownload(done) }
             session.waitForSubscriptions(version: version) { error in
                 if let error { return done(error) }
                 session.waitForDownload(done)
