@@ -14,24 +14,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::server::Server;
 use common::{expect_err, unique, TempDir};
 use ferry::{
-    App, AppOptions, ClassSchema, ClientResetMode, ClientResetOutcome, ClientResetReport,
-    Credentials, Database, DownloadBeforeOpen, ErrorCode, LogLevel, ObjectId, Options, Property,
-    PropertyType, Schema, SessionState, SyncAction, SyncError, SyncOptions, SyncSession, User,
-    Value,
+    App, AppOptions, ClientResetMode, ClientResetOutcome, ClientResetReport, Credentials, Database,
+    DownloadBeforeOpen, ErrorCode, LogLevel, ObjectId, Options, SessionState, SyncAction,
+    SyncError, SyncOptions, SyncSession, User, Value,
 };
 
 const APP_ID: &str = "item-app-seeds";
 /// How long any one wait may take before the test fails.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-fn item_schema() -> Schema {
-    Schema::new([ClassSchema::new("Item")
-        .property(Property::primary_key(PropertyType::ObjectId))
-        .property(Property::new("ownerId", PropertyType::String))
-        .property(Property::new("itemName", PropertyType::String))
-        .property(Property::new("complexity", PropertyType::Int))])
-    .unwrap()
-}
+use common::server::item_schema;
 
 fn unique_email(tag: &str) -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::server::Server;
 use common::{unique, TempDir};
 use ferry::{
-    App, AppOptions, ClassSchema, ConnectionState, Credentials, Database, DownloadBeforeOpen,
-    ErrorCode, LogLevel, ObjectId, Progress, ProgressDirection, ProgressMode, Property,
-    PropertyType, Schema, SessionState, SyncOptions, SyncSession, User,
+    App, AppOptions, ConnectionState, Credentials, Database, DownloadBeforeOpen, ErrorCode,
+    LogLevel, ObjectId, Progress, ProgressDirection, ProgressMode, SessionState, SyncOptions,
+    SyncSession, User,
 };
 
 use ConnectionState::{Connected, Connecting, Disconnected};
@@ -24,14 +24,7 @@ const APP_ID: &str = "item-app-seeds";
 /// How long any one wait may take before the test fails (each test stays well under 20 s).
 const TIMEOUT: Duration = Duration::from_secs(15);
 
-fn item_schema() -> Schema {
-    Schema::new([ClassSchema::new("Item")
-        .property(Property::primary_key(PropertyType::ObjectId))
-        .property(Property::new("ownerId", PropertyType::String))
-        .property(Property::new("itemName", PropertyType::String))
-        .property(Property::new("complexity", PropertyType::Int))])
-    .unwrap()
-}
+use common::server::item_schema;
 
 /// Calls recorded by a callback on the loop thread, waited for with a condition variable.
 struct Recorder<T> {

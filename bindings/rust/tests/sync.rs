@@ -14,9 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use common::server::Server;
 use common::{unique, TempDir};
 use ferry::{
-    App, AppOptions, ClassSchema, CompensatingWrite, Credentials, Database, ErrorCode, LogLevel,
-    ObjectId, Property, PropertyType, Schema, SessionId, SubscriptionState, SyncAction, SyncError,
-    SyncSession, User, UserState, Value,
+    App, AppOptions, CompensatingWrite, Credentials, Database, ErrorCode, LogLevel, ObjectId,
+    SessionId, SubscriptionState, SyncAction, SyncError, SyncSession, User, UserState, Value,
 };
 
 const APP_ID: &str = "item-app-seeds";
@@ -28,14 +27,7 @@ const REVERTED: &str =
 // --- Devices -----------------------------------------------------------------------------------
 
 /// The seeds' Item schema as a device declares it.
-fn item_schema() -> Schema {
-    Schema::new([ClassSchema::new("Item")
-        .property(Property::primary_key(PropertyType::ObjectId))
-        .property(Property::new("ownerId", PropertyType::String))
-        .property(Property::new("itemName", PropertyType::String))
-        .property(Property::new("complexity", PropertyType::Int))])
-    .unwrap()
-}
+use common::server::item_schema;
 
 /// The sync errors an App's handler received, with a condition variable to wait for them.
 #[derive(Default)]

@@ -12,7 +12,19 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use ferry::{ClassSchema, Property, PropertyType, Schema};
+
 use super::TempDir;
+
+/// The seeds' Item schema as a device declares it (the server's `examples/item-app`).
+pub fn item_schema() -> Schema {
+    Schema::new([ClassSchema::new("Item")
+        .property(Property::primary_key(PropertyType::ObjectId))
+        .property(Property::new("ownerId", PropertyType::String))
+        .property(Property::new("itemName", PropertyType::String))
+        .property(Property::new("complexity", PropertyType::Int))])
+    .unwrap()
+}
 
 pub const JWT_SIGNING_KEY: &str = "a-host-signing-key-of-at-least-32-bytes!";
 /// The admin API's bearer token of a server from [`Server::start_with_admin`].
