@@ -52,6 +52,10 @@ from .errors import (
 from .schema import ObjectSchema, Property, Schema
 from .sync import (
     App,
+    ClientResetEntry,
+    ClientResetMode,
+    ClientResetOutcome,
+    ClientResetReport,
     CompensatingWrite,
     ConnectionState,
     ConnectionStateToken,
@@ -122,6 +126,10 @@ __all__ = [
     "ConnectionStateToken",
     "ProgressToken",
     "ProgressStream",
+    "ClientResetMode",
+    "ClientResetOutcome",
+    "ClientResetReport",
+    "ClientResetEntry",
     # errors
     "FerryError",
     "InvalidArgumentError",

@@ -104,7 +104,7 @@ FERRY_DELIVERY_POLL = 1
 
 FERRY_DB_OPTIONS_VERSION = 1
 FERRY_APP_OPTIONS_VERSION = 2
-FERRY_SYNC_OPTIONS_VERSION = 2
+FERRY_SYNC_OPTIONS_VERSION = 3
 
 FERRY_DOWNLOAD_BEFORE_OPEN_NEVER = 0
 FERRY_DOWNLOAD_BEFORE_OPEN_ALWAYS = 1
@@ -123,6 +123,14 @@ FERRY_PROGRESS_DOWNLOAD = 1
 
 FERRY_PROGRESS_REPORT_INDEFINITELY = 0
 FERRY_PROGRESS_FOR_CURRENT_WORK = 1
+
+FERRY_CLIENT_RESET_RECOVER_UNSYNCED_CHANGES = 0
+FERRY_CLIENT_RESET_RECOVER_OR_DISCARD_UNSYNCED_CHANGES = 1
+FERRY_CLIENT_RESET_DISCARD_UNSYNCED_CHANGES = 2
+FERRY_CLIENT_RESET_MANUAL = 3
+
+FERRY_CLIENT_RESET_RECOVERED = 0
+FERRY_CLIENT_RESET_DISCARDED = 1
 
 # --- Structs ------------------------------------------------------------------------------
 
@@ -266,6 +274,28 @@ class CompensatingWrite(Structure):
     _fields_ = [("object_type", c_char_p), ("primary_key", Value), ("reason", c_char_p)]
 
 
+class ClientResetEntry(Structure):
+    """``ferry_client_reset_entry_t`` (lent with its report)."""
+
+    _fields_ = [
+        ("object_type", c_char_p),
+        ("primary_key", Value),
+        ("outcome", c_int32),
+        ("reason", c_char_p),
+    ]
+
+
+class ClientResetReport(Structure):
+    """``ferry_client_reset_report_t`` (lent for the callback that receives it)."""
+
+    _fields_ = [
+        ("recovered", c_bool),
+        ("unsynced_changesets", c_size_t),
+        ("entries", POINTER(ClientResetEntry)),
+        ("entries_count", c_size_t),
+    ]
+
+
 class SyncErrorInfo(Structure):
     """``ferry_sync_error_t`` (valid only for the duration of the error handler)."""
 
@@ -276,15 +306,24 @@ class SyncErrorInfo(Structure):
         ("action", c_int32),
         ("compensating_writes", POINTER(CompensatingWrite)),
         ("compensating_writes_count", c_size_t),
+        # client reset (SPEC F-RESET)
+        ("client_reset_report", POINTER(ClientResetReport)),
+        ("client_reset_backup_path", c_char_p),
+        ("client_reset_token", c_char_p),
     ]
 
 
 # ferry_initial_subscriptions_cb: (userdata, lent subscription set) -> FERRY_OK to commit.
 INITIAL_SUBSCRIPTIONS_CB = CFUNCTYPE(c_int, c_void_p, c_void_p)
+# ferry_client_reset_before_cb: (userdata, lent read-only database before the reset)
+CLIENT_RESET_BEFORE_CB = CFUNCTYPE(None, c_void_p, c_void_p)
+# ferry_client_reset_after_cb: (userdata, lent before, lent after, lent report)
+CLIENT_RESET_AFTER_CB = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p, POINTER(ClientResetReport))
 
 
 class SyncOptions(Structure):
-    """``ferry_sync_options_t`` (version 2: version 1 ends at ``schema``)."""
+    """``ferry_sync_options_t`` (version 3: version 1 ends at ``schema``, version 2 at
+    ``rerun_initial_subscriptions``)."""
 
     _fields_ = [
         ("version", c_uint32),
@@ -297,6 +336,12 @@ class SyncOptions(Structure):
         ("initial_subscriptions", INITIAL_SUBSCRIPTIONS_CB),
         ("initial_subscriptions_userdata", c_void_p),
         ("rerun_initial_subscriptions", c_bool),
+        # version 3
+        ("client_reset_mode", c_int32),
+        ("before_reset", CLIENT_RESET_BEFORE_CB),
+        ("before_reset_userdata", c_void_p),
+        ("after_reset", CLIENT_RESET_AFTER_CB),
+        ("after_reset_userdata", c_void_p),
     ]
 
 
@@ -344,6 +389,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "ferry_db_close": (c_int, [c_void_p]),
     "ferry_db_free": (None, [c_void_p]),
     "ferry_db_is_closed": (c_int, [POINTER(c_bool), c_void_p]),
+    "ferry_db_write_copy": (c_int, [c_void_p, c_char_p]),
     "ferry_db_class_count": (c_int, [POINTER(c_size_t), c_void_p]),
     "ferry_db_find_class": (c_int, [POINTER(c_uint32), c_void_p, c_char_p]),
     "ferry_db_get_class": (c_int, [POINTER(ClassInfo), c_void_p, c_uint32]),
@@ -406,6 +452,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "ferry_user_free": (None, [c_void_p]),
     # Sync: errors
     "ferry_app_set_sync_error_handler": (c_int, [c_void_p, SYNC_ERROR_CB, c_void_p, FREE_FN]),
+    # Sync: client reset
+    "ferry_app_handle_client_reset": (c_int, [c_void_p, c_char_p]),
     # Sync: synced databases
     "ferry_sync_options_init": (c_int, [POINTER(SyncOptions), c_uint32]),
     "ferry_sync_open": (c_int, [_pp, _pp, c_void_p, POINTER(SyncOptions)]),

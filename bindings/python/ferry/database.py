@@ -28,6 +28,7 @@ import enum
 import itertools
 import logging
 import os
+import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import (
@@ -43,7 +44,9 @@ from typing import (
 
 from . import _native
 from .errors import (
+    ClosedError,
     FerryError,
+    InvalidArgumentError,
     NotFoundError,
     OutOfRangeError,
     check,
@@ -363,6 +366,29 @@ class NotificationToken:
 # --- Database -------------------------------------------------------------------------------
 
 
+class _Loan:
+    """A database handle lent to a client-reset callback: valid on the callback's thread until
+    the callback returns (the library closes and frees it then, so Python must never touch it
+    again)."""
+
+    __slots__ = ("thread", "valid", "results")
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+        self.valid = True
+        self.results: "weakref.WeakSet[Results]" = weakref.WeakSet()
+
+    def check(self, description: str) -> None:
+        if not self.valid:
+            raise ClosedError(
+                f"{description} was lent to a client reset callback that has returned; the "
+                "handle is gone", _native.FERRY_ERR_CLOSED)
+        if threading.get_ident() != self.thread:
+            raise InvalidArgumentError(
+                f"{description} is lent to a client reset callback: use it only on the thread "
+                "running the callback", _native.FERRY_ERR_INVALID_ARGUMENT)
+
+
 class Database:
     """An open Ferry database (a ``ferry_db_t``). Create it with :meth:`open`.
 
@@ -372,15 +398,66 @@ class Database:
     :class:`~ferry.WrongTypeError` for values of the wrong type, and so on.
     """
 
-    def __init__(self, handle: int, *, description: str, delivery: Delivery) -> None:
+    def __init__(self, handle: int, *, description: str, delivery: Delivery,
+                 _lent: bool = False) -> None:
         """Use :meth:`open`."""
-        self._handle = handle
+        self._raw_handle = handle
         self._description = description
         self._delivery = delivery
         self._classes: dict[str, _ClassMeta] = {}
         self._classes_by_key: dict[int, _ClassMeta] = {}
         self._tokens: set[NotificationToken] = set()
-        self._finalizer = weakref.finalize(self, _native.lib().ferry_db_free, handle)
+        self._loan: Optional[_Loan] = None
+        self._finalizer: Optional[weakref.finalize] = None
+        if _lent:
+            # Not ours: the library closes and frees it once the callback returns.
+            self._loan = _Loan()
+        else:
+            self._finalizer = weakref.finalize(self, _native.lib().ferry_db_free, handle)
+
+    @property
+    def _handle(self) -> int:
+        """The ``ferry_db_t *``; for a handle lent to a client-reset callback only while the
+        loan lasts, and only on the thread running the callback."""
+        loan = self._loan
+        if loan is not None:
+            loan.check(self._description)
+        return self._raw_handle
+
+    @classmethod
+    def _lend(cls, handle: int, description: str) -> "Database":
+        """Wraps a handle the library lends to a callback on this thread (a client reset's
+        ``before`` or ``after``). :meth:`_end_loan` must run before the callback returns."""
+        return cls(handle, description=description, delivery=Delivery.LOOP, _lent=True)
+
+    def _end_loan(self) -> None:
+        """The callback returned: closes what was made from the lent handle (its results and
+        notification tokens, an open write transaction is cancelled) and makes every later use
+        raise :class:`~ferry.ClosedError`. The handle is never touched again."""
+        loan = self._loan
+        if loan is None or not loan.valid:
+            return
+        lib = _native.lib()
+        try:
+            for results in list(loan.results):
+                results.close()
+            for token in list(self._tokens):
+                token.close()
+            in_transaction = ctypes.c_bool()
+            if (lib.ferry_db_is_in_transaction(ctypes.byref(in_transaction), self._raw_handle)
+                    == _native.FERRY_OK and in_transaction.value):
+                _log.warning("a client reset callback returned with a write transaction open on %s; "
+                             "it is cancelled", self._description)
+                lib.ferry_db_cancel(self._raw_handle)
+        finally:
+            loan.valid = False
+
+    @property
+    def lent(self) -> bool:
+        """Whether this handle is lent to a client-reset callback (``before_reset`` /
+        ``after_reset``): usable only inside the callback, on its thread; never closed by
+        the host."""
+        return self._loan is not None
 
     # --- Opening and closing ----------------------------------------------------------------
 
@@ -446,7 +523,13 @@ class Database:
     def close(self) -> None:
         """Closes the database: an open write transaction is cancelled and notifications stop
         (their tokens are closed). Later calls raise :class:`~ferry.ClosedError`. Closing
-        twice is allowed; allowed inside a change callback."""
+        twice is allowed; allowed inside a change callback. A handle lent to a client-reset
+        callback is not the host's to close (:class:`~ferry.InvalidArgumentError`)."""
+        if self._loan is not None:
+            self._loan.check(self._description)  # ClosedError once the loan ended
+            raise InvalidArgumentError(
+                f"{self._description} is lent to a client reset callback: the library closes it "
+                "when the callback returns", _native.FERRY_ERR_INVALID_ARGUMENT)
         check(_native.lib().ferry_db_close(self._handle))
         for token in list(self._tokens):
             token.close()
@@ -454,6 +537,8 @@ class Database:
     @property
     def closed(self) -> bool:
         """Whether the handle is closed."""
+        if self._loan is not None and not self._loan.valid:
+            return True  # the loan ended: the library closed the handle
         out = ctypes.c_bool()
         check(_native.lib().ferry_db_is_closed(ctypes.byref(out), self._handle))
         return bool(out.value)
@@ -856,7 +941,10 @@ class Database:
                 ctypes.byref(out), self._handle, meta.key, query.encode("utf-8"), array, count
             )
         )
-        return Results(self, meta, out.value)
+        results = Results(self, meta, out.value)
+        if self._loan is not None:
+            self._loan.results.add(results)  # closed when the loan ends
+        return results
 
     def objects(self, class_name: str) -> Results:
         """Every object of a class."""
@@ -946,6 +1034,21 @@ class Database:
         check(_native.lib().ferry_db_deliver_notifications(ctypes.byref(out), self._handle))
         return out.value
 
+    # --- Copies -----------------------------------------------------------------------------
+
+    def write_copy(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes a consistent copy of the whole file (data, schema, and for a synced database
+        its sync state and unsynced changes) to a new file at ``path``
+        (``ferry_db_write_copy``); e.g. inside ``before_reset`` to keep the database as it was
+        before a client reset. The copy opens with :meth:`open` (``schema=None``: the file's
+        own). To hand a synced database to another user, use
+        :meth:`~ferry.SyncSession.write_copy` instead.
+
+        Raises:
+            InvalidArgumentError: an empty or existing path. FerryIOError. ClosedError.
+        """
+        check(_native.lib().ferry_db_write_copy(self._handle, os.fsencode(path)))
+
     # --- History ----------------------------------------------------------------------------
 
     def history_count(self) -> int:
@@ -962,6 +1065,8 @@ class Database:
 
         Raises:
             CorruptError: naming the first difference.
+            InvalidArgumentError: a synced database (its data holds downloads that are not in
+                its history).
         """
         check(_native.lib().ferry_db_verify_history(self._handle))
         return True

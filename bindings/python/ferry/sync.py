@@ -1,5 +1,5 @@
-"""Sync: Apps, users, synced databases, subscriptions, sync errors, and session control
-(connection state, suspend and resume, progress, download before open).
+"""Sync: Apps, users, synced databases, subscriptions, sync errors, session control
+(connection state, suspend and resume, progress, download before open) and client reset.
 
 Example::
 
@@ -20,13 +20,14 @@ Example::
         session.wait_for_upload(timeout=30)
     app.close()
 
-Threads: the library runs network work, completions, the sync error handler and the session
-observers (connection state, progress) on Ferry's loop thread. The blocking methods here
-(``log_in``, ``wait_for_upload``, ...) wait on a ``threading.Event`` with a timeout and raise
-:class:`~ferry.FerryTimeoutError` when it runs out; each has an ``async_`` twin for asyncio,
-woken with ``call_soon_threadsafe``. Do not call the blocking methods, :meth:`App.close` or
-:meth:`SyncSession.close` from inside ``on_sync_error`` or an observer (they run on the loop
-thread that would have to complete them).
+Threads: the library runs network work, completions, the sync error handler, the session
+observers (connection state, progress) and the client-reset callbacks on Ferry's loop thread.
+The blocking methods here (``log_in``, ``wait_for_upload``, ...) wait on a
+``threading.Event`` with a timeout and raise :class:`~ferry.FerryTimeoutError` when it runs
+out; each has an ``async_`` twin for asyncio, woken with ``call_soon_threadsafe``. Do not call
+the blocking methods, :meth:`App.close` or :meth:`SyncSession.close` from inside
+``on_sync_error``, an observer or a client-reset callback (they run on the loop thread that
+would have to complete them).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import asyncio
 import collections
 import ctypes
 import enum
+import functools
 import itertools
 import logging
 import os
@@ -72,6 +74,10 @@ __all__ = [
     "ConnectionStateToken",
     "ProgressToken",
     "ProgressStream",
+    "ClientResetMode",
+    "ClientResetOutcome",
+    "ClientResetEntry",
+    "ClientResetReport",
 ]
 
 _log = logging.getLogger("ferry")
@@ -174,6 +180,34 @@ class ProgressMode(enum.IntEnum):
     """The work outstanding at registration; the last report is 1.0."""
 
 
+class ClientResetMode(enum.IntEnum):
+    """``ferry_client_reset_mode_t``: what a session does when the server can no longer sync
+    with the device's file (it sends a client-reset error: sync terminated and re-enabled, the
+    device offline longer than the server's maximum offline days, ...). The automatic modes
+    turn the file into the server's state while the host keeps its handles open."""
+
+    RECOVER_UNSYNCED_CHANGES = 0
+    """The default: the server's state, then the device's unsynced changes replayed on it;
+    when the server disables recovery, or recovery fails, the reset is handed to the host as
+    in ``MANUAL``."""
+    RECOVER_OR_DISCARD_UNSYNCED_CHANGES = 1
+    """Recovers; discards the unsynced changes when recovery is disabled or fails."""
+    DISCARD_UNSYNCED_CHANGES = 2
+    """The server's state; the unsynced changes are dropped (and listed in the report)."""
+    MANUAL = 3
+    """Nothing changes: the error handler gets a fatal error with a backup path and a token
+    for :meth:`App.handle_client_reset`."""
+
+
+class ClientResetOutcome(enum.IntEnum):
+    """``ferry_client_reset_outcome_t``: what became of one object's unsynced changes."""
+
+    RECOVERED = 0
+    """The device's change is in the database and will sync."""
+    DISCARDED = 1
+    """The device's change is gone; the entry's reason says why."""
+
+
 @dataclass(frozen=True)
 class Progress:
     """One progress report (``ferry_progress_t``). Within a unit of work
@@ -266,15 +300,63 @@ class CompensatingWrite:
 
 
 @dataclass(frozen=True)
+class ClientResetEntry:
+    """One object touched by the device's unsynced changes, in a :class:`ClientResetReport`."""
+
+    object_type: str
+    primary_key: Any
+    outcome: Union[ClientResetOutcome, int]
+    reason: str
+    """E.g. ``"created on this device and not yet synced"``."""
+
+
+@dataclass(frozen=True)
+class ClientResetReport:
+    """What an automatic client reset kept and dropped (``ferry_client_reset_report_t``,
+    copied): one entry per object the unsynced changes touched."""
+
+    recovered: bool
+    """True: the changes were replayed (the entries say per object what survived); False:
+    they were discarded."""
+    unsynced_changesets: int
+    """Local transactions the server had not acknowledged."""
+    entries: list[ClientResetEntry] = field(default_factory=list)
+
+    @classmethod
+    def _from_native(cls, raw: _native.ClientResetReport) -> "ClientResetReport":
+        entries = []
+        for i in range(raw.entries_count):
+            e = raw.entries[i]
+            entries.append(ClientResetEntry(_text(e.object_type), from_native(e.primary_key),
+                                            _enum(ClientResetOutcome, e.outcome), _text(e.reason)))
+        return cls(bool(raw.recovered), int(raw.unsynced_changesets), entries)
+
+
+def _path_text(raw: Optional[bytes]) -> Optional[str]:
+    return os.fsdecode(raw) if raw is not None else None
+
+
+@dataclass(frozen=True)
 class SyncError:
     """A sync error reported to :attr:`App.on_sync_error`. Code 231 is a compensating write
-    (``is_fatal`` false, action ``WARNING``); 226 a rejected subscription set."""
+    (``is_fatal`` false, action ``WARNING``); 226 a rejected subscription set.
+
+    Client reset: a finished automatic reset is reported as a non-fatal error with action
+    ``CLIENT_RESET`` (or ``CLIENT_RESET_NO_RECOVERY``) whose ``client_reset_report`` says what
+    was recovered and discarded (tell it by the report, not by the code: the code is the
+    server's reset error's, e.g. 208). A reset handed to the host (mode ``MANUAL``, or the
+    fallback of ``RECOVER_UNSYNCED_CHANGES`` when the server disables recovery) is a fatal
+    error with ``client_reset_backup_path`` (where the file goes) and ``client_reset_token``
+    (for :meth:`App.handle_client_reset`)."""
 
     code: int
     message: str
     is_fatal: bool
     action: Union[SyncAction, int]
     compensating_writes: list[CompensatingWrite] = field(default_factory=list)
+    client_reset_report: Optional[ClientResetReport] = None
+    client_reset_backup_path: Optional[str] = None
+    client_reset_token: Optional[str] = None
 
     @classmethod
     def _from_native(cls, raw: _native.SyncErrorInfo) -> "SyncError":
@@ -284,7 +366,9 @@ class SyncError:
             writes.append(
                 CompensatingWrite(_text(w.object_type), from_native(w.primary_key), _text(w.reason))
             )
-        return cls(raw.code, _text(raw.message), bool(raw.is_fatal), _action(raw.action), writes)
+        report = ClientResetReport._from_native(raw.client_reset_report.contents) if raw.client_reset_report else None
+        return cls(raw.code, _text(raw.message), bool(raw.is_fatal), _action(raw.action), writes,
+                   report, _path_text(raw.client_reset_backup_path), _path_text(raw.client_reset_token))
 
 
 # --- Completions --------------------------------------------------------------------------------
@@ -303,7 +387,8 @@ class _Pending:
     one side owns a handle the completion delivers: the waiter, or ``discard`` (which frees a
     late login's user, or a late open's session and database)."""
 
-    __slots__ = ("event", "error", "value", "finished", "abandoned", "on_done", "lock", "discard")
+    __slots__ = ("event", "error", "value", "finished", "abandoned", "on_done", "lock", "discard",
+                 "hooks_key")
 
     def __init__(self, discard: Optional[Callable[[Any], None]] = None) -> None:
         self.event = threading.Event()
@@ -314,6 +399,7 @@ class _Pending:
         self.on_done: Optional[Callable[[], None]] = None
         self.lock = threading.Lock()
         self.discard = discard
+        self.hooks_key = 0  # an open's client-reset callbacks (dropped if no session opens)
 
     def complete(self, error: Optional[BaseException], value: Any = None) -> None:
         """Loop thread: stores the outcome and wakes the waiter (or discards the value)."""
@@ -423,10 +509,12 @@ def _free_session_off_loop(session: int) -> None:
                      name="ferry-free-session", daemon=True).start()
 
 
-def _discard_opened(value: tuple[int, int]) -> None:
+def _discard_opened(value: tuple[int, int], hooks_key: int = 0) -> None:
     session, db = value
     _native.lib().ferry_db_free(db)
     _free_session_off_loop(session)
+    if hooks_key:
+        _reset_hooks.pop(hooks_key, None)  # a reset callback that still runs finds nothing
 
 
 def _on_open(userdata: Optional[int], session: Optional[int], db: Optional[int], error: Any) -> None:
@@ -438,6 +526,8 @@ def _on_open(userdata: Optional[int], session: Optional[int], db: Optional[int],
             failure = error_for_code(_native.FERRY_ERR_INTERNAL, "an open completed with neither handles nor an error")
         if value is None and (session or db):  # half a result: nobody may take it
             _discard_opened((session or 0, db or 0))
+        if value is None and p is not None:  # no session: its reset callbacks never run
+            _reset_hooks.pop(p.hooks_key, None)
         if p is not None:
             p.complete(failure, value)
         elif value is not None:
@@ -458,9 +548,11 @@ _USER_TRAMPOLINE = _native.USER_CB(_on_user)
 _OPEN_TRAMPOLINE = _native.SYNC_OPEN_CB(_on_open)
 
 
-def _start(call: Callable[[int], int], discard: Optional[Callable[[Any], None]] = None) -> _Pending:
+def _start(call: Callable[[int], int], discard: Optional[Callable[[Any], None]] = None,
+           hooks_key: int = 0) -> _Pending:
     """Registers a pending completion and makes the call; a failing call never calls back."""
     pending = _Pending(discard)
+    pending.hooks_key = hooks_key  # before the call: the completion may come at once
     key = next(_pending_ids)
     _pending[key] = pending
     try:
@@ -494,6 +586,70 @@ def _on_initial_subscriptions(userdata: Optional[int], handle: Optional[int]) ->
 
 
 _INITIAL_SUBSCRIPTIONS_TRAMPOLINE = _native.INITIAL_SUBSCRIPTIONS_CB(_on_initial_subscriptions)
+
+
+# --- Client reset callbacks ---------------------------------------------------------------------
+
+
+class _ResetHooks:
+    """An open's ``before_reset`` and ``after_reset`` callables. The library may call them
+    until the session is freed; the entry goes when the session is freed (or the open fails)."""
+
+    __slots__ = ("before", "after")
+
+    def __init__(self, before: Optional[Callable[..., Any]], after: Optional[Callable[..., Any]]) -> None:
+        self.before = before
+        self.after = after
+
+
+# userdata -> hooks. An unknown userdata (a session freed meanwhile) is ignored.
+_reset_hooks: dict[int, _ResetHooks] = {}
+
+
+def _on_before_reset(userdata: Optional[int], before: Optional[int]) -> None:
+    # Ferry's loop thread. The handle is lent for this call only: the wrapper's loan ends in
+    # the finally, so Python never keeps the pointer past the call.
+    try:
+        hooks = _reset_hooks.get(userdata or 0)
+        if hooks is None or hooks.before is None or not before:
+            return
+        db = Database._lend(before, "the database before a client reset")
+        try:
+            hooks.before(db)
+        finally:
+            db._end_loan()
+    except BaseException:  # noqa: BLE001 - nothing may unwind into C
+        _log_exception("exception in a Ferry before_reset callback")
+
+
+def _on_after_reset(userdata: Optional[int], before: Optional[int], after: Optional[int], report: Any) -> None:
+    try:
+        hooks = _reset_hooks.get(userdata or 0)
+        if hooks is None or hooks.after is None or not before or not after:
+            return
+        copied = ClientResetReport._from_native(report.contents) if report else ClientResetReport(False, 0, [])
+        old = Database._lend(before, "the database before a client reset")
+        new = Database._lend(after, "the database after a client reset")
+        try:
+            hooks.after(old, new, copied)
+        finally:
+            try:
+                new._end_loan()
+            finally:
+                old._end_loan()
+    except BaseException:  # noqa: BLE001
+        _log_exception("exception in a Ferry after_reset callback")
+
+
+_BEFORE_RESET_TRAMPOLINE = _native.CLIENT_RESET_BEFORE_CB(_on_before_reset)
+_AFTER_RESET_TRAMPOLINE = _native.CLIENT_RESET_AFTER_CB(_on_after_reset)
+
+
+def _free_session(state: "_AppState", session: int, hooks_key: int) -> None:
+    """A SyncSession's finalizer: frees the session, then drops its reset callbacks (which the
+    library no longer calls)."""
+    state.free_session(session)
+    _reset_hooks.pop(hooks_key, None)
 
 
 # --- Session observers --------------------------------------------------------------------------
@@ -895,14 +1051,16 @@ class SyncSession:
     (:attr:`database`, an ordinary :class:`~ferry.Database`). A context manager: leaving the
     block closes both. ``session, db = app.open_synced(...)`` also works."""
 
-    def __init__(self, app: "App", user: User, handle: int, database: Database) -> None:
+    def __init__(self, app: "App", user: User, handle: int, database: Database,
+                 hooks_key: int = 0) -> None:
         self._app = app
         self._user = user
         self._handle: Optional[int] = handle
         self.database = database
         self._tokens: set[_SessionToken] = set()
+        self._hooks_key = hooks_key  # the client-reset callbacks (0: none)
         app._state.add(handle)
-        self._finalizer = weakref.finalize(self, app._state.free_session, handle)
+        self._finalizer = weakref.finalize(self, _free_session, app._state, handle, hooks_key)
         _sessions[handle] = self
 
     @property
@@ -1293,7 +1451,8 @@ class App:
     def _options(self, path: Union[str, "os.PathLike[str]"], schema: Schema,
                  download_before_open: DownloadBeforeOpen, open_timeout_ms: Optional[int],
                  in_memory: bool, initial_subscriptions: Optional[Callable[[MutableSubscriptionSet], Any]],
-                 rerun_initial_subscriptions: bool, key: int) -> _native.SyncOptions:
+                 rerun_initial_subscriptions: bool, client_reset_mode: ClientResetMode,
+                 hooks: Optional[_ResetHooks], key: int) -> _native.SyncOptions:
         opts = _native.SyncOptions()
         check(_native.lib().ferry_sync_options_init(ctypes.byref(opts), _native.FERRY_SYNC_OPTIONS_VERSION))
         opts.path = os.fsencode(path)
@@ -1310,15 +1469,32 @@ class App:
             opts.initial_subscriptions = _INITIAL_SUBSCRIPTIONS_TRAMPOLINE
             opts.initial_subscriptions_userdata = key
         opts.rerun_initial_subscriptions = bool(rerun_initial_subscriptions)
+        opts.client_reset_mode = int(client_reset_mode)
+        if hooks is not None and hooks.before is not None:
+            opts.before_reset = _BEFORE_RESET_TRAMPOLINE
+            opts.before_reset_userdata = key
+        if hooks is not None and hooks.after is not None:
+            opts.after_reset = _AFTER_RESET_TRAMPOLINE
+            opts.after_reset_userdata = key
         return opts
 
     def _open(self, user: User, path: Union[str, "os.PathLike[str]"], schema: SchemaLike, *,
               download_before_open: DownloadBeforeOpen, open_timeout_ms: Optional[int], in_memory: bool,
               initial_subscriptions: Optional[Callable[[MutableSubscriptionSet], Any]],
-              rerun_initial_subscriptions: bool, asynchronous: bool) -> tuple[Optional[_Pending], Any, list[Any]]:
-        """Starts an open. Returns (pending, None, entry) for ferry_sync_open_async, or (None,
-        (session, db), entry) for ferry_sync_open; entry[1] is an exception raised by
-        ``initial_subscriptions``."""
+              rerun_initial_subscriptions: bool, client_reset_mode: ClientResetMode,
+              before_reset: Optional[Callable[[Database], Any]],
+              after_reset: Optional[Callable[[Database, Database, ClientResetReport], Any]],
+              asynchronous: bool) -> tuple[Optional[_Pending], Any, list[Any], int]:
+        """Starts an open. Returns (pending, None, entry, hooks_key) for ferry_sync_open_async,
+        or (None, (session, db), entry, hooks_key) for ferry_sync_open; entry[1] is an
+        exception raised by ``initial_subscriptions``; hooks_key (0: none) names the reset
+        callbacks, which live until the session is freed."""
+        if isinstance(client_reset_mode, bool):
+            raise TypeError("client_reset_mode must be a ferry.ClientResetMode")
+        mode = ClientResetMode(client_reset_mode)  # ValueError for an unknown mode
+        for name, fn in (("before_reset", before_reset), ("after_reset", after_reset)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name} must be callable or None")
         lib = _native.lib()
         owned: Optional[Schema] = None
         if not isinstance(schema, Schema):
@@ -1327,36 +1503,46 @@ class App:
         entry: list[Any] = [initial_subscriptions, None]
         if initial_subscriptions is not None:
             _initial_subscriptions[key] = entry
+        hooks: Optional[_ResetHooks] = None
+        if before_reset is not None or after_reset is not None:
+            hooks = _reset_hooks[key] = _ResetHooks(before_reset, after_reset)
+        opened = False
         try:
             opts = self._options(path, schema, download_before_open, open_timeout_ms, in_memory,
-                                 initial_subscriptions, rerun_initial_subscriptions, key)
+                                 initial_subscriptions, rerun_initial_subscriptions, mode, hooks, key)
             if asynchronous:
+                hooks_key = key if hooks is not None else 0
                 pending = _start(lambda k: lib.ferry_sync_open_async(
-                    user.handle, ctypes.byref(opts), _OPEN_TRAMPOLINE, k), discard=_discard_opened)
-                return pending, None, entry
+                    user.handle, ctypes.byref(opts), _OPEN_TRAMPOLINE, k),
+                    discard=functools.partial(_discard_opened, hooks_key=hooks_key), hooks_key=hooks_key)
+                opened = True  # the completion (or its discard) owns the hooks now
+                return pending, None, entry, hooks_key
             session = ctypes.c_void_p()
             db = ctypes.c_void_p()
             rc = lib.ferry_sync_open(ctypes.byref(session), ctypes.byref(db), user.handle, ctypes.byref(opts))
             if rc != _native.FERRY_OK and entry[1] is not None:
                 raise entry[1]
             check(rc)
-            return None, (session.value, db.value), entry
+            opened = True
+            return None, (session.value, db.value), entry, key if hooks is not None else 0
         except BaseException as exc:
             if entry[1] is not None and exc is not entry[1]:
                 raise entry[1] from exc
             raise
         finally:
+            if not opened:
+                _reset_hooks.pop(key, None)  # no session: the library never calls them
             # The library calls initial_subscriptions before either open function returns.
             _initial_subscriptions.pop(key, None)
             if owned is not None:
                 owned.close()
 
     def _adopt(self, user: User, path: Union[str, "os.PathLike[str]"], in_memory: bool,
-               handles: tuple[int, int]) -> SyncSession:
+               handles: tuple[int, int], hooks_key: int) -> SyncSession:
         session, db = handles
         where = f"in-memory:{os.fsdecode(path)}" if in_memory else os.fsdecode(path)
         database = Database(db, description=where, delivery=Delivery.LOOP)
-        s = SyncSession(self, user, session, database)
+        s = SyncSession(self, user, session, database, hooks_key)
         self._sessions.add(s)
         return s
 
@@ -1371,6 +1557,9 @@ class App:
         in_memory: bool = False,
         initial_subscriptions: Optional[Callable[[MutableSubscriptionSet], Any]] = None,
         rerun_initial_subscriptions: bool = False,
+        client_reset_mode: ClientResetMode = ClientResetMode.RECOVER_UNSYNCED_CHANGES,
+        before_reset: Optional[Callable[[Database], Any]] = None,
+        after_reset: Optional[Callable[[Database, Database, ClientResetReport], Any]] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
     ) -> SyncSession:
         """Opens a flexible-sync database of a logged-in user and starts its session. Nothing
@@ -1391,6 +1580,21 @@ class App:
                 returns; the open fails with what it raises.
             rerun_initial_subscriptions: call it at every open, not only when the set was
                 never written.
+            client_reset_mode: what the session does on a client-reset error (a
+                :class:`ClientResetMode`; default ``RECOVER_UNSYNCED_CHANGES``). An unknown
+                value raises ``ValueError``.
+            before_reset: ``callable(before)`` called on Ferry's loop thread before an
+                automatic reset changes the file; ``before`` is a read-only
+                :class:`~ferry.Database` on a snapshot of the file as it was (read it, or keep
+                a copy with ``before.write_copy(path)``).
+            after_reset: ``callable(before, after, report)`` called on the loop thread after an
+                automatic reset: ``after`` is the reset database (a write transaction on it is
+                allowed), ``report`` a :class:`ClientResetReport`. The error handler then gets
+                the same report. Both databases are lent for the call: usable on the loop
+                thread until the callback returns, then they raise
+                :class:`~ferry.ClosedError`; do not close them. Exceptions the callbacks raise
+                are logged (logger ``"ferry"``). Both callbacks are kept until the session is
+                closed.
 
         Raises:
             AuthError: the user is logged out. MultipleSyncAgentsError. FerryTimeoutError.
@@ -1398,10 +1602,11 @@ class App:
             The errors of :meth:`ferry.Database.open`.
         """
         asynchronous = DownloadBeforeOpen(download_before_open) != DownloadBeforeOpen.NEVER
-        pending, handles, entry = self._open(
+        pending, handles, entry, hooks_key = self._open(
             user, path, schema, download_before_open=download_before_open, open_timeout_ms=open_timeout_ms,
             in_memory=in_memory, initial_subscriptions=initial_subscriptions,
-            rerun_initial_subscriptions=rerun_initial_subscriptions, asynchronous=asynchronous)
+            rerun_initial_subscriptions=rerun_initial_subscriptions, client_reset_mode=client_reset_mode,
+            before_reset=before_reset, after_reset=after_reset, asynchronous=asynchronous)
         if pending is not None:
             try:
                 handles = pending.wait(timeout, "opening a synced database")
@@ -1409,7 +1614,7 @@ class App:
                 if entry[1] is not None:
                     raise entry[1] from exc  # what initial_subscriptions raised
                 raise
-        return self._adopt(user, path, in_memory, handles)
+        return self._adopt(user, path, in_memory, handles, hooks_key)
 
     async def async_open_synced(
         self,
@@ -1422,17 +1627,23 @@ class App:
         in_memory: bool = False,
         initial_subscriptions: Optional[Callable[[MutableSubscriptionSet], Any]] = None,
         rerun_initial_subscriptions: bool = False,
+        client_reset_mode: ClientResetMode = ClientResetMode.RECOVER_UNSYNCED_CHANGES,
+        before_reset: Optional[Callable[[Database], Any]] = None,
+        after_reset: Optional[Callable[[Database, Database, ClientResetReport], Any]] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
     ) -> SyncSession:
         """The asyncio twin of :meth:`open_synced`, for every ``download_before_open`` mode
         (``ferry_sync_open_async``): the completion arrives on Ferry's loop thread and wakes
         the event loop. ``initial_subscriptions`` runs before the first ``await``. If the
         awaiting task is cancelled or ``timeout`` runs out, a session that opens later is
-        closed."""
-        pending, _, entry = self._open(
+        closed. ``client_reset_mode``, ``before_reset`` and ``after_reset`` as in
+        :meth:`open_synced` (the callbacks run on Ferry's loop thread, not in the event
+        loop)."""
+        pending, _, entry, hooks_key = self._open(
             user, path, schema, download_before_open=download_before_open, open_timeout_ms=open_timeout_ms,
             in_memory=in_memory, initial_subscriptions=initial_subscriptions,
-            rerun_initial_subscriptions=rerun_initial_subscriptions, asynchronous=True)
+            rerun_initial_subscriptions=rerun_initial_subscriptions, client_reset_mode=client_reset_mode,
+            before_reset=before_reset, after_reset=after_reset, asynchronous=True)
         assert pending is not None
         try:
             handles = await pending.wait_async("opening a synced database", timeout)
@@ -1440,7 +1651,27 @@ class App:
             if entry[1] is not None:
                 raise entry[1] from exc
             raise
-        return self._adopt(user, path, in_memory, handles)
+        return self._adopt(user, path, in_memory, handles, hooks_key)
+
+    # --- client reset ---
+
+    def handle_client_reset(self, token: Union[str, "os.PathLike[str]"]) -> None:
+        """Performs at once a client reset the error handler was handed (the
+        :attr:`SyncError.client_reset_token` of a fatal ``CLIENT_RESET`` error:
+        ``ferry_app_handle_client_reset``). The database file moves to the error's
+        ``client_reset_backup_path`` (an ordinary Ferry database, with the device's unsynced
+        changes, that :meth:`ferry.Database.open` opens with the file's own schema) and the
+        next :meth:`open_synced` of the path downloads a fresh copy. Close the session and
+        every database handle on the file first (``session.close()``). A reset never handled
+        this way happens at the file's next open. Not from inside ``on_sync_error``.
+
+        Raises:
+            InvalidArgumentError: the file is still open. NotFoundError: no reset is pending
+            for that token. FerryIOError.
+        """
+        if not isinstance(token, (str, bytes, os.PathLike)):
+            raise TypeError("token must be the SyncError's client_reset_token (a str)")
+        check(_native.lib().ferry_app_handle_client_reset(self.handle, os.fsencode(token)))
 
     # --- closing ---
 

@@ -10,6 +10,7 @@ condition variable: nothing sleeps to hope.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -54,16 +55,20 @@ def _server_binary() -> Path:
     return Path(os.environ.get("FERRY_SERVER") or REPO / "build" / "ferry-server")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextlib.contextmanager
+def run_server(work: Path, extra_env: Optional[dict[str, str]] = None,
+               app_dir: Optional[Path] = None) -> Iterator[str]:
+    """Runs ferry-server on ``app_dir`` (default examples/item-app) with its data in ``work``
+    (port 0, a port file polled with a deadline, SIGTERM at the end) and yields its base URL.
+    ``extra_env`` adds to its environment (e.g. ``FERRY_ADMIN_TOKEN``, which enables the admin
+    API)."""
     exe = _server_binary()
     if not os.access(exe, os.X_OK):
         pytest.skip(f"no ferry-server at {exe} (set FERRY_SERVER)")
-    work = tmp_path_factory.mktemp("ferry-server")
     port_file = work / "port"
-    env = dict(os.environ, jwtSigningKey=SIGNING_KEY)
+    env = {**os.environ, "jwtSigningKey": SIGNING_KEY, **(extra_env or {})}
     proc = subprocess.Popen(
-        [str(exe), "--app-dir", str(REPO / "examples" / "item-app"), "--data", str(work / "data"),
+        [str(exe), "--app-dir", str(app_dir or REPO / "examples" / "item-app"), "--data", str(work / "data"),
          "--port", "0", "--port-file", str(port_file), "--log-level", "warning"],
         env=env,
     )
@@ -90,6 +95,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with run_server(tmp_path_factory.mktemp("ferry-server")) as url:
+        yield url
 
 
 # --- devices ----------------------------------------------------------------------------------
