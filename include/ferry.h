@@ -741,8 +741,8 @@ typedef void (*ferry_client_reset_after_cb)(void *userdata, ferry_db_t *before, 
 /** Performs a client reset the error handler was handed (client_reset_token of the error) at
  *  once: the file moves to the error's client_reset_backup_path (which opens as an ordinary
  *  Ferry database, with the device's unsynced changes) and the next open downloads a fresh
- *  copy. Every handle on the file and its session must be freed first. A reset the host never
- *  performs happens at the file's next open. Any thread.
+ *  copy. The session must be freed and every handle on the file closed (or freed) first. A
+ *  reset the host never performs happens at the file's next open. Any thread.
  *  Errors: FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT (NULL token, the file still
  *  open), FERRY_ERR_NOT_FOUND (no reset pending for that token), FERRY_ERR_IO. */
 int ferry_app_handle_client_reset(ferry_app_t *app, const char *token);
