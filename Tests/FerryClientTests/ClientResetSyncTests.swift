@@ -307,26 +307,35 @@ struct ClientResetSyncTests {
         }
     }
 
-    /// Counts the writes a writer thread made; the test tells it when to stop.
+    /// A host thread (a real one: a blocking loop must not hold one of the few threads of
+    /// Swift's cooperative pool, which the in-process server's actors need) that commits one
+    /// item per transaction until told to stop.
     final class Writer: @unchecked Sendable {
         private let lock = ThreadLock()
         private var made = 0, stopAt = Int.max, failure: Error?
-        var count: Int { lock.withLock { made } }
+        /// Delivered once `warmUp` items are written.
+        let warm = Arrival<Void>()
+        /// Delivered with the number written when the thread ends.
+        let finished = Arrival<Int>()
         var error: Error? { lock.withLock { failure } }
+
+        init(_ s: SyncSession, owner: String, warmUp: Int) {
+            Thread { [self] in
+                while true {
+                    let n = lock.withLock { made < stopAt ? made : -1 }
+                    if n < 0 { break }
+                    do { try s.createItem(owner: owner, name: "write \(n)") } catch {
+                        lock.withLock { failure = error }
+                        break
+                    }
+                    if lock.withLock({ made += 1; return made }) == warmUp { warm.deliver(()) }
+                }
+                finished.deliver(lock.withLock { made })
+            }.start()
+        }
+
         /// Stops after `more` further writes.
         func stop(after more: Int) { lock.withLock { stopAt = made + more } }
-        /// Writes one item per transaction until stopped; returns the number written.
-        func run(_ s: SyncSession, owner: String) -> Int {
-            while true {
-                let n = lock.withLock { made < stopAt ? made : -1 }
-                if n < 0 { return count }
-                do { try s.createItem(owner: owner, name: "write \(n)") } catch {
-                    lock.withLock { failure = error; stopAt = made }
-                    return count
-                }
-                lock.withLock { made += 1 }
-            }
-        }
     }
 
     @Test func aResetWhileTheDeviceKeepsWritingLosesNothingAndDuplicatesNothing() async throws {
@@ -336,16 +345,14 @@ struct ClientResetSyncTests {
             // A host thread commits one item per transaction before, during and after the
             // reset: some are uploaded and acknowledged, some in flight when sync stops, some
             // committed while the fresh state downloads or while the reset applies, some after.
-            let writer = Writer()
-            let thread = Task.detached { writer.run(p.sa, owner: p.owner) }
-            let deadline = Date().addingTimeInterval(30)
-            while writer.count < 50, Date() < deadline { await Task.yield() }
+            let writer = Writer(p.sa, owner: p.owner, warmUp: 50)
+            #expect(await writer.warm.wait(seconds: 30) != nil)
             try await Self.terminateAndEnable(url)
             let (error, report) = await Self.resetReport(p.errorsA)
             #expect(error?.isFatal == false)
             #expect(report?.recovered == true)
             writer.stop(after: 50)
-            let written = await thread.value
+            let written = try #require(await writer.finished.wait(seconds: 60))
             #expect(writer.error == nil)
             try await p.sa.waitUpload()
             try await p.sb.waitDownload()
