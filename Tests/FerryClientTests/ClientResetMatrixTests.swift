@@ -9,8 +9,9 @@ import Glibc
 
 /// Every client-reset mode against every server trigger (issue 5, point 8), with recovery
 /// enabled and disabled in the server's sync configuration: one device with a synced object
-/// and an unsynced one, and what each combination must do with the unsynced one.
-@Suite("Client reset: every mode against every trigger")
+/// and an unsynced one, and what each combination must do with the unsynced one. Serialized:
+/// eighteen servers at once on two cores (more under the sanitizers) only test the machine.
+@Suite("Client reset: every mode against every trigger", .serialized)
 struct ClientResetMatrixTests {
     enum Trigger: String, Sendable, CaseIterable {
         /// An admin terminates sync and enables it again: the server forgets every client file.

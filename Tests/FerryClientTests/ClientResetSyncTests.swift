@@ -309,17 +309,19 @@ struct ClientResetSyncTests {
 
     /// A host thread (a real one: a blocking loop must not hold one of the few threads of
     /// Swift's cooperative pool, which the in-process server's actors need) that commits one
-    /// item per transaction until told to stop.
+    /// item per transaction until told to stop, or until `cap` items (a bound on what an
+    /// unanswered test can pile up).
     final class Writer: @unchecked Sendable {
         private let lock = ThreadLock()
-        private var made = 0, stopAt = Int.max, failure: Error?
-        /// Delivered once `warmUp` items are written.
-        let warm = Arrival<Void>()
+        private var made = 0, stopAt: Int, failure: Error?
+        private var waiting: [(count: Int, arrival: Arrival<Void>)] = []
         /// Delivered with the number written when the thread ends.
         let finished = Arrival<Int>()
+        var count: Int { lock.withLock { made } }
         var error: Error? { lock.withLock { failure } }
 
-        init(_ s: SyncSession, owner: String, warmUp: Int) {
+        init(_ s: SyncSession, owner: String, cap: Int) {
+            stopAt = cap
             Thread { [self] in
                 while true {
                     let n = lock.withLock { made < stopAt ? made : -1 }
@@ -328,14 +330,31 @@ struct ClientResetSyncTests {
                         lock.withLock { failure = error }
                         break
                     }
-                    if lock.withLock({ made += 1; return made }) == warmUp { warm.deliver(()) }
+                    let ready = lock.withLock { () -> [Arrival<Void>] in
+                        made += 1
+                        let r = waiting.filter { $0.count <= made }.map(\.arrival)
+                        waiting.removeAll { $0.count <= made }
+                        return r
+                    }
+                    for r in ready { r.deliver(()) }
                 }
                 finished.deliver(lock.withLock { made })
             }.start()
         }
 
+        /// Arrives once `n` items are written.
+        func reaching(_ n: Int) -> Arrival<Void> {
+            let a = Arrival<Void>()
+            if lock.withLock({ () -> Bool in
+                if made >= n { return true }
+                waiting.append((n, a))
+                return false
+            }) { a.deliver(()) }
+            return a
+        }
+
         /// Stops after `more` further writes.
-        func stop(after more: Int) { lock.withLock { stopAt = made + more } }
+        func stop(after more: Int) { lock.withLock { stopAt = min(stopAt, made + more) } }
     }
 
     @Test func aResetWhileTheDeviceKeepsWritingLosesNothingAndDuplicatesNothing() async throws {
@@ -344,26 +363,31 @@ struct ClientResetSyncTests {
             defer { p.close() }
             // A host thread commits one item per transaction before, during and after the
             // reset: some are uploaded and acknowledged, some in flight when sync stops, some
-            // committed while the fresh state downloads or while the reset applies, some after.
-            let writer = Writer(p.sa, owner: p.owner, warmUp: 50)
-            #expect(await writer.warm.wait(seconds: 30) != nil)
-            try await Self.terminateAndEnable(url)
+            // committed while sync is off, while the fresh state downloads or while the reset
+            // applies, some after.
+            let writer = Writer(p.sa, owner: p.owner, cap: 3_000)
+            #expect(await writer.reaching(50).wait(seconds: 60) != nil)
+            try await AdminAPI.post(url, "sync/terminate")
+            // What is written from here on cannot be acknowledged before the reset.
+            let atTerminate = writer.count
+            #expect(await writer.reaching(atTerminate + 20).wait(seconds: 60) != nil)
+            try await AdminAPI.post(url, "sync/enable")
             let (error, report) = await Self.resetReport(p.errorsA)
             #expect(error?.isFatal == false)
             #expect(report?.recovered == true)
             writer.stop(after: 50)
-            let written = try #require(await writer.finished.wait(seconds: 60))
+            let written = try #require(await writer.finished.wait(seconds: 120))
             #expect(writer.error == nil)
-            try await p.sa.waitUpload()
-            try await p.sb.waitDownload()
+            try await p.sa.waitUpload(seconds: 120)
+            try await p.sb.waitDownload(seconds: 120)
             let expected = Set((0..<written).map { "write \($0)" })
             #expect(try p.sa.itemNames() == expected)
             #expect(try p.sb.itemNames() == expected)
             #expect(try p.sb.database.query(classIndex: 0, query: "TRUEPREDICATE", arguments: []).count == written)
-            // Writes overlapped the reset: some were unacknowledged when it came (five runs
-            // here: 46 to 115 of 173 to 474 writes), and the report lists each: not yet on the
-            // server, or uploaded while their acknowledgement was lost with the connection.
-            #expect((report?.entries.count ?? 0) > 0)
+            // The report lists every write that was unacknowledged when the reset came (at
+            // least the 20 made while sync was off): not yet on the server, or uploaded while
+            // its acknowledgement was lost with the connection.
+            #expect((report?.entries.count ?? 0) >= 20)
             let reasons = Set(report?.entries.map(\.reason) ?? [])
             #expect(reasons.isSubset(of: ["created on this device and not yet synced", "the server already has the device's changes"]), "\(reasons)")
             #expect(report?.entries.allSatisfy { $0.outcome == .recovered } == true)

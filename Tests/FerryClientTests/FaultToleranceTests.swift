@@ -79,7 +79,7 @@ struct FaultToleranceTests {
                 apps.append(app)
                 let login = Arrival<Result<SyncUser, FerryError>>()
                 app.login(.jwt(testJWT(subject: subject))) { login.deliver($0) }
-                guard let user = try await login.wait()?.get() else { throw FerryError(.timeout, "login timed out") }
+                guard let user = try await login.wait(seconds: 60)?.get() else { throw FerryError(.timeout, "login timed out") }
                 let s = try app.openSynced(user: user, path: dir + "/docs.ferry", schema: Self.docSchema)
                 sessions.append(s)
                 let v = try s.updateSubscriptions { $0.add(name: "all", objectType: "Doc", query: "TRUEPREDICATE") }

@@ -93,7 +93,7 @@ struct RandomConvergenceTests {
             let app = try App(App.Configuration(appId: "convergence", baseURL: url, baseDirectory: dir, logLevel: .off))
             let login = Arrival<Result<SyncUser, FerryError>>()
             app.login(.jwt(testJWT(subject: subject))) { login.deliver($0) }
-            guard let user = try await login.wait()?.get() else { throw FerryError(.timeout, "login timed out") }
+            guard let user = try await login.wait(seconds: 60)?.get() else { throw FerryError(.timeout, "login timed out") }
             let d = try Device(app: app, user: user, path: dir + "/docs.ferry")
             devices.append(d)
             try d.goOnline()
@@ -123,7 +123,7 @@ struct RandomConvergenceTests {
         let app = try App(App.Configuration(appId: "convergence", baseURL: url, baseDirectory: dir, logLevel: .off))
         let login = Arrival<Result<SyncUser, FerryError>>()
         app.login(.jwt(testJWT(subject: subject))) { login.deliver($0) }
-        guard let user = try await login.wait()?.get() else { throw FerryError(.timeout, "login timed out") }
+        guard let user = try await login.wait(seconds: 60)?.get() else { throw FerryError(.timeout, "login timed out") }
         let fresh = try Device(app: app, user: user, path: dir + "/docs.ferry")
         devices.append(fresh)
         try fresh.goOnline()

@@ -68,7 +68,7 @@ final class SessionTestApp: @unchecked Sendable {
         app = try App(config)
         let login = Arrival<Result<SyncUser, FerryError>>()
         app.login(.jwt(testJWT(subject: subject))) { login.deliver($0) }
-        guard let result = await login.wait() else { throw FerryError(.timeout, "login timed out") }
+        guard let result = await login.wait(seconds: 60) else { throw FerryError(.timeout, "login timed out") }
         user = try result.get()
     }
 
@@ -167,8 +167,9 @@ enum AdminAPI {
         defer { EventLoop.releaseShared() }
         let done = Arrival<Result<HTTPResponse, FerryError>>()
         let request = HTTPRequest(method: method, url: url + "/api/admin/v1/" + path, headers: [("Authorization", "Bearer \(token)")])
-        loop.post { HTTPClient.send(request, on: loop, tls: TLSOptions(), timeoutMs: 10_000) { done.deliver($0) } }
-        guard let r = await done.wait() else { throw FerryError(.timeout, "the admin API did not answer") }
+        // Generous: under ThreadSanitizer, with many tests' servers at once, 10 s was not enough.
+        loop.post { HTTPClient.send(request, on: loop, tls: TLSOptions(), timeoutMs: 45_000) { done.deliver($0) } }
+        guard let r = await done.wait(seconds: 60) else { throw FerryError(.timeout, "the admin API did not answer") }
         return try r.get()
     }
 

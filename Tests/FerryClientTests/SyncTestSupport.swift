@@ -84,7 +84,7 @@ final class TestDevice: @unchecked Sendable {
         }
         let login = Arrival<Result<SyncUser, FerryError>>()
         app.login(credentials) { login.deliver($0) }
-        guard let result = await login.wait() else { throw FerryError(.timeout, "login timed out") }
+        guard let result = await login.wait(seconds: 60) else { throw FerryError(.timeout, "login timed out") }
         user = try result.get()
         session = try app.openSynced(user: user, path: dir + "/items.ferry", schema: itemSchema)
     }
