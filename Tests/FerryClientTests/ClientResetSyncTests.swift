@@ -309,8 +309,8 @@ struct ClientResetSyncTests {
 
     /// A host thread (a real one: a blocking loop must not hold one of the few threads of
     /// Swift's cooperative pool, which the in-process server's actors need) that commits one
-    /// item per transaction until told to stop, or until `cap` items (a bound on what an
-    /// unanswered test can pile up).
+    /// item per transaction, at most one per half millisecond, until told to stop or until
+    /// `cap` items (bounds on what it piles up while a slow run, e.g. under TSan, waits).
     final class Writer: @unchecked Sendable {
         private let lock = ThreadLock()
         private var made = 0, stopAt: Int, failure: Error?
@@ -337,6 +337,7 @@ struct ClientResetSyncTests {
                         return r
                     }
                     for r in ready { r.deliver(()) }
+                    usleep(500) // the writer's pace, not a wait for anything
                 }
                 finished.deliver(lock.withLock { made })
             }.start()
@@ -365,7 +366,7 @@ struct ClientResetSyncTests {
             // reset: some are uploaded and acknowledged, some in flight when sync stops, some
             // committed while sync is off, while the fresh state downloads or while the reset
             // applies, some after.
-            let writer = Writer(p.sa, owner: p.owner, cap: 3_000)
+            let writer = Writer(p.sa, owner: p.owner, cap: 50_000)
             #expect(await writer.reaching(50).wait(seconds: 60) != nil)
             try await AdminAPI.post(url, "sync/terminate")
             // What is written from here on cannot be acknowledged before the reset.
