@@ -92,8 +92,7 @@ extension SyncSession {
         func dropSnapshot() {
             guard let snapshot else { return }
             snapshot.db.close()
-            Database.removeFile(snapshot.path)
-            unlink(snapshot.path + ".sync-agent")
+            Self.removeSnapshotFile(snapshot.path)
         }
         if let snapshot { beforeReset?(snapshot.db) }
         var report: ClientResetReport
@@ -176,10 +175,13 @@ extension SyncSession {
             }
         }
         closedir(dir)
-        for file in stale {
-            Database.removeFile(file)
-            unlink(file + ".sync-agent")
-        }
+        for file in stale { removeSnapshotFile(file) }
+    }
+
+    /// Deletes a snapshot with its WAL files and the agent lock file its open created.
+    private static func removeSnapshotFile(_ path: String) {
+        Database.removeFile(path)
+        unlink(path + ".sync-agent")
     }
 
     /// Leaves the reset to the host (SPEC F-RESETMANUAL): the error names where the file will
