@@ -39,6 +39,32 @@ struct QueryExecutionTests {
         }
     }
 
+    /// A query at the term limit (issue 11 point 4) runs through the store: SQLite refuses a
+    /// WHERE of 1,000 ANDs ("Expression tree is too large"), so only the first
+    /// `SQLPushdown.maxTerms` conjuncts go into SQL and the evaluator decides the rest.
+    @Test func aChainAtTheTermLimitRunsAndAgreesWithTheEvaluator() throws {
+        let db = try Fixtures.memory()
+        defer { db.close() }
+        try db.beginWrite()
+        for n in 0..<40 { try Fixtures.createItem(db, UInt32(n), complexity: Int64(n) - 20) }
+        try db.commit()
+        let all = try db.query(classIndex: 0, query: "TRUEPREDICATE", arguments: [])
+        // complexity > -10, ..., the last term the strictest: only the evaluator can apply it.
+        let text = (0..<QueryLimits.maxTerms).map { "complexity>\($0 == QueryLimits.maxTerms - 1 ? 9 : -10)" }.joined(separator: "&&")
+        let q = try CompiledQuery(text, on: db.schema.classes[0])
+        #expect(q.termCount == QueryLimits.maxTerms)
+        let pushdown = SQLPushdown(q.predicate, schema: db.schema.classes[0])
+        #expect(pushdown.bindings.count == SQLPushdown.maxTerms)
+        let actual = try db.query(classIndex: 0, query: text, arguments: [])
+        #expect(actual == all.filter(q.matches))
+        #expect(actual.count == 10)
+        // One IN set of 1,000 values stays in Swift: older SQLite binds at most 999 values.
+        let set = "complexity IN {" + (0..<QueryLimits.maxTerms).map { String($0 * 3) }.joined(separator: ",") + "}"
+        let inSet = try CompiledQuery(set, on: db.schema.classes[0])
+        #expect(SQLPushdown(inSet.predicate, schema: db.schema.classes[0]).bindings.isEmpty)
+        #expect(try db.query(classIndex: 0, query: set, arguments: []) == all.filter(inSet.matches))
+    }
+
     @Test func indexedConditionsUseTheIndex() throws {
         let db = try Fixtures.memory()
         defer { db.close() }

@@ -6,6 +6,11 @@ public struct CompiledQuery: Sendable {
     public let sort: [(property: Int, ascending: Bool)]
     public let limit: Int?
     public let text: String
+    /// How many terms the predicate has (comparisons, TRUEPREDICATE and FALSEPREDICATE, with
+    /// `IN {…}` counting one per value), at most `QueryLimits.maxTerms`. Evaluating the query on
+    /// one object costs about this many comparisons, so a server bounds the total over a
+    /// subscription set with it.
+    public let termCount: Int
 
     /// Parses and checks `text` against `objectSchema`, substituting `$n` from `arguments`.
     public init(_ text: String, on objectSchema: ObjectSchema, arguments: [FerryValue] = []) throws {
@@ -23,6 +28,7 @@ public struct CompiledQuery: Sendable {
         }
         self.limit = parsed.limit
         self.text = text
+        self.termCount = parsed.termCount
     }
 
     /// Whether an object, given as its property values in schema order, matches.

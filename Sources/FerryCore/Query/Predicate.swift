@@ -1,5 +1,6 @@
 /// A query checked against a class: property names resolved to indices, arguments substituted,
-/// types verified. Evaluating it needs no schema lookups.
+/// types verified. Evaluating it needs no schema lookups. AND and OR are n-ary, as in the parsed
+/// tree, so the depth is the query's nesting (bounded by `QueryLimits.maxDepth`), not its length.
 public indirect enum Predicate: Sendable {
     case constant(Bool)
     case and([Predicate])
@@ -14,9 +15,15 @@ public indirect enum Predicate: Sendable {
     /// `propertyA op propertyB` (scalar properties).
     case compareProperties(lhs: Int, op: QueryOperator, rhs: Int, caseInsensitive: Bool)
 
-    /// The top-level conjuncts: what a storage engine may turn into an index lookup.
+    /// The top-level conjuncts, in query order, with nested ANDs (`a AND (b AND c)`) opened: what
+    /// a storage engine may turn into an index lookup. A loop with its own stack, not recursion.
     public var conjuncts: [Predicate] {
-        if case .and(let items) = self { return items.flatMap(\.conjuncts) }
-        return [self]
+        guard case .and = self else { return [self] }
+        var out: [Predicate] = []
+        var pending: [Predicate] = [self] // popped from the end, so operands go in reversed
+        while let p = pending.popLast() {
+            if case .and(let items) = p { pending.append(contentsOf: items.reversed()) } else { out.append(p) }
+        }
+        return out
     }
 }

@@ -3,6 +3,8 @@ public struct ParsedQuery: Sendable {
     public var predicate: QueryNode
     public var sort: [SortKey]
     public var limit: Int?
+    /// The predicate's terms, counted as `QueryLimits.maxTerms` counts them.
+    public var termCount: Int
 }
 
 public struct SortKey: Sendable, Hashable {
@@ -12,10 +14,15 @@ public struct SortKey: Sendable, Hashable {
     public var offset: Int
 }
 
+/// The predicate's tree. AND and OR are n-ary: a chain `a OR b OR c ...` is one `.or` holding
+/// every operand, so the tree is only as deep as the query's parentheses and NOTs (bounded by
+/// `QueryLimits.maxDepth`), and walking or destroying it never recurses once per term.
 public indirect enum QueryNode: Sendable {
     case constant(Bool)
-    case and(QueryNode, QueryNode)
-    case or(QueryNode, QueryNode)
+    /// Two or more operands, all of which must hold.
+    case and([QueryNode])
+    /// Two or more operands, one of which must hold.
+    case or([QueryNode])
     case not(QueryNode)
     case comparison(QueryComparison)
 }
@@ -54,6 +61,12 @@ public enum QueryOperand: Sendable {
         switch self {
         case .property(_, _, let o), .literal(_, let o), .argument(_, let o), .set(_, let o): return o
         }
+    }
+
+    /// The number of values in braces (0 for anything else), for counting terms.
+    var setCount: Int {
+        if case .set(let items, _) = self { return items.count }
+        return 0
     }
 }
 

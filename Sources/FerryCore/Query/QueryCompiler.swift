@@ -4,11 +4,13 @@ struct QueryCompiler {
     let schema: ObjectSchema
     let arguments: [FerryValue]
 
+    /// Recurses once per level of the tree, which the parser bounds (`QueryLimits.maxDepth`);
+    /// the operands of a chain are compiled by a loop.
     mutating func compile(_ node: QueryNode) throws -> Predicate {
         switch node {
         case .constant(let b): return .constant(b)
-        case .and(let a, let b): return .and([try compile(a), try compile(b)])
-        case .or(let a, let b): return .or([try compile(a), try compile(b)])
+        case .and(let operands): return .and(try operands.map { try compile($0) })
+        case .or(let operands): return .or(try operands.map { try compile($0) })
         case .not(let a): return .not(try compile(a))
         case .comparison(let c): return try compileComparison(c)
         }

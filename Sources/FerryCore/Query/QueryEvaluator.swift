@@ -1,4 +1,6 @@
-/// Evaluates a checked predicate on an object's values (schema order).
+/// Evaluates a checked predicate on an object's values (schema order). It recurses once per
+/// level of the predicate (bounded by `QueryLimits.maxDepth`) and loops over the operands of
+/// an AND or OR, stopping at the first that decides.
 public enum QueryEvaluator {
     public static func evaluate(_ p: Predicate, _ values: [FerryValue]) -> Bool {
         switch p {

@@ -5,18 +5,38 @@
 ///     and        := not (("AND" | "&&") not)*
 ///     not        := ("NOT" | "!") not | "(" or ")" | TRUEPREDICATE | FALSEPREDICATE | comparison
 ///     comparison := [ANY|SOME|ALL|NONE] operand op ["[c]"] operand
-///     operand    := keypath[.@count|.@size] | literal | $n | "{" operand, ... "}"
+///     operand    := keypath[.@count|.@size] | literal | $n | "{" literal-or-$n, ... "}"
 ///
-/// Nesting is bounded so hostile input cannot exhaust the stack.
+/// Hostile input must not exhaust the stack, so the parser recurses only where the query nests:
+/// at "(" and at NOT, both bounded together by `QueryLimits.maxDepth`. A chain of AND or OR is
+/// read by a loop into one n-ary node, however long it is. `QueryLimits` also bounds the text's
+/// length (checked before lexing) and the number of terms.
 public struct QueryParser {
     private var tokens: [QueryToken]
     private var index = 0
+    /// Open parentheses and NOTs around the current position.
     private var depth = 0
-    static let maxDepth = 100
+    /// Terms read so far, counted as `QueryLimits.maxTerms` counts them.
+    private var terms = 0
 
     public static func parse(_ text: String) throws -> ParsedQuery {
+        try parse(text, maxBytes: QueryLimits.maxBytes, maxTerms: QueryLimits.maxTerms)
+    }
+
+    /// `parse` with other bounds on length and terms. Tests use it to show that a chain far
+    /// beyond the limits still parses, checks, evaluates and is freed without deep recursion.
+    static func parse(_ text: String, maxBytes: Int, maxTerms: Int) throws -> ParsedQuery {
+        let length = text.utf8.count
+        guard length <= maxBytes else {
+            throw FerryError(.query, "bad query: the query is \(length) bytes long; at most \(maxBytes) are allowed")
+        }
         var p = QueryParser(tokens: try QueryLexer.tokenize(text))
-        return try p.parseQuery()
+        let parsed = try p.parseQuery()
+        guard parsed.termCount <= maxTerms else {
+            throw FerryError(.query, "bad query: the query has \(parsed.termCount) terms; at most \(maxTerms) are allowed"
+                             + " (a term is a comparison, TRUEPREDICATE or FALSEPREDICATE; IN { } counts one per value)")
+        }
+        return parsed
     }
 
     private init(tokens: [QueryToken]) { self.tokens = tokens }
@@ -67,47 +87,59 @@ public struct QueryParser {
                 throw fail("AND, OR, SORT, LIMIT or the end of the query")
             }
         }
-        return ParsedQuery(predicate: predicate, sort: sort, limit: limit)
+        return ParsedQuery(predicate: predicate, sort: sort, limit: limit, termCount: terms)
     }
 
+    /// Enters one level of nesting (the current token is "(" or NOT); the caller leaves it.
     private mutating func nest() throws {
         depth += 1
-        guard depth <= Self.maxDepth else { throw FerryError(.query, "bad query at offset \(current.offset): nested more than \(Self.maxDepth) levels deep") }
+        guard depth <= QueryLimits.maxDepth else {
+            throw FerryError(.query, "bad query at offset \(current.offset): parentheses and NOT are nested more than \(QueryLimits.maxDepth) levels deep; at most \(QueryLimits.maxDepth) are allowed")
+        }
     }
 
+    private var atOr: Bool { current.isKeyword("OR") || isSymbol("||") }
+    private var atAnd: Bool { current.isKeyword("AND") || isSymbol("&&") }
+
+    /// A chain of OR: one `.or` with every operand (a single operand stands alone).
     private mutating func parseOr() throws -> QueryNode {
-        try nest(); defer { depth -= 1 }
-        var node = try parseAnd()
-        while current.isKeyword("OR") || isSymbol("||") {
+        let first = try parseAnd()
+        guard atOr else { return first }
+        var operands = [first]
+        while atOr {
             advance()
-            node = .or(node, try parseAnd())
+            operands.append(try parseAnd())
         }
-        return node
+        return .or(operands)
     }
 
+    /// A chain of AND: one `.and` with every operand (a single operand stands alone).
     private mutating func parseAnd() throws -> QueryNode {
-        var node = try parseNot()
-        while current.isKeyword("AND") || isSymbol("&&") {
+        let first = try parseNot()
+        guard atAnd else { return first }
+        var operands = [first]
+        while atAnd {
             advance()
-            node = .and(node, try parseNot())
+            operands.append(try parseNot())
         }
-        return node
+        return .and(operands)
     }
 
     private mutating func parseNot() throws -> QueryNode {
-        try nest(); defer { depth -= 1 }
         if current.isKeyword("NOT") || isSymbol("!") {
+            try nest(); defer { depth -= 1 }
             advance()
             return .not(try parseNot())
         }
         if isSymbol("(") {
+            try nest(); defer { depth -= 1 }
             advance()
             let inner = try parseOr()
             try expectSymbol(")")
             return inner
         }
-        if current.isKeyword("TRUEPREDICATE") { advance(); return .constant(true) }
-        if current.isKeyword("FALSEPREDICATE") { advance(); return .constant(false) }
+        if current.isKeyword("TRUEPREDICATE") { advance(); terms += 1; return .constant(true) }
+        if current.isKeyword("FALSEPREDICATE") { advance(); terms += 1; return .constant(false) }
         return .comparison(try parseComparison())
     }
 
@@ -144,6 +176,8 @@ public struct QueryParser {
             caseInsensitive = true
         }
         let rhs = try parseOperand()
+        // `p IN {a, b, c}` costs what `p == a OR p == b OR p == c` costs.
+        terms += max(1, lhs.setCount + rhs.setCount)
         return QueryComparison(lhs: lhs, op: op, rhs: rhs, caseInsensitive: caseInsensitive, quantifier: quantifier, offset: start)
     }
 
@@ -168,9 +202,10 @@ public struct QueryParser {
             if !isSymbol("}") {
                 repeat {
                     if isSymbol(",") { advance() }
+                    // Refused before reading it: sets do not nest, and "{{{{..." must not recurse.
+                    if isSymbol("{") { throw fail("a literal or argument inside { }") }
                     let item = try parseOperand()
                     if case .property = item { throw fail("a literal or argument inside { }", t) }
-                    if case .set = item { throw fail("a literal or argument inside { }", t) }
                     items.append(item)
                 } while isSymbol(",")
             }
