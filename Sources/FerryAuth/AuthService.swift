@@ -11,21 +11,35 @@ public struct AuthSession: Sendable, Equatable {
 
 /// Logging in with each provider, registering email/password users, refreshing and revoking
 /// sessions, and API keys. Providers not enabled in the app's `auth/providers.json` refuse.
-public actor AuthService {
+///
+/// Not an actor: it holds no mutable state of its own (the limits keep theirs under their own
+/// locks), so `authenticate(accessToken:)`, which every sync connection calls, never waits for
+/// anything else. Password hashing runs on its own `PasswordHashingPool`.
+public final class AuthService: Sendable {
     private let directory: UserDirectory
     private let tokens: TokenService
     private let hasher: PasswordHasher
+    private let hashing: PasswordHashingPool
     private let customJWT: CustomJWTVerifier?
     private let enabled: Set<String>
-    public static let minimumPasswordLength = 6
+    private let loginThrottle: LoginThrottle
+    private let signups: SignupLimit
+    public static let minimumPasswordLength = CredentialRules.minimumPasswordLength
+    public static let maximumPasswordBytes = CredentialRules.maximumPasswordBytes
+    public static let maximumEmailBytes = CredentialRules.maximumEmailBytes
 
+    /// `hashing` defaults to a pool sized by `limits`; tests pass their own to watch it.
     public init(providers: [AuthProviderConfiguration], directory: UserDirectory, tokens: TokenService,
-                hasher: PasswordHasher = PasswordHasher(), customJWT: CustomJWTVerifier? = nil) {
+                hasher: PasswordHasher = PasswordHasher(), customJWT: CustomJWTVerifier? = nil,
+                limits: AuthLimits = AuthLimits(), hashing: PasswordHashingPool? = nil) {
         self.directory = directory
         self.tokens = tokens
         self.hasher = hasher
+        self.hashing = hashing ?? PasswordHashingPool(threads: limits.hashingThreads, maxQueued: limits.maxQueuedHashes)
         self.customJWT = customJWT
         enabled = Set(providers.filter { !$0.disabled }.map(\.type))
+        loginThrottle = LoginThrottle(limits: limits)
+        signups = SignupLimit(limits: limits)
     }
 
     private func require(_ provider: String) throws {
@@ -39,30 +53,45 @@ public actor AuthService {
         return AuthSession(userId: user.id, accessToken: access, refreshToken: refresh)
     }
 
-    public func loginAnonymous() async throws -> AuthSession {
+    /// A new anonymous user; `address` (the client's) pays one sign-up of its budget.
+    public func loginAnonymous(from address: ClientAddress? = nil) async throws -> AuthSession {
         try require("anon-user")
+        try signups.take(address, now: tokens.currentDate)
         let identity = Identity(provider: "anon-user", providerUserId: UUID().uuidString)
         return try await session(for: try await directory.createUser(identity: identity, data: [:]))
     }
 
-    public func register(email: String, password: String) async throws {
+    /// Registers an email/password user. Of concurrent registrations of one email exactly one
+    /// succeeds; the others get `emailAlreadyRegistered`.
+    public func register(email: String, password: String, from address: ClientAddress? = nil) async throws {
         try require("local-userpass")
-        let normalized = email.lowercased()
-        guard normalized.contains("@"), !normalized.hasPrefix("@"), !normalized.hasSuffix("@") else { throw AuthError.invalidEmail }
-        guard password.count >= Self.minimumPasswordLength else { throw AuthError.passwordTooShort(minimum: Self.minimumPasswordLength) }
+        let normalized = try CredentialRules.normalizedEmail(email, registering: true)
+        try CredentialRules.checkLength(of: password, registering: true)
         guard try await directory.passwordHash(email: normalized) == nil else { throw AuthError.emailAlreadyRegistered }
-        try await directory.setPasswordHash(email: normalized, hash: try hasher.hash(password))
+        try signups.take(address, now: tokens.currentDate)
+        let hash = try await hashing.run { [hasher] in try hasher.hash(password) }
+        guard try await directory.addPasswordHash(email: normalized, hash: hash) else { throw AuthError.emailAlreadyRegistered }
         _ = try await directory.createUser(identity: Identity(provider: "local-userpass", providerUserId: normalized), data: ["email": .string(normalized)])
     }
 
-    public func login(email: String, password: String) async throws -> AuthSession {
+    /// Logs in with email and password. Throttled per account and per `address`
+    /// (`LoginThrottle`); an unknown email costs one verification like a known one and gets the
+    /// same answer.
+    public func login(email: String, password: String, from address: ClientAddress? = nil) async throws -> AuthSession {
         try require("local-userpass")
-        let normalized = email.lowercased()
-        guard let stored = try await directory.passwordHash(email: normalized), hasher.verify(password, against: stored),
-              let user = try await directory.user(identity: Identity(provider: "local-userpass", providerUserId: normalized)),
+        let normalized = try CredentialRules.normalizedEmail(email, registering: false)
+        try CredentialRules.checkLength(of: password, registering: false)
+        let attempt = try loginThrottle.begin(account: normalized, address: address, now: tokens.currentDate)
+        var outcome = LoginThrottle.Outcome.undecided
+        defer { loginThrottle.finish(attempt, outcome, now: tokens.currentDate) }
+        let stored = try await directory.passwordHash(email: normalized)
+        let matches = try await hashing.run { [hasher] in hasher.verify(password, against: stored ?? hasher.unmatchableHash) }
+        guard stored != nil, matches, let user = try await directory.user(identity: Identity(provider: "local-userpass", providerUserId: normalized)),
               !user.disabled else {
+            outcome = .failed
             throw AuthError.invalidCredentials
         }
+        outcome = .succeeded
         return try await session(for: user)
     }
 

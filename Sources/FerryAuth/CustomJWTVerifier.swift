@@ -51,9 +51,19 @@ public actor CustomJWTVerifier {
     public enum Key: Sendable {
         case hs256(secret: [UInt8])
         case rs256(publicKeyPEM: String)
+
+        /// The `alg` a token signed with this key names in its header.
+        public var algorithm: String {
+            switch self {
+            case .hs256: return "HS256"
+            case .rs256: return "RS256"
+            }
+        }
     }
 
     private let keys = JWTKeyCollection()
+    /// `HS256` or `RS256`, as configured: a token whose header names another is refused.
+    private let algorithm: String
     private let audiences: [String]
     private let requireAnyAudience: Bool
     /// Claim name → metadata field name.
@@ -66,6 +76,7 @@ public actor CustomJWTVerifier {
         self.requireAnyAudience = requireAnyAudience
         self.metadataFields = metadataFields
         self.now = now
+        algorithm = key.algorithm
         switch key {
         case .hs256(let secret):
             // As App Services required: 32 to 512 characters.
@@ -79,6 +90,7 @@ public actor CustomJWTVerifier {
 
     /// The host's user id and the metadata of a valid token.
     public func verify(_ token: String) async throws -> (subject: String, metadata: [String: FerryValue]) {
+        try JWTHeader.require(algorithm, in: token, what: "the custom token")
         let claims: HostTokenClaims
         do { claims = try await keys.verify(token, as: HostTokenClaims.self) } catch {
             throw AuthError.invalidToken("the custom token's signature or format is invalid")

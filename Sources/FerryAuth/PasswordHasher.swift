@@ -32,6 +32,13 @@ public struct PasswordHasher: Sendable {
         return "scrypt$\(parameters.rounds)$\(parameters.blockSize)$\(parameters.parallelism)$\(Data(salt).base64EncodedString())$\(Data(key).base64EncodedString())"
     }
 
+    /// A well-formed stored hash in this hasher's parameters that no password matches (its key
+    /// is all zeros). A login for an unknown email verifies against it, so it costs the same
+    /// time as a login for a known one and cannot tell which emails are registered.
+    public var unmatchableHash: String {
+        "scrypt$\(parameters.rounds)$\(parameters.blockSize)$\(parameters.parallelism)$\(Data(count: 16).base64EncodedString())$\(Data(count: 32).base64EncodedString())"
+    }
+
     /// Whether the password matches a stored hash (in constant time for the comparison).
     /// A malformed stored hash matches nothing.
     public func verify(_ password: String, against stored: String) -> Bool {

@@ -16,7 +16,8 @@ struct AccessTokenClaims: JWTPayload {
 }
 
 /// Issues and checks access tokens, and makes refresh tokens (random, stored only hashed).
-public actor TokenService {
+/// Immutable, so not an actor: token checks of sync connections never queue behind anything.
+public final class TokenService: Sendable {
     private let keys = JWTKeyCollection()
     private let appId: String
     public let accessTokenLifetime: TimeInterval
@@ -43,8 +44,12 @@ public actor TokenService {
                                                      iat: IssuedAtClaim(value: t)))
     }
 
+    /// The algorithm access tokens are signed with; a token whose header names another is refused.
+    public static let algorithm = "HS256"
+
     /// The user id of a valid access token for this app.
     public func verifyAccessToken(_ token: String) async throws -> String {
+        try JWTHeader.require(Self.algorithm, in: token, what: "the token")
         let claims: AccessTokenClaims
         do { claims = try await keys.verify(token, as: AccessTokenClaims.self) } catch {
             throw AuthError.invalidToken("signature or format")
@@ -55,7 +60,7 @@ public actor TokenService {
     }
 
     /// A new refresh token and the hash to store (the token itself is never stored).
-    public nonisolated func newRefreshToken() -> (token: String, hash: String) {
+    public func newRefreshToken() -> (token: String, hash: String) {
         var bytes = [UInt8](repeating: 0, count: 32)
         var g = SystemRandomNumberGenerator()
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &g) }
@@ -63,10 +68,10 @@ public actor TokenService {
         return (token, Self.hash(token))
     }
 
-    public nonisolated static func hash(_ refreshToken: String) -> String {
+    public static func hash(_ refreshToken: String) -> String {
         SHA256.hash(data: Array(refreshToken.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
-    public nonisolated func refreshExpiry(from date: Date) -> Date { date.addingTimeInterval(refreshTokenLifetime) }
-    public nonisolated var currentDate: Date { now() }
+    public func refreshExpiry(from date: Date) -> Date { date.addingTimeInterval(refreshTokenLifetime) }
+    public var currentDate: Date { now() }
 }

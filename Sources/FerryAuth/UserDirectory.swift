@@ -40,7 +40,10 @@ public protocol UserDirectory: Sendable {
     func createUser(identity: Identity, data: [String: FerryValue]) async throws -> User
     func updateData(userId: String, data: [String: FerryValue]) async throws
     func passwordHash(email: String) async throws -> String?
-    func setPasswordHash(email: String, hash: String) async throws
+    /// Stores a new account's password hash unless the email already has one, as one step:
+    /// true if stored, false (nothing changed) if the email was taken, also by a concurrent
+    /// registration. An existing hash is never replaced.
+    func addPasswordHash(email: String, hash: String) async throws -> Bool
     func addAPIKey(userId: String, keyHash: String, name: String) async throws
     func userId(apiKeyHash: String) async throws -> String?
     func storeRefreshToken(hash: String, userId: String, expires: Date) async throws
@@ -77,7 +80,11 @@ public actor InMemoryUserDirectory: UserDirectory {
 
     public func updateData(userId: String, data: [String: FerryValue]) { users[userId]?.data = data }
     public func passwordHash(email: String) -> String? { passwords[email] }
-    public func setPasswordHash(email: String, hash: String) { passwords[email] = hash }
+    public func addPasswordHash(email: String, hash: String) -> Bool {
+        guard passwords[email] == nil else { return false }
+        passwords[email] = hash
+        return true
+    }
     public func addAPIKey(userId: String, keyHash: String, name: String) { apiKeys[keyHash] = userId }
     public func userId(apiKeyHash: String) -> String? { apiKeys[apiKeyHash] }
     public func storeRefreshToken(hash: String, userId: String, expires: Date) { refreshTokens[hash] = (userId, expires) }

@@ -15,7 +15,9 @@ import Hummingbird
 ///     DELETE /api/client/v2.0/auth/session      Authorization: Bearer <refresh token>
 ///     GET    /api/client/v2.0/auth/profile      Authorization: Bearer <access token>
 ///
-/// Errors are JSON `{"error": message, "error_code": code}` with a fitting status.
+/// Errors are JSON `{"error": message, "error_code": code}` with a fitting status; refusals
+/// that pass with time (429, 503) carry `Retry-After` (docs/server-config.md,
+/// "Authentication limits").
 struct AuthRoutes {
     let appId: String
     let auth: AuthService
@@ -41,7 +43,7 @@ struct AuthRoutes {
         var key: String?
     }
 
-    func add(to router: Router<BasicRequestContext>) {
+    func add(to router: Router<ServerRequestContext>) {
         let app = router.group("api/client/v2.0/app/:app/auth/providers")
         app.post(":provider/login") { request, context -> Response in
             try checkApp(context)
@@ -49,9 +51,10 @@ struct AuthRoutes {
             let body = provider == "anon-user" ? Credentials() : try await request.decode(as: Credentials.self, context: context)
             let session: AuthSession
             switch provider {
-            case "anon-user": session = try await auth.loginAnonymous()
+            case "anon-user": session = try await auth.loginAnonymous(from: context.clientAddress)
             case "local-userpass":
-                session = try await auth.login(email: body.username ?? body.email ?? "", password: body.password ?? "")
+                session = try await auth.login(email: body.username ?? body.email ?? "", password: body.password ?? "",
+                                               from: context.clientAddress)
             case "custom-token": session = try await auth.login(customToken: body.token ?? "")
             case "api-key": session = try await auth.login(apiKey: body.key ?? "")
             default: throw AuthError.providerDisabled(provider)
@@ -62,7 +65,7 @@ struct AuthRoutes {
         app.post("local-userpass/register") { request, context -> Response in
             try checkApp(context)
             let body = try await request.decode(as: Credentials.self, context: context)
-            try await auth.register(email: body.email ?? body.username ?? "", password: body.password ?? "")
+            try await auth.register(email: body.email ?? body.username ?? "", password: body.password ?? "", from: context.clientAddress)
             return Response(status: .created)
         }
         let session = router.group("api/client/v2.0/auth")
@@ -83,7 +86,7 @@ struct AuthRoutes {
         }
     }
 
-    private func checkApp(_ context: BasicRequestContext) throws {
+    private func checkApp(_ context: ServerRequestContext) throws {
         guard context.parameters.get("app") == appId else {
             throw APIError(status: .notFound, code: "AppNotFound", message: "no app with that id is served here")
         }
@@ -96,7 +99,7 @@ struct AuthRoutes {
         return String(header.dropFirst(7))
     }
 
-    private func json(_ value: some ResponseEncodable, _ request: Request, _ context: BasicRequestContext) throws -> Response {
+    private func json(_ value: some ResponseEncodable, _ request: Request, _ context: ServerRequestContext) throws -> Response {
         try value.response(from: request, context: context)
     }
 }
@@ -106,11 +109,14 @@ struct APIError: HTTPResponseError {
     let status: HTTPResponse.Status
     let code: String
     let message: String
+    /// Seconds for `Retry-After`, when waiting helps.
+    var retryAfter: Int?
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
         let body = "{\"error\":\(jsonString(message)),\"error_code\":\(jsonString(code))}"
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
     }
 
@@ -125,10 +131,13 @@ struct APIError: HTTPResponseError {
         switch e {
         case .providerDisabled, .userNotFound: status = .notFound
         case .emailAlreadyRegistered: status = .conflict
-        case .invalidEmail, .passwordTooShort: status = .badRequest
+        case .invalidEmail, .passwordTooShort, .passwordTooLong: status = .badRequest
         case .invalidCredentials, .invalidToken, .tokenExpired, .invalidRefreshToken: status = .unauthorized
+        case .tooManyFailedLogins, .tooManySignups: status = .tooManyRequests
+        case .hashingBusy: status = .serviceUnavailable
         }
         self.init(status: status, code: e.code, message: e.description)
+        retryAfter = e.retryAfter
     }
 }
 
@@ -136,7 +145,7 @@ func jsonString(_ s: String) -> String { JSONText.quote(s) }
 
 /// Turns `AuthError`s thrown by routes into their API responses.
 struct AuthErrorMiddleware: RouterMiddleware {
-    typealias Context = BasicRequestContext
+    typealias Context = ServerRequestContext
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do { return try await next(request, context) } catch let e as AuthError { throw APIError(e) }
     }

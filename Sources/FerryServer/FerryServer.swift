@@ -26,9 +26,10 @@ public enum FerryServer {
             customJWT = try await customVerifier(provider, configuration)
         }
         let directory = try SQLiteUserDirectory(path: configuration.dataDirectory + "/users.sqlite")
-        let auth = AuthService(providers: app.authProviders, directory: directory, tokens: tokens, customJWT: customJWT)
+        let auth = AuthService(providers: app.authProviders, directory: directory, tokens: tokens, customJWT: customJWT,
+                               limits: configuration.authLimits)
 
-        let router = Router()
+        let router = Router(context: ServerRequestContext.self)
         router.add(middleware: AuthErrorMiddleware())
         router.get("health") { _, _ in "ok" }
         AuthRoutes(appId: app.appId, auth: auth).add(to: router)

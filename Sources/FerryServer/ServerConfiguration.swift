@@ -1,3 +1,5 @@
+import FerryAuth
+
 /// How to run a Ferry server.
 public struct ServerConfiguration: Sendable {
     /// The app directory in the App Services export layout (docs/server-config.md).
@@ -14,6 +16,9 @@ public struct ServerConfiguration: Sendable {
     /// HTTPS and WSS only.
     public var tlsCertificatePath: String?
     public var tlsKeyPath: String?
+    /// Login and sign-up limits and the password-hashing pool (docs/server-config.md,
+    /// "Authentication limits").
+    public var authLimits = AuthLimits()
 
     public init(appDirectory: String, dataDirectory: String, host: String = "127.0.0.1", port: Int = 0,
                 secrets: [String: String] = [:], tlsCertificatePath: String? = nil, tlsKeyPath: String? = nil) {

@@ -54,7 +54,7 @@ struct AuthTests {
         try await auth.register(email: "Alice@Example.com", password: "s3cret!")
         await #expect(throws: AuthError.emailAlreadyRegistered) { try await auth.register(email: "alice@example.com", password: "other-pw") }
         await #expect(throws: AuthError.passwordTooShort(minimum: 6)) { try await auth.register(email: "b@example.com", password: "123") }
-        await #expect(throws: AuthError.invalidEmail) { try await auth.register(email: "nobody", password: "123456") }
+        await #expect(throws: AuthError.invalidEmail("it needs a name, '@' and a domain")) { try await auth.register(email: "nobody", password: "123456") }
         let session = try await auth.login(email: "alice@example.com", password: "s3cret!")
         #expect(try await auth.authenticate(accessToken: session.accessToken).id == session.userId)
         await #expect(throws: AuthError.invalidCredentials) { try await auth.login(email: "alice@example.com", password: "wrong") }

@@ -87,6 +87,40 @@ struct AuthAPITests {
         }
     }
 
+    /// Issue 11 point 9: eight registrations of one email at once, each on its own connection,
+    /// so the server really runs them in parallel. Exactly one is created; the others are told
+    /// the name is in use, and the winner's password is the one that logs in.
+    @Test func concurrentRegistrationsOfOneEmailCreateOneAccount() async throws {
+        let app = try await FerryServer.make(configuration())
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            let uri = "\(base)/local-userpass/register"
+            let statuses = try await withThrowingTaskGroup(of: (Int, HTTPResponse.Status).self) { group in
+                for i in 0..<8 {
+                    group.addTask {
+                        try await TestClient.withClient(host: "localhost", port: port) { c in
+                            let r = try await c.post(uri, body: body(#"{"email":"race@example.com","password":"password-\#(i)"}"#))
+                            return (i, r.head.status)
+                        }
+                    }
+                }
+                return try await group.reduce(into: [Int: HTTPResponse.Status]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(statuses.values.filter { $0 == .created }.count == 1, "\(statuses)")
+            #expect(statuses.values.filter { $0 == .conflict }.count == 7, "\(statuses)")
+            let winner = try #require(statuses.first { $0.value == .created }?.key)
+            try await client.execute(uri: "\(base)/local-userpass/login", method: .post,
+                                     body: body(#"{"username":"race@example.com","password":"password-\#(winner)"}"#)) { r in
+                #expect(r.status == .ok)
+            }
+            let loser = (winner + 1) % 8
+            try await client.execute(uri: "\(base)/local-userpass/login", method: .post,
+                                     body: body(#"{"username":"race@example.com","password":"password-\#(loser)"}"#)) { r in
+                #expect(r.status == .unauthorized)
+            }
+        }
+    }
+
     @Test func aMissingSecretStopsTheStartWithAClearMessage() async throws {
         do {
             _ = try await FerryServer.make(configuration([:]))

@@ -20,7 +20,7 @@ struct AdminRoutes {
     struct StatusJSON: ResponseEncodable { var sync_enabled: Bool; var connections: Int }
     struct LogsJSON: ResponseEncodable { var entries: [ServerEventLog.Entry] }
 
-    func add(to router: Router<BasicRequestContext>) {
+    func add(to router: Router<ServerRequestContext>) {
         let admin = router.group("api/admin/v1")
         admin.get("users") { request, context -> [UserJSON] in
             try authorize(request)
@@ -64,7 +64,7 @@ struct AdminRoutes {
         }
     }
 
-    private func userId(_ context: BasicRequestContext) throws -> String {
+    private func userId(_ context: ServerRequestContext) throws -> String {
         guard let id = context.parameters.get("id"), !id.isEmpty else {
             throw APIError(status: .badRequest, code: "InvalidParameter", message: "a user id is required")
         }

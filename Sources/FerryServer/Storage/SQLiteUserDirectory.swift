@@ -106,8 +106,14 @@ public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
         try lock.withLock { try text("SELECT hash FROM passwords WHERE email = ?") { $0.bind(1, email) } }
     }
 
-    public func setPasswordHash(email: String, hash: String) async throws {
-        try lock.withLock { try run("INSERT OR REPLACE INTO passwords (email, hash) VALUES (?, ?)") { $0.bind(1, email); $0.bind(2, hash) } }
+    /// The check and the insert are under one lock, and the insert is a plain one (never
+    /// `OR REPLACE`): of concurrent registrations of one email exactly one stores its hash.
+    public func addPasswordHash(email: String, hash: String) async throws -> Bool {
+        try lock.withLock {
+            guard try text("SELECT hash FROM passwords WHERE email = ?", { $0.bind(1, email) }) == nil else { return false }
+            try run("INSERT INTO passwords (email, hash) VALUES (?, ?)") { $0.bind(1, email); $0.bind(2, hash) }
+            return true
+        }
     }
 
     public func addAPIKey(userId: String, keyHash: String, name: String) async throws {
