@@ -144,8 +144,9 @@ typedef struct ferry_value {
   } u;
 } ferry_value_t;
 
-/** Fills *out with a new ObjectId (FERRY_TYPE_OBJECT_ID): 4 bytes of seconds since the epoch,
- *  5 random bytes fixed per process, a 3-byte counter. Any thread.
+/** Fills *out with a new ObjectId (FERRY_TYPE_OBJECT_ID): 4 bytes of seconds since the epoch
+ *  (big-endian), then 8 bytes from the system's CSPRNG, fresh for each id, so no id tells
+ *  another (ids made in the same second are not in order). Any thread.
  *  Errors: FERRY_ERR_INVALID_ARGUMENT if out is NULL. */
 int ferry_object_id_generate(ferry_value_t *out);
 

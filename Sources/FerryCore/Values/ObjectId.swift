@@ -1,5 +1,7 @@
-/// A 12-byte ObjectId as MongoDB and Realm define it: 4 bytes of seconds since the epoch
-/// (big-endian), 5 random bytes, a 3-byte counter.
+/// A 12-byte ObjectId in MongoDB's and Realm's format: 4 bytes of seconds since the epoch
+/// (big-endian), then 8 bytes that Ferry draws from the system's CSPRNG for every id. Primary
+/// keys are global per class, so one id must not tell anyone the next ones (MongoDB's
+/// per-process random part and counter would): ids made in the same second are not ordered.
 public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible {
     public var bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
 
@@ -34,13 +36,16 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
         try self.init(bytes: out)
     }
 
-    /// A new ObjectId for the given time, from the per-process random part and counter.
+    /// A new ObjectId for the given time; the other 8 bytes come from
+    /// `SystemRandomNumberGenerator` (getrandom(2) on Linux), fresh for each id.
     public static func generate(secondsSinceEpoch: UInt32) -> ObjectId {
-        let (r, counter) = ObjectIdSource.shared.next()
-        let t = secondsSinceEpoch
-        return ObjectId(tuple: (UInt8(t >> 24), UInt8(t >> 16 & 0xff), UInt8(t >> 8 & 0xff), UInt8(t & 0xff),
-                                r.0, r.1, r.2, r.3, r.4,
-                                UInt8(counter >> 16 & 0xff), UInt8(counter >> 8 & 0xff), UInt8(counter & 0xff)))
+        var g = SystemRandomNumberGenerator()
+        let r: UInt64 = g.next()
+        let t = UInt64(secondsSinceEpoch)
+        func byte(_ v: UInt64, _ shift: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: v >> shift) }
+        return ObjectId(tuple: (byte(t, 24), byte(t, 16), byte(t, 8), byte(t, 0),
+                                byte(r, 56), byte(r, 48), byte(r, 40), byte(r, 32),
+                                byte(r, 24), byte(r, 16), byte(r, 8), byte(r, 0)))
     }
 
     public var array: [UInt8] {
@@ -54,28 +59,6 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
     public func hash(into hasher: inout Hasher) { withUnsafeBytes(of: bytes) { hasher.combine(bytes: $0) } }
     public static func < (a: ObjectId, b: ObjectId) -> Bool { a.array.lexicographicallyPrecedes(b.array) }
-}
-
-/// The random part (fixed per process) and the counter of generated ObjectIds.
-final class ObjectIdSource: @unchecked Sendable {
-    static let shared = ObjectIdSource()
-    private let random: (UInt8, UInt8, UInt8, UInt8, UInt8)
-    private var counter: UInt32
-    private let lock = ThreadLock()
-
-    private init() {
-        var g = SystemRandomNumberGenerator()
-        random = (UInt8.random(in: 0...255, using: &g), UInt8.random(in: 0...255, using: &g), UInt8.random(in: 0...255, using: &g),
-                  UInt8.random(in: 0...255, using: &g), UInt8.random(in: 0...255, using: &g))
-        counter = UInt32.random(in: 0...0xffffff, using: &g)
-    }
-
-    func next() -> ((UInt8, UInt8, UInt8, UInt8, UInt8), UInt32) {
-        lock.withLock {
-            counter = (counter &+ 1) & 0xffffff
-            return (random, counter)
-        }
-    }
 }
 
 func hexDigitValue(_ c: UInt8) -> UInt8? {

@@ -58,8 +58,8 @@ class Type(enum.IntEnum):
 
 @functools.total_ordering
 class ObjectId:
-    """A 12-byte ObjectId (4 bytes of seconds since the epoch, 5 per-process random bytes,
-    a 3-byte counter), compared and ordered by its bytes.
+    """A 12-byte ObjectId (4 bytes of seconds since the epoch, then 8 bytes from the system's
+    CSPRNG, fresh for each id), compared and ordered by its bytes.
 
     ``ObjectId("65f1...")`` parses 24 hex digits; ``ObjectId(b"...12 bytes...")`` takes raw
     bytes; :meth:`generate` makes a new one through the library.

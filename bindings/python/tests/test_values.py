@@ -205,8 +205,8 @@ def test_object_id_generate():
     b = ferry.ObjectId.generate()
     assert a != b
     assert len(a.binary) == 12
-    # 5 random bytes fixed per process, a counter at the end.
-    assert a.binary[4:9] == b.binary[4:9]
+    # 8 bytes from a CSPRNG per id: nothing fixed per process, no counter.
+    assert a.binary[4:] != b.binary[4:]
     now = dt.datetime.now(UTC)
     assert abs((a.generation_time - now).total_seconds()) < 120
     ids = {ferry.ObjectId.generate() for _ in range(10_000)}
@@ -243,19 +243,24 @@ def test_type_enum_matches_header():
     assert [int(t) for t in Type] == list(range(10))
 
 
-def test_object_id_counter_and_per_process_bytes():
+def test_object_id_has_no_counter_and_no_per_process_bytes():
     import subprocess
 
     from conftest import PYTHON, child_env
 
-    a, b = ferry.ObjectId.generate(), ferry.ObjectId.generate()
+    # One id must not predict the next (issue 11): MongoDB's layout would repeat bytes 4..9
+    # within a process and step a counter in bytes 9..12.
+    ids = [ferry.ObjectId.generate() for _ in range(1000)]
     counter = lambda o: int.from_bytes(o.binary[9:], "big")  # noqa: E731
-    assert counter(b) == (counter(a) + 1) % 2**24
+    steps = sum(counter(b) == (counter(a) + 1) % 2**24 for a, b in zip(ids, ids[1:]))
+    assert steps <= 1  # by chance: 2**-24 per pair
+    assert all(a.binary[4:9] != b.binary[4:9] for a, b in zip(ids, ids[1:]))
+    a = ids[0]
     other = subprocess.run(
         [PYTHON, "-c", "import ferry; print(ferry.ObjectId.generate())"],
         env=child_env(), capture_output=True, text=True, check=True,
     ).stdout.strip()
-    assert ferry.ObjectId(other).binary[4:9] != a.binary[4:9]  # random per process
+    assert ferry.ObjectId(other).binary[4:9] != a.binary[4:9]  # nor across processes
 
 
 def test_strings_need_not_be_nul_terminated(vdb):

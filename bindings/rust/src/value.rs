@@ -374,8 +374,8 @@ impl<T: Into<Value>> From<Option<T>> for Value {
     }
 }
 
-/// A 12-byte ObjectId: 4 bytes of seconds since the epoch, 5 random bytes fixed per process,
-/// a 3-byte counter. Displayed (and parsed) as 24 lowercase hex digits.
+/// A 12-byte ObjectId: 4 bytes of seconds since the epoch, then 8 bytes from the system's
+/// CSPRNG, fresh for each id. Displayed (and parsed) as 24 lowercase hex digits.
 ///
 /// ```
 /// use ferry::ObjectId;
