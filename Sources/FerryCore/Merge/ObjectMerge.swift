@@ -3,11 +3,17 @@
 /// client that sees them, the uploader included, so all replicas converge on what these rules
 /// decide.
 ///
-/// - A set is last-writer-wins by `Stamp` (timestamp, then client file ident).
+/// Instructions apply in the order the server receives them: a client file's changesets in the
+/// order it made them, a changeset's instructions in their order, all with the changeset's
+/// stamp.
+/// - A set replaces the value when it comes after the write that set it (`Stamp.supersedes`):
+///   that write was the same client file's (an earlier instruction or changeset), or the
+///   writer had integrated it. Between concurrent writes, the later `Stamp` wins (timestamp,
+///   then client file ident).
 /// - An erase wins over concurrent sets: a set on an object that no longer exists is dropped.
 /// - Integer adds commute; an add concurrent with a newer set (one the adding client had not
 ///   seen) is dropped, since the set decided the value after it.
-/// - Creates with the same primary key merge field by field, last writer winning.
+/// - Creates with the same primary key merge field by field, by the rule of sets.
 /// - List inserts and erases are transformed by position against the concurrent list operations
 ///   the object recorded (`ListOperationLog`).
 public enum ObjectMerge {
@@ -64,7 +70,7 @@ public enum ObjectMerge {
             }
             var changed = false, all = true
             for (p, v) in given {
-                guard stamp > o.stamps[p] else { all = false; continue }
+                guard stamp.supersedes(o.stamps[p], writtenAt: o.versions[p], base: base) else { all = false; continue }
                 o.values[p] = v; o.stamps[p] = stamp; o.versions[p] = version
                 changed = true
             }
@@ -80,7 +86,7 @@ public enum ObjectMerge {
         case let .set(_, _, field, value):
             let p = try property(field)
             try check(os.properties[p], value)
-            guard var o = object, stamp > o.stamps[p] else { return .unchanged }
+            guard var o = object, stamp.supersedes(o.stamps[p], writtenAt: o.versions[p], base: base) else { return .unchanged }
             o.values[p] = value; o.stamps[p] = stamp; o.versions[p] = version
             object = o
             return .applied
@@ -90,7 +96,8 @@ public enum ObjectMerge {
                 throw FerryError(.wrongType, "property '\(os.name).\(field)' is not an int")
             }
             guard var o = object else { return .unchanged }
-            if o.versions[p] > base && o.stamps[p] > stamp { return .unchanged }
+            // Dropped when concurrent with a newer set: the set decided the value after it.
+            guard stamp.supersedes(o.stamps[p], writtenAt: o.versions[p], base: base) else { return .unchanged }
             let current: Int64
             if case .int(let v) = o.values[p] { current = v } else { current = 0 }
             o.values[p] = .int(current &+ delta)

@@ -273,7 +273,7 @@ actor SyncHub {
                 do { changeset = try ChangesetCodec.decode(upload.changeset) } catch {
                     throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): a malformed changeset (\(error))", .protocolViolation)
                 }
-                let stamp = Stamp(timestamp: changeset.timestamp, fileIdent: s.clientFile)
+                let stamp = UploadClock.stamp(changeset.timestamp, fileIdent: s.clientFile)
                 let base = upload.lastIntegratedServerVersion
                 // Each run of instructions on one object is judged as a whole write.
                 let instructions = changeset.instructions
