@@ -84,6 +84,7 @@ let package = Package(
         .testTarget(name: "FerryClientTests", dependencies: [
             "FerryClient", "FerryServer",
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
     ]

@@ -35,7 +35,7 @@ public enum FerryServer {
         AuthRoutes(appId: app.appId, auth: auth).add(to: router)
         let storage = try SQLiteSyncStorage(path: configuration.dataDirectory + "/sync.sqlite")
         let events = ServerEventLog()
-        let hub = try SyncHub(app: app, storage: storage, logger: logger, events: events)
+        let hub = try SyncHub(app: app, storage: storage, logger: logger, events: events, limits: configuration.syncLimits)
         AdminRoutes(token: configuration.secrets["FERRY_ADMIN_TOKEN"], directory: directory, hub: hub, events: events).add(to: router)
         let syncRouter = Router(context: BasicWebSocketRequestContext.self)
         SyncRoutes(appId: app.appId, auth: auth, hub: hub, logger: logger).add(to: syncRouter)

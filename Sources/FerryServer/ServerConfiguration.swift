@@ -19,6 +19,8 @@ public struct ServerConfiguration: Sendable {
     /// Login and sign-up limits and the password-hashing pool (docs/server-config.md,
     /// "Authentication limits").
     public var authLimits = AuthLimits()
+    /// What one user's sync messages may cost (docs/server-config.md, "Sync limits").
+    public var syncLimits = SyncLimits()
 
     public init(appDirectory: String, dataDirectory: String, host: String = "127.0.0.1", port: Int = 0,
                 secrets: [String: String] = [:], tlsCertificatePath: String? = nil, tlsKeyPath: String? = nil) {

@@ -25,13 +25,15 @@ enum SyncTestServer {
 
     static func withServer(appDirectory: String = appDirectory, tls: (certificate: String, key: String)? = nil,
                            dataDirectory: String? = nil, port: Int = 0, secrets: [String: String] = [:],
+                           configure: (inout ServerConfiguration) -> Void = { _ in },
                            _ body: (String) async throws -> Void) async throws {
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "ferry-server-test")
         logger.logLevel = .warning
-        let config = ServerConfiguration(appDirectory: appDirectory, dataDirectory: dataDirectory ?? temporaryDirectory("server"), port: port,
+        var config = ServerConfiguration(appDirectory: appDirectory, dataDirectory: dataDirectory ?? temporaryDirectory("server"), port: port,
                                          secrets: secrets.merging(["jwtSigningKey": "a-host-signing-key-of-at-least-32-bytes!"]) { a, _ in a },
                                          tlsCertificatePath: tls?.certificate, tlsKeyPath: tls?.key)
+        configure(&config)
         let app = try await FerryServer.make(config, logger: logger) { port in
             portSink.yield(port)
             portSink.finish()

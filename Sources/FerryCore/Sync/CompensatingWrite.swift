@@ -18,6 +18,13 @@ public struct CompensatingWrite: Sendable, Equatable {
                           reason: "write to \"\(primaryKey.keyText)\" in table \"\(objectType)\" not allowed; object is outside of the current query view")
     }
 
+    /// A create with a primary key that an object the user may not read already has (primary
+    /// keys are unique per class across users). Says no more than that about the object.
+    public static func keyTaken(objectType: String, primaryKey: FerryValue) -> CompensatingWrite {
+        CompensatingWrite(objectType: objectType, primaryKey: primaryKey,
+                          reason: "create of \"\(primaryKey.keyText)\" in table \"\(objectType)\" not allowed; the primary key is already in use by an object the user may not read")
+    }
+
     /// The role's write filter refused the write (for example another user's `ownerId`).
     public static func deniedByWriteFilter(objectType: String, primaryKey: FerryValue, role: String) -> CompensatingWrite {
         CompensatingWrite(objectType: objectType, primaryKey: primaryKey,

@@ -16,8 +16,13 @@ actor ServerEventLog {
 
     init(capacity: Int = 1000) { self.capacity = capacity }
 
+    /// The most of one entry's message kept (a hostile client's rejected query or reason may
+    /// be up to a message in size; the log's memory and the logs endpoint stay small).
+    static let maxMessageBytes = 2_048
+
     func record(kind: String, userId: String?, message: String) {
-        entries.append(Entry(time: ISO8601DateFormatter().string(from: Date()), kind: kind, user_id: userId, message: message))
+        entries.append(Entry(time: ISO8601DateFormatter().string(from: Date()), kind: kind, user_id: userId.map { excerpt($0, limit: 256) },
+                             message: excerpt(message, limit: Self.maxMessageBytes)))
         if entries.count > capacity { entries.removeFirst(entries.count - capacity) }
     }
 

@@ -9,6 +9,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
 
     public init(path: String) throws {
         db = try SQLiteConnection(creatingAt: path, description: "the server's sync store \(path)")
+        self.path = path
         try db.exec("""
             PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
@@ -20,6 +21,42 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
                 subs BLOB, last_seen INTEGER NOT NULL DEFAULT 0);
             INSERT OR IGNORE INTO meta VALUES ('server_version', 0);
             """)
+        // Stores made before tombstones kept their last values (see StoredObject.erasedState).
+        if try !hasColumn("objects", "erased_doc") { try db.exec("ALTER TABLE objects ADD COLUMN erased_doc BLOB") }
+        try db.exec("CREATE INDEX IF NOT EXISTS client_files_by_user ON client_files (user_id, last_seen)")
+    }
+
+    private let path: String
+
+    private func hasColumn(_ table: String, _ column: String) throws -> Bool {
+        let s = try db.statement("SELECT 1 FROM pragma_table_info(?) WHERE name = ?")
+        defer { s.reset() }
+        s.bind(1, table); s.bind(2, column)
+        return try s.step()
+    }
+
+    public func withSnapshot<T>(_ body: (SyncSnapshot) throws -> T) throws -> T {
+        let snapshot = try SQLiteSyncSnapshot(path: path)
+        defer { snapshot.close() }
+        return try body(snapshot)
+    }
+
+    public func clientFileCount(userId: String) throws -> Int {
+        try lock.withLock {
+            let s = try db.statement("SELECT count(*) FROM client_files WHERE user_id = ?")
+            defer { s.reset() }
+            s.bind(1, userId)
+            return try s.step() ? Int(s.int64(0)) : 0
+        }
+    }
+
+    public func forgetLeastRecentClientFile(userId: String) throws {
+        try lock.withLock {
+            let s = try db.statement("DELETE FROM client_files WHERE ident = (SELECT ident FROM client_files WHERE user_id = ? ORDER BY last_seen, ident LIMIT 1)")
+            defer { s.reset() }
+            s.bind(1, userId)
+            try s.run()
+        }
     }
 
     public func close() { lock.withLock { db.close() } }
@@ -91,7 +128,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
 
     public func object(_ key: ObjectKey, schema: ObjectSchema) throws -> StoredObject? {
         try lock.withLock {
-            let s = try db.statement("SELECT doc, lists FROM objects WHERE tbl = ? AND pk = ?")
+            let s = try db.statement("SELECT doc, lists, erased_doc FROM objects WHERE tbl = ? AND pk = ?")
             defer { s.reset() }
             s.bind(1, key.table); s.bind(2, blob: ValueCodec.encode(key.key))
             guard try s.step() else { return nil }
@@ -101,7 +138,8 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
                 var r = ByteReader(s.blob(1))
                 lists = try ListOperationLog.decode(from: &r)
             }
-            return StoredObject(object: object, lists: lists)
+            let erased = s.isNull(2) ? nil : try StampedObject.decode(s.blob(2), schema: schema)
+            return StoredObject(object: object, lists: lists, erasedState: erased)
         }
     }
 
@@ -133,7 +171,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
             let own = !inTransaction
             if own { try db.exec("BEGIN IMMEDIATE") }
             do {
-                let put = try db.statement("INSERT OR REPLACE INTO objects (tbl, pk, version, doc, lists) VALUES (?, ?, ?, ?, ?)")
+                let put = try db.statement("INSERT OR REPLACE INTO objects (tbl, pk, version, doc, lists, erased_doc) VALUES (?, ?, ?, ?, ?, ?)")
                 for (key, stored) in objects {
                     put.reset()
                     put.bind(1, key.table); put.bind(2, blob: ValueCodec.encode(key.key)); put.bind(3, Int64(bitPattern: version))
@@ -143,6 +181,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
                         stored.lists.encode(into: &w)
                         put.bind(5, blob: w.bytes)
                     }
+                    if stored.object == nil, let e = stored.erasedState { put.bind(6, blob: e.encode()) } else { put.bindNull(6) }
                     try put.run()
                 }
                 put.reset()
@@ -162,28 +201,12 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         }
     }
 
-    public func changes(since version: UInt64, schema: ObjectSchema, _ body: (FerryValue, StampedObject?, UInt64) throws -> Void) throws {
-        try lock.withLock {
-            let s = try db.statement("SELECT pk, doc, version FROM objects WHERE tbl = ? AND version > ? ORDER BY version")
-            defer { s.reset() }
-            s.bind(1, schema.name); s.bind(2, Int64(bitPattern: version))
-            while try s.step() {
-                let key = try ValueCodec.decode(s.blob(0))
-                let object = s.isNull(1) ? nil : try StampedObject.decode(s.blob(1), schema: schema)
-                try body(key, object, UInt64(bitPattern: s.int64(2)))
-            }
-        }
+    public func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) throws -> Void) throws {
+        try lock.withLock { try SQLiteObjectReads.changes(db, since: version, schema: schema, body) }
     }
 
     public func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) throws -> Void) throws {
-        try lock.withLock {
-            let s = try db.statement("SELECT pk, doc FROM objects WHERE tbl = ? AND doc IS NOT NULL")
-            defer { s.reset() }
-            s.bind(1, schema.name)
-            while try s.step() {
-                try body(try ValueCodec.decode(s.blob(0)), try StampedObject.decode(s.blob(1), schema: schema))
-            }
-        }
+        try lock.withLock { try SQLiteObjectReads.forEachObject(db, schema: schema, body) }
     }
 
     static func encodeSubscriptions(_ subs: [Subscription]) -> [UInt8] {

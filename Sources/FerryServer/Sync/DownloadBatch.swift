@@ -10,7 +10,7 @@ struct DownloadBatch {
     private var pending = 0
     private var timestamp: Int64
 
-    init(session: UInt64, hub: SyncHub) {
+    init(session: UInt64) {
         self.session = session
         self.timestamp = 0
     }

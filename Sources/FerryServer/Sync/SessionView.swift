@@ -15,9 +15,20 @@ struct SessionView: Sendable {
 
     /// Compiles a subscription set, or says what is wrong with it (a clear message for the
     /// client's subscription set error).
-    static func make(_ subscriptions: [Subscription], user: UserContext, app: AppConfiguration, schema: Schema) -> Result<SessionView, SubscriptionError> {
+    /// The set's size is checked against `limits` before anything is compiled, so a huge set
+    /// costs no more than reading it.
+    static func make(_ subscriptions: [Subscription], user: UserContext, app: AppConfiguration, schema: Schema,
+                     limits: SyncLimits = SyncLimits()) -> Result<SessionView, SubscriptionError> {
+        guard subscriptions.count <= limits.maxSubscriptionsPerSet else {
+            return .failure(SubscriptionError("the subscription set has \(subscriptions.count) subscriptions; at most \(limits.maxSubscriptionsPerSet) are allowed"))
+        }
+        let queryBytes = subscriptions.reduce(0) { $0 + $1.query.utf8.count }
+        guard queryBytes <= limits.maxQueryBytesPerSet else {
+            return .failure(SubscriptionError("the subscription set's queries have \(queryBytes) bytes together; at most \(limits.maxQueryBytesPerSet) are allowed"))
+        }
         var queries: [String: [CompiledQuery]] = [:]
         var roles: [String: Role?] = [:]
+        var terms = 0
         for s in subscriptions {
             guard let os = schema.objectSchema(named: s.objectType) else {
                 return .failure(SubscriptionError("subscription '\(s.name)': no object type '\(s.objectType)' in the app's schema"))
@@ -27,14 +38,18 @@ struct SessionView: Sendable {
             }
             let q: CompiledQuery
             do { q = try CompiledQuery(s.query, on: os) } catch let e as FerryError {
-                return .failure(SubscriptionError("subscription '\(s.name)': invalid query '\(s.query)' on '\(s.objectType)': \(e.message)"))
+                return .failure(SubscriptionError("subscription '\(s.name)': invalid query '\(excerpt(s.query))' on '\(s.objectType)': \(e.message)"))
             } catch {
-                return .failure(SubscriptionError("subscription '\(s.name)': invalid query '\(s.query)'"))
+                return .failure(SubscriptionError("subscription '\(s.name)': invalid query '\(excerpt(s.query))'"))
+            }
+            terms += q.termCount
+            guard terms <= limits.maxTermsPerSet else {
+                return .failure(SubscriptionError("the subscription set's queries have more than \(limits.maxTermsPerSet) terms together; at most \(limits.maxTermsPerSet) are allowed"))
             }
             let allowed = Set(app.sync.queryableFields + (app.sync.collectionQueryableFields[os.name] ?? []) + [os.primaryKey.name])
             for p in q.predicate.properties.sorted() where !allowed.contains(os.properties[p].name) {
                 return .failure(SubscriptionError(
-                    "subscription '\(s.name)': the query '\(s.query)' on '\(s.objectType)' uses the field '\(os.properties[p].name)', which is not queryable; queryable fields: \(allowed.sorted().joined(separator: ", "))"))
+                    "subscription '\(s.name)': the query '\(excerpt(s.query))' on '\(s.objectType)' uses the field '\(os.properties[p].name)', which is not queryable; queryable fields: \(allowed.sorted().joined(separator: ", "))"))
             }
             queries[os.name, default: []].append(q)
             if roles[os.name] == nil { roles[os.name] = .some(app.rules(for: os.name)?.role(for: user)) }
@@ -52,6 +67,30 @@ struct SessionView: Sendable {
 
     /// The queries of a class for write validation (an empty list puts every write outside).
     func subscriptions(of table: String) -> [CompiledQuery] { queries[table] ?? [] }
+
+    /// What a device catching up on `c` (changed after its last server version) is sent: the
+    /// object when it is in this view; else an erase, but only when the user may read the
+    /// object as it is (or, erased, as it was): a device learns the primary key of an object
+    /// only if its user may read it (it ignores erases of objects it does not have).
+    func catchUp(_ c: ChangedObject, of os: ObjectSchema, app: AppConfiguration) -> Instruction? {
+        if let o = c.object, contains(o.values, of: os) { return o.fullState(os) }
+        guard let last = c.object ?? c.erasedState, Self.mayRead(last.values, of: os, user: user, app: app) else { return nil }
+        return .erase(table: os.name, key: c.key)
+    }
+
+    /// Whether the user's role on the class may read an object with these values.
+    static func mayRead(_ values: [FerryValue], of os: ObjectSchema, user: UserContext, app: AppConfiguration) -> Bool {
+        guard let role = app.rules(for: os.name)?.role(for: user) else { return false }
+        return role.canRead(user: user) { name in os.propertyIndex(named: name).map { values[$0] } }
+    }
+}
+
+/// The start of a query text for an error message (a rejected query may be very long: the
+/// message, the event log and the client's error stay small).
+func excerpt(_ text: String, limit: Int = 200) -> String {
+    let bytes = text.utf8.count
+    guard bytes > limit else { return text }
+    return String(decoding: text.utf8.prefix(limit), as: UTF8.self) + "… (\(bytes) bytes)"
 }
 
 struct SubscriptionError: Error, Sendable {
@@ -60,6 +99,7 @@ struct SubscriptionError: Error, Sendable {
 }
 
 extension Predicate {
+
     /// Every property the predicate reads.
     var properties: Set<Int> {
         switch self {

@@ -14,6 +14,7 @@ actor SyncHub {
     let storage: SyncStorage
     let logger: Logger
     let events: ServerEventLog
+    let limits: SyncLimits
     /// False between an admin's terminate and enable: nothing syncs.
     private(set) var syncEnabled = true
     /// The sync connections open now.
@@ -33,8 +34,9 @@ actor SyncHub {
 
     static let syncDisabledCode: Int32 = 240
 
-    init(app: AppConfiguration, storage: SyncStorage, logger: Logger, events: ServerEventLog) throws {
+    init(app: AppConfiguration, storage: SyncStorage, logger: Logger, events: ServerEventLog, limits: SyncLimits = SyncLimits()) throws {
         self.events = events
+        self.limits = limits
         self.app = app
         self.schema = try app.schema
         self.storage = storage
@@ -86,8 +88,9 @@ actor SyncHub {
         await events.record(kind: "sync_enabled", userId: nil, message: "sync enabled by an admin; known client files were forgotten")
     }
 
-    /// Handles one decoded message from a connection.
-    /// Handles one decoded message from a connection.
+    /// Handles one decoded message from a connection. A QUERY's view is evaluated off the hub
+    /// (`ViewEvaluation`): other connections' messages go on meanwhile, this connection's next
+    /// message waits for this one.
     func receive(_ message: ProtocolMessage, from outbox: ConnectionOutbox) async {
         guard syncEnabled else { return }
         do {
@@ -95,7 +98,7 @@ actor SyncHub {
             case let .bind(session, _, ident, salt, lastServerVersion):
                 try bind(outbox, session, ident, salt, lastServerVersion)
             case let .query(session, v, subscriptions):
-                if let e = try query(outbox, session, v, subscriptions) {
+                if let e = try await query(outbox, session, v, subscriptions) {
                     await events.record(kind: "subscription_error", userId: outbox.userId, message: e)
                 }
             case let .upload(session, changesets):
@@ -112,7 +115,9 @@ actor SyncHub {
             case let .ping(timestamp):
                 outbox.send(.pong(timestamp: timestamp))
             case .ident, .download, .error, .pong:
+                // A protocol violation ends the connection (docs/protocol.md, error 201).
                 outbox.send(.error(ProtocolError(session: 0, code: 201, message: "the client sent a server-only message", tryAgain: false, action: .protocolViolation)))
+                closeConnection(outbox)
             }
         } catch let e as SessionFailure {
             logger.warning("connection \(outbox.id) session \(e.session): \(e.message)")
@@ -137,6 +142,10 @@ actor SyncHub {
         let record: ClientFileRecord
         var bindVersion = lastServerVersion
         if ident == 0 {
+            // Bounded per user: a device that binds new files in a loop only churns its own.
+            if try storage.clientFileCount(userId: outbox.userId) >= limits.maxClientFilesPerUser {
+                try storage.forgetLeastRecentClientFile(userId: outbox.userId)
+            }
             record = try storage.newClientFile(userId: outbox.userId)
             bindVersion = 0
             outbox.send(.ident(session: id, clientFileIdent: record.ident, clientFileSalt: record.salt))
@@ -179,53 +188,48 @@ actor SyncHub {
     // MARK: QUERY
 
     /// Returns the rejection message of a bad subscription set.
-    private func query(_ outbox: ConnectionOutbox, _ id: UInt64, _ setVersion: UInt64, _ subscriptions: [Subscription]) throws -> String? {
-        var s = try session(outbox, id)
+    private func query(_ outbox: ConnectionOutbox, _ id: UInt64, _ setVersion: UInt64, _ subscriptions: [Subscription]) async throws -> String? {
+        let key = SessionKey(connection: outbox.id, session: id)
+        let started = try session(outbox, id)
+        let snapshotVersion = version
+        let evaluation = ViewEvaluation(session: id, subscriptions: subscriptions, user: outbox.user, app: app, schema: schema, limits: limits,
+                                        oldView: started.view, since: started.bindVersion,
+                                        setChanged: setVersion != started.subscriptionVersion, outbox: outbox)
+        let outcome: ViewEvaluation.Outcome
+        do { outcome = try await evaluation.run(storage: storage) } catch is ViewEvaluation.ConnectionGone { return nil }
+        // Meanwhile the connection may have closed, the session unbound or sync stopped: then
+        // nobody wants this answer.
+        guard syncEnabled, var s = sessions[key], !outbox.isClosed else { return nil }
         if let record = try storage.clientFile(s.clientFile) { s.acknowledged = max(s.acknowledged, record.acknowledgedClientVersion) }
-        let newView: SessionView
-        switch SessionView.make(subscriptions, user: outbox.user, app: app, schema: schema) {
-        case .failure(let e):
+        switch outcome {
+        case .rejected(let message):
             // The set is in error; the session keeps syncing the previous set.
-            logger.info("client file \(s.clientFile): subscription set \(setVersion) rejected: \(e.message)")
-            outbox.send(.error(ProtocolError(session: id, code: Self.badQueryCode, message: e.message, tryAgain: false, action: .warning)))
-            if !s.hasQuery { s.hasQuery = true; sessions[s.key] = s }
-            return e.message
-        case .success(let v): newView = v
-        }
-        let oldView = s.view
-        let since = s.bindVersion
-        var batch = DownloadBatch(session: id, hub: self)
-        // Everything of a subscribed or previously subscribed class: state for what is in the
-        // new view and new to the client (entered, or changed since it last synced), an erase
-        // for what left it.
-        let classes = Set(newView.classes).union(oldView.classes)
-        for name in classes.sorted() {
-            guard let os = schema.objectSchema(named: name) else { continue }
-            if since == 0 || setVersion != s.subscriptionVersion {
-                try storage.forEachObject(schema: os) { key, o in
-                    let inNew = newView.contains(o.values, of: os)
-                    let inOld = since > 0 && oldView.contains(o.values, of: os)
-                    if inNew && !inOld { batch.add(o.fullState(os)) }
-                    else if !inNew && inOld { batch.add(.erase(table: os.name, key: key)) }
+            logger.info("client file \(s.clientFile): subscription set \(setVersion) rejected: \(message)")
+            outbox.send(.error(ProtocolError(session: id, code: Self.badQueryCode, message: message, tryAgain: false, action: .warning)))
+            if !s.hasQuery { s.hasQuery = true; sessions[key] = s }
+            return message
+        case .ready(let newView, var batch):
+            // What was committed while the view was evaluated (uploads fanned out to this
+            // session with its old view meanwhile): the current state of each such object.
+            if version > snapshotVersion {
+                var caughtUp: [Instruction] = []
+                for name in Set(newView.classes).union(started.view.classes).sorted() {
+                    guard let os = schema.objectSchema(named: name) else { continue }
+                    try storage.changes(since: snapshotVersion, schema: os) { c in
+                        if let i = newView.catchUp(c, of: os, app: app) { caughtUp.append(i) }
+                    }
                 }
+                for i in caughtUp { batch.add(i) }
             }
-            if since > 0 {
-                // Changes since the client's last download: current state if in view, else an
-                // erase (the client ignores erases of objects it does not have).
-                try storage.changes(since: since, schema: os) { key, o, _ in
-                    if let o, newView.contains(o.values, of: os) { batch.add(o.fullState(os)) }
-                    else { batch.add(.erase(table: os.name, key: key)) }
-                }
-            }
+            try storage.saveSubscriptions(clientFile: s.clientFile, version: setVersion, subscriptions: subscriptions)
+            s.view = newView
+            s.hasQuery = true
+            s.subscriptionVersion = setVersion
+            s.bindVersion = version
+            sessions[key] = s
+            batch.finish(serverVersion: version, acknowledged: s.acknowledged, subscriptionVersion: setVersion, to: outbox)
+            return nil
         }
-        try storage.saveSubscriptions(clientFile: s.clientFile, version: setVersion, subscriptions: subscriptions)
-        s.view = newView
-        s.hasQuery = true
-        s.subscriptionVersion = setVersion
-        s.bindVersion = version
-        sessions[s.key] = s
-        batch.finish(serverVersion: version, acknowledged: s.acknowledged, subscriptionVersion: setVersion, to: outbox)
-        return nil
     }
 
     // MARK: UPLOAD
@@ -292,6 +296,17 @@ actor SyncHub {
                         entries[k] = UploadEntry(stored: stored, before: stored.object)
                     }
                     let start = entries[k]!.stored
+                    // A create of a key another user's object already holds, one this user may
+                    // not read: refused with its own reason, and nothing of that object is sent
+                    // (primary keys are global per class; a guessed key must not destroy or
+                    // reveal another user's object).
+                    if case .create = first, let existing = start.object,
+                       !SessionView.mayRead(existing.values, of: os, user: user, app: app) {
+                        compensating.append(.keyTaken(objectType: os.name, primaryKey: first.key))
+                        entries[k]!.rejected = true
+                        entries[k]!.exact = false
+                        continue
+                    }
                     var next = start
                     var didChange = false
                     var asIs = (start.object?.versions.max() ?? 0) <= base
@@ -320,6 +335,8 @@ actor SyncHub {
                         entries[k]!.rejected = true
                         continue
                     }
+                    // A tombstone keeps the object's last values: who may learn of the erase.
+                    next.erasedState = next.object == nil ? (start.object ?? start.erasedState) : nil
                     entries[k]!.stored = next
                     entries[k]!.changed = true
                     if !asIs { entries[k]!.exact = false }
@@ -347,7 +364,7 @@ actor SyncHub {
         // every object it touched unless it already has exactly that.
         for (key, other) in sessions where other.hasQuery || key == s.key {
             let isOrigin = key == s.key
-            var batch = DownloadBatch(session: other.id, hub: self)
+            var batch = DownloadBatch(session: other.id)
             for (k, e) in entries {
                 guard let os = schema.objectSchema(named: k.table) else { continue }
                 let current = e.stored.object

@@ -38,6 +38,12 @@ public final class SQLiteConnection {
         try self.init(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, description: description)
     }
 
+    /// Opens an existing file read-only: a second connection that reads a consistent snapshot
+    /// beside the writer (WAL), such as the server's view evaluation.
+    public convenience init(readingAt path: String, description: String) throws {
+        try self.init(path: path, flags: SQLITE_OPEN_READONLY, description: description)
+    }
+
     deinit { close() }
 
     public func close() {
