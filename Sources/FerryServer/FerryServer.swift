@@ -37,10 +37,9 @@ public enum FerryServer {
         let events = ServerEventLog()
         let hub = try SyncHub(app: app, storage: storage, logger: logger, events: events, limits: configuration.syncLimits)
         AdminRoutes(token: configuration.secrets["FERRY_ADMIN_TOKEN"], directory: directory, hub: hub, events: events).add(to: router)
-        let syncRouter = Router(context: BasicWebSocketRequestContext.self)
-        SyncRoutes(appId: app.appId, auth: auth, hub: hub, logger: logger).add(to: syncRouter)
+        let sync = SyncRoutes(appId: app.appId, auth: auth, hub: hub, limits: configuration.connectionLimits, logger: logger)
         logger.info("serving app '\(app.name)' (\(app.appId)): \(app.collections.count) collection(s), providers \(app.authProviders.filter { !$0.disabled }.map(\.type).sorted())")
-        var server: HTTPServerBuilder = .http1WebSocketUpgrade(webSocketRouter: syncRouter)
+        var server: HTTPServerBuilder = .ferry(sync: sync, limits: configuration.connectionLimits, logger: logger)
         switch (configuration.tlsCertificatePath, configuration.tlsKeyPath) {
         case (nil, nil): break
         case let (cert?, key?):
@@ -51,7 +50,8 @@ public enum FerryServer {
         return Application(
             router: router,
             server: server,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ferry-server"),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ferry-server",
+                                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.connectionLimits.acceptCeiling, logger: logger)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
                 logger.info("ferry-server listening on \(scheme)://\(configuration.host):\(port)")

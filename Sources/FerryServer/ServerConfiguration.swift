@@ -21,6 +21,9 @@ public struct ServerConfiguration: Sendable {
     public var authLimits = AuthLimits()
     /// What one user's sync messages may cost (docs/server-config.md, "Sync limits").
     public var syncLimits = SyncLimits()
+    /// Connection count, timeouts and the bytes a connection may make the server hold
+    /// (docs/server-config.md, "Limits and timeouts").
+    public var connectionLimits = ConnectionLimits()
 
     public init(appDirectory: String, dataDirectory: String, host: String = "127.0.0.1", port: Int = 0,
                 secrets: [String: String] = [:], tlsCertificatePath: String? = nil, tlsKeyPath: String? = nil) {

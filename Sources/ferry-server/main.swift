@@ -34,11 +34,15 @@ struct FerryServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("port-file"), help: "Write the port to this file once listening (for tests and scripts with --port 0).")
     var portFile: String?
 
+    @OptionGroup(title: "Limits and timeouts")
+    var connectionLimits: ConnectionLimitOptions
+
     func run() async throws {
         var logger = Logger(label: "ferry-server")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let config = ServerConfiguration(appDirectory: appDir, dataDirectory: data, host: host, port: port,
+        var config = ServerConfiguration(appDirectory: appDir, dataDirectory: data, host: host, port: port,
                                          secrets: ProcessInfo.processInfo.environment, tlsCertificatePath: tlsCertificate, tlsKeyPath: tlsKey)
+        config.connectionLimits = connectionLimits.limits
         do {
             let portFile = self.portFile
             let app = try await FerryServer.make(config, logger: logger) { port in

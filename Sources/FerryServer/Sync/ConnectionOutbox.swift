@@ -2,29 +2,241 @@ import FerryCore
 import Synchronization
 
 /// The frames waiting to go out on one WebSocket, in order. The hub appends without waiting
-/// for the network; the connection's writer task drains it.
+/// for the network; the connection's writer (`SyncSocket`) drains it.
+///
+/// The bytes waiting are bounded (`limitQueue(to:)`): a client that does not read as fast as
+/// the server sends it has fallen behind. Past the bound the outbox drops what it holds, keeps
+/// only ERROR 242 for the client (transient: its device reconnects and resumes from its last
+/// server version) and closes. Not counted against the bound: the answer to the client's own
+/// message while the hub works on it (`reply`), however large (a first download of a big view
+/// is sent at once); instead the client's next message waits until the outbox is back under
+/// the bound (`waitForRoom`), so a client that asks faster than it reads is slowed down, not
+/// disconnected. What others' changes make the server send it counts in full. A frame is
+/// always taken while nothing else waits: one large message alone is never falling behind.
 final class ConnectionOutbox: Sendable {
+    /// Why the outbox takes no more frames.
+    enum Closure: Equatable, Sendable {
+        case open
+        /// Closed by the server; what was queued is still delivered.
+        case finished
+        /// The client fell behind: only the ERROR is delivered.
+        case overflowed
+        /// The socket is gone: nothing is delivered.
+        case abandoned
+    }
+
+    static let fellBehindCode: Int32 = 242
+    static let defaultQueueLimit = 16 << 20
+
     let id: UInt64
     let userId: String
     let user: UserContext
-    private let continuation: AsyncStream<[UInt8]>.Continuation
-    let frames: AsyncStream<[UInt8]>
-    private let closed = Mutex(false)
+
+    private struct State {
+        var frames: [[UInt8]] = []
+        /// `frames` before this index are sent (compacted now and then).
+        var head = 0
+        var queuedBytes = 0
+        var limit = ConnectionOutbox.defaultQueueLimit
+        var closure = Closure.open
+        /// Sends count as the answer to the client's message (`reply`).
+        var replying = false
+        /// Bytes of answers still queued: the bound applies to the rest.
+        var replyBytes = 0
+        var writer: CheckedContinuation<[UInt8]?, Never>?
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
+        var roomWaiters: [CheckedContinuation<Void, Never>] = []
+
+        var hasRoom: Bool { queuedBytes <= limit || closure != .open }
+
+        var isEmpty: Bool { head == frames.count }
+
+        mutating func pop() -> [UInt8] {
+            let frame = frames[head]
+            frames[head] = []
+            head += 1
+            queuedBytes -= frame.count
+            replyBytes -= min(replyBytes, frame.count)
+            if head == frames.count {
+                frames.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 1024 && head * 2 >= frames.count {
+                frames.removeFirst(head)
+                head = 0
+            }
+            return frame
+        }
+
+        /// Closes with `closure`; the continuations to resume (outside the lock).
+        mutating func close(_ closure: Closure) -> (writer: CheckedContinuation<[UInt8]?, Never>?, waiters: [CheckedContinuation<Void, Never>]) {
+            self.closure = closure
+            let waiters = closeWaiters + roomWaiters
+            closeWaiters = []
+            roomWaiters = []
+            // A waiting writer means nothing is queued: it learns the end now.
+            let writer = self.writer
+            self.writer = nil
+            return (writer, waiters)
+        }
+    }
+
+    private let state = Mutex(State())
 
     init(id: UInt64, user: UserContext) {
         self.id = id
         self.userId = user.id
         self.user = user
-        (frames, continuation) = AsyncStream<[UInt8]>.makeStream()
     }
 
-    /// True once the connection is finished (closed by either side): work done only for this
-    /// connection can stop, nobody will read what it sends.
-    var isClosed: Bool { closed.withLock { $0 } }
+    /// True once the connection is finished (closed by either side, or fallen behind): work
+    /// done only for this connection can stop, nobody will read what it sends.
+    var isClosed: Bool { state.withLock { $0.closure != .open } }
 
-    func send(_ message: ProtocolMessage) { continuation.yield(ProtocolCodec.encode(message)) }
-    func finish() {
-        closed.withLock { $0 = true }
-        continuation.finish()
+    var closure: Closure { state.withLock { $0.closure } }
+
+    /// Bytes waiting to be written (not counting the frame being written).
+    var queuedBytes: Int { state.withLock { $0.queuedBytes } }
+
+    /// Sets the bound on the bytes waiting (`ConnectionLimits.maxQueuedBytesPerConnection`).
+    func limitQueue(to bytes: Int) { state.withLock { $0.limit = max(1, bytes) } }
+
+    /// Queues `message`; dropped once the outbox is closed.
+    func send(_ message: ProtocolMessage) {
+        guard !isClosed else { return }
+        let frame = ProtocolCodec.encode(message)
+        var resumed: (writer: CheckedContinuation<[UInt8]?, Never>?, waiters: [CheckedContinuation<Void, Never>]) = (nil, [])
+        var handOver: CheckedContinuation<[UInt8]?, Never>?
+        state.withLock { s in
+            guard s.closure == .open else { return }
+            if let writer = s.writer {
+                s.writer = nil
+                handOver = writer
+            } else if s.replying {
+                s.frames.append(frame)
+                s.queuedBytes += frame.count
+                s.replyBytes += frame.count
+            } else if !s.isEmpty && s.queuedBytes - s.replyBytes + frame.count > s.limit {
+                let error = ProtocolError(session: 0, code: Self.fellBehindCode,
+                                          message: "the connection fell behind: more than \(s.limit) bytes were waiting to be sent; reconnect to resume",
+                                          tryAgain: true, action: .transient)
+                let last = ProtocolCodec.encode(.error(error))
+                s.frames = [last]
+                s.head = 0
+                s.queuedBytes = last.count
+                s.replyBytes = 0
+                resumed = s.close(.overflowed)
+            } else {
+                s.frames.append(frame)
+                s.queuedBytes += frame.count
+            }
+        }
+        handOver?.resume(returning: frame)
+        resume(resumed)
+    }
+
+    /// Runs `work` (the hub on one of the client's messages) with what it sends counted as the
+    /// answer to that message, not against the bound.
+    func reply(_ work: () async -> Void) async {
+        state.withLock { $0.replying = true }
+        await work()
+        state.withLock { $0.replying = false }
+    }
+
+    /// Returns once the bytes waiting are within the bound (or the outbox is closed).
+    func waitForRoom() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { s in
+                    if s.hasRoom { return true }
+                    s.roomWaiters.append(c)
+                    return false
+                }
+                if ready { c.resume() }
+            }
+        } onCancel: {
+            let waiters = state.withLock { s in
+                defer { s.roomWaiters = [] }
+                return s.roomWaiters
+            }
+            for w in waiters { w.resume() }
+        }
+    }
+
+    /// No more frames: what is queued is still delivered, then the writer ends.
+    func finish() { close(.finished) }
+
+    /// The socket is gone: what is queued is dropped and the writer ends.
+    func abandon() { close(.abandoned) }
+
+    /// The next frame to write, waiting for one; nil once the outbox is closed and drained.
+    func next() async -> [UInt8]? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<[UInt8]?, Never>) in
+                var roomMade: [CheckedContinuation<Void, Never>] = []
+                let ready: [UInt8]?? = state.withLock { s in
+                    if !s.isEmpty {
+                        let frame = s.pop()
+                        if s.hasRoom {
+                            roomMade = s.roomWaiters
+                            s.roomWaiters = []
+                        }
+                        return .some(frame)
+                    }
+                    if s.closure != .open { return .some(nil) }
+                    s.writer = c
+                    return .none
+                }
+                for w in roomMade { w.resume() }
+                if let ready { c.resume(returning: ready) }
+            }
+        } onCancel: {
+            abandon()
+        }
+    }
+
+    /// Returns once the outbox is closed (or the waiting task is cancelled).
+    func waitUntilClosed() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let closed = state.withLock { s in
+                    if s.closure != .open { return true }
+                    s.closeWaiters.append(c)
+                    return false
+                }
+                if closed { c.resume() }
+            }
+        } onCancel: {
+            let waiters = state.withLock { s in
+                let w = s.closeWaiters
+                s.closeWaiters = []
+                return w
+            }
+            for w in waiters { w.resume() }
+        }
+    }
+
+    private func close(_ closure: Closure) {
+        let resumed = state.withLock { s -> (writer: CheckedContinuation<[UInt8]?, Never>?, waiters: [CheckedContinuation<Void, Never>]) in
+            switch (s.closure, closure) {
+            case (.open, _):
+                break
+            case (.finished, .abandoned), (.overflowed, .abandoned):
+                s.closure = .abandoned
+            default:
+                return (nil, [])
+            }
+            if closure == .abandoned {
+                s.frames = []
+                s.head = 0
+                s.queuedBytes = 0
+            }
+            return s.close(closure)
+        }
+        resume(resumed)
+    }
+
+    private func resume(_ r: (writer: CheckedContinuation<[UInt8]?, Never>?, waiters: [CheckedContinuation<Void, Never>])) {
+        r.writer?.resume(returning: nil)
+        for w in r.waiters { w.resume() }
     }
 }

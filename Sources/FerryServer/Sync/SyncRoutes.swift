@@ -1,5 +1,6 @@
 import FerryAuth
 import FerryCore
+import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -7,72 +8,73 @@ import NIOCore
 
 /// The sync endpoint: `GET /api/client/v2.0/app/<app id>/realm-sync` upgraded to a WebSocket
 /// with the subprotocol `ferry-sync.1` and the user's access token as a Bearer header. One
-/// connection carries every session of that user (docs/protocol.md).
+/// connection carries every session of that user (docs/protocol.md); `SyncSocket` runs it.
+///
+/// A refused upgrade is answered with a status that says why, and a JSON body like the other
+/// API errors: 404 for another path or app, 400 without the subprotocol, 401 without a valid
+/// token (the client then refreshes its access token). The answer goes out through the
+/// connection's `ConnectionGuard`, as Hummingbird would answer every refusal 400 with no body.
 struct SyncRoutes {
     static let subprotocol = "ferry-sync.1"
     let appId: String
     let auth: AuthService
     let hub: SyncHub
+    let limits: ConnectionLimits
+    let budget: InboundBudget
     let logger: Logger
 
-    func add(to router: Router<BasicWebSocketRequestContext>) {
-        router.ws("/api/client/v2.0/app/:app/realm-sync", shouldUpgrade: { request, context in
-            guard context.parameters.get("app") == appId else {
-                throw APIError(status: .notFound, code: "AppNotFound", message: "no app with that id is served here")
-            }
-            let offered = (request.headers[.secWebSocketProtocol] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard offered.contains(Self.subprotocol) else {
-                throw APIError(status: .badRequest, code: "UnsupportedProtocol",
-                               message: "the client offers sync protocol(s) \(offered); this server speaks \(Self.subprotocol)")
-            }
-            _ = try await user(request)
-            return .upgrade([.secWebSocketProtocol: Self.subprotocol])
-        }, onUpgrade: { inbound, outbound, context in
-            let user = try await user(context.request)
-            let outbox = await hub.openConnection(user: user.context)
-            logger.info("sync connection \(outbox.id) opened for user \(user.id)")
-            // The writer ends when the hub finishes the outbox (the connection is closed by the
-            // server); the reader when the client goes away. Either ends the connection.
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for await frame in outbox.frames {
-                        do { try await outbound.write(.binary(ByteBuffer(bytes: frame))) } catch { break }
-                    }
-                }
-                group.addTask {
-                    do {
-                        for try await message in inbound.messages(maxSize: ProtocolCodec.maxFrameBytes) {
-                            guard case .binary(let buffer) = message else {
-                                outbox.send(.error(ProtocolError(session: 0, code: 201, message: "sync messages are binary frames", tryAgain: false, action: .protocolViolation)))
-                                break
-                            }
-                            let decoded: ProtocolMessage
-                            do { decoded = try ProtocolCodec.decode(Array(buffer: buffer)) } catch {
-                                outbox.send(.error(ProtocolError(session: 0, code: 201, message: "malformed message: \(error)", tryAgain: false, action: .protocolViolation)))
-                                break
-                            }
-                            await hub.receive(decoded, from: outbox)
-                        }
-                    } catch {
-                        logger.info("sync connection \(outbox.id): \(error)")
-                    }
-                }
-                await group.next()
-                await hub.closeConnection(outbox)
-                group.cancelAll()
-                // Let the writer flush what the hub sent last (an error) before the socket closes.
-                await group.next()
-            }
-            logger.info("sync connection \(outbox.id) closed")
-        })
+    init(appId: String, auth: AuthService, hub: SyncHub, limits: ConnectionLimits, logger: Logger) {
+        self.appId = appId
+        self.auth = auth
+        self.hub = hub
+        self.limits = limits
+        self.budget = InboundBudget(limit: limits.maxInboundBytes)
+        self.logger = logger
     }
 
-    private func user(_ request: Request) async throws -> User {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
+    func shouldUpgrade(_ request: HTTPRequest, channel: any Channel) async -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+        let user: User
+        do { user = try await accept(request) } catch {
+            await refuse(error, on: channel)
+            return .dontUpgrade
+        }
+        let socket = SyncSocket(hub: hub, limits: limits, budget: budget, logger: logger)
+        return .upgrade([.secWebSocketProtocol: Self.subprotocol]) { inbound, outbound, _ in
+            await socket.run(user: user.context, frames: InboundFrames(stream: inbound)) { try await outbound.write(.binary($0)) }
+        }
+    }
+
+    /// The user of an acceptable upgrade request.
+    private func accept(_ request: HTTPRequest) async throws(APIError) -> User {
+        let path = (request.path ?? "").split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 7, parts[0...4].elementsEqual(["", "api", "client", "v2.0", "app"]), parts[6] == "realm-sync" else {
+            throw APIError(status: .notFound, code: "NotFound", message: "no sync endpoint at \(path.prefix(200))")
+        }
+        guard parts[5] == appId else {
+            throw APIError(status: .notFound, code: "AppNotFound", message: "no app with that id is served here")
+        }
+        let offered = (request.headerFields[.secWebSocketProtocol] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard offered.contains(Self.subprotocol) else {
+            throw APIError(status: .badRequest, code: "UnsupportedProtocol",
+                           message: "the client offers sync protocol(s) \(offered.prefix(8)); this server speaks \(Self.subprotocol)")
+        }
+        guard let header = request.headerFields[.authorization], header.hasPrefix("Bearer ") else {
             throw APIError(status: .unauthorized, code: "MissingAuthReq", message: "the sync connection needs an Authorization: Bearer header")
         }
         do { return try await auth.authenticate(accessToken: String(header.dropFirst(7))) } catch let e as AuthError {
             throw APIError(e)
+        } catch {
+            throw APIError(status: .internalServerError, code: "InternalServerError", message: "cannot check the access token: \(error)")
         }
+    }
+
+    private func refuse(_ error: APIError, on channel: any Channel) async {
+        let body = "{\"error\":\(jsonString(error.message)),\"error_code\":\(jsonString(error.code))}"
+        let response = RawHTTPResponse.make(status: error.status.code, reason: error.status.reasonPhrase,
+                                            contentType: "application/json", body: body)
+        try? await channel.eventLoop.submit {
+            try channel.pipeline.syncOperations.handler(type: ConnectionGuard.self).answerRefusedUpgrade(response)
+        }.get()
     }
 }
