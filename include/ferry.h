@@ -251,8 +251,9 @@ int ferry_db_options_init(ferry_db_options_t *opts, uint32_t version);
 /** Opens a database. On success *out is owned by the caller: ferry_db_close ends its use,
  *  ferry_db_free releases it (and closes it if needed). Handles opened on the same path in one
  *  process share one store, so a commit through one is seen by all. Any thread.
- *  Errors: FERRY_ERR_INVALID_ARGUMENT, FERRY_ERR_IO (cannot open or create the file),
- *  FERRY_ERR_CORRUPT (not a Ferry database), FERRY_ERR_SCHEMA_MISMATCH,
+ *  Errors: FERRY_ERR_INVALID_ARGUMENT, FERRY_ERR_IO (cannot open or create the file; also
+ *  when the process has no file descriptor left, about six per open database, which the
+ *  message says), FERRY_ERR_CORRUPT (not a Ferry database), FERRY_ERR_SCHEMA_MISMATCH,
  *  FERRY_ERR_MULTIPLE_SYNC_AGENTS, FERRY_ERR_INVALID_SCHEMA (no schema for a new database). */
 int ferry_db_open(ferry_db_t **out, const ferry_db_options_t *opts);
 

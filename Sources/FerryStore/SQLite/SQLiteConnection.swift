@@ -23,7 +23,8 @@ public final class SQLiteConnection {
         var handle: OpaquePointer?
         let rc = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nil)
         guard rc == SQLITE_OK, let handle else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            let message = handle.map { FileDescriptorLimit.explanation(errno: sqlite3_system_errno($0)) ?? String(cString: sqlite3_errmsg($0)) }
+                ?? "out of memory"
             sqlite3_close_v2(handle)
             throw FerryError(.io, "cannot open \(description): \(message)")
         }
@@ -56,6 +57,7 @@ public final class SQLiteConnection {
     }
 
     public func error(_ rc: Int32, _ what: String) -> FerryError {
+        if let e = descriptorError(rc, what) { return e }
         let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
         switch rc & 0xff {
         case SQLITE_BUSY, SQLITE_LOCKED: return FerryError(.busy, "\(what): the database is locked by another process (\(message))")
@@ -66,6 +68,14 @@ public final class SQLiteConnection {
         }
     }
 
+    /// SQLite says "unable to open database file" when a connection cannot open its WAL or
+    /// shared-memory file for want of file descriptors: this says so.
+    private func descriptorError(_ rc: Int32, _ what: String) -> FerryError? {
+        guard [SQLITE_CANTOPEN, SQLITE_IOERR].contains(rc & 0xff), let db,
+              let descriptors = FileDescriptorLimit.explanation(errno: sqlite3_system_errno(db)) else { return nil }
+        return FerryError(.io, "\(what): cannot open a file of \(description): \(descriptors)")
+    }
+
     /// Runs one or more statements that return no rows.
     public func exec(_ sql: String) throws {
         guard let db else { throw FerryError(.closed, "the connection is closed") }
@@ -74,6 +84,7 @@ public final class SQLiteConnection {
         if rc != SQLITE_OK {
             let message = err.map { String(cString: $0) } ?? "error \(rc)"
             sqlite3_free(err)
+            if let e = descriptorError(rc, "SQL failed") { throw e }
             var e = error(rc, "SQL failed")
             if e.code == .io { e = FerryError(.io, "SQL failed: \(message)") }
             throw e

@@ -38,14 +38,27 @@ enum MemoryFiles {
         defer { closedir(dir) }
         let me = getpid()
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String in
-                guard let base = raw.baseAddress else { return "" }
-                return String(cString: base.assumingMemoryBound(to: CChar.self))
-            }
-            guard name.hasPrefix(prefix) else { continue }
+            guard let name = name(of: entry), name.hasPrefix(prefix) else { continue }
             let rest = name.dropFirst(prefix.count)
             guard let pidText = rest.split(separator: "-").first, let pid = Int32(pidText), pid != me else { continue }
             if kill(pid, 0) != 0 && errno == ESRCH { unlink("\(directory)/\(name)") }
         }
+    }
+
+    /// The name of a directory entry that `readdir` returned. `d_name` is declared
+    /// `char[256]`, but each record in glibc's buffer is only `d_reclen` bytes long, the name
+    /// ending at its NUL: reading the whole array (as loading the Swift tuple
+    /// `entry.pointee.d_name` does) runs past the record, and for the last record of a full
+    /// buffer past the buffer, into whatever follows it, an unmapped page included (SIGSEGV
+    /// with a few hundred files in /dev/shm). So the name is read in place, within its record.
+    static func name(of entry: UnsafePointer<dirent>) -> String? {
+        guard let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name),
+              let lengthOffset = MemoryLayout<dirent>.offset(of: \dirent.d_reclen) else { return nil }
+        let record = UnsafeRawPointer(entry)
+        let recordLength = Int(record.load(fromByteOffset: lengthOffset, as: UInt16.self))
+        guard recordLength > nameOffset else { return nil }
+        let name = (record + nameOffset).assumingMemoryBound(to: CChar.self)
+        let length = strnlen(name, recordLength - nameOffset)
+        return String(decoding: UnsafeRawBufferPointer(start: name, count: length), as: UTF8.self)
     }
 }

@@ -89,7 +89,14 @@ final class Store: @unchecked Sendable {
         }
         layouts = schema.classes.enumerated().map { TableLayout($0.element, classIndex: $0.offset) }
         do {
-            reader = try SQLiteConnection(path: name, flags: flags, description: location.displayName)
+            let r = try SQLiteConnection(path: name, flags: flags, description: location.displayName)
+            // SQLite opens a connection's WAL at its first read: read now, so a process out
+            // of file descriptors fails this open, not a later read of an open database.
+            do { try r.exec("SELECT count(*) FROM sqlite_master") } catch {
+                r.close()
+                throw error
+            }
+            reader = r
         } catch {
             writer.close()
             undo()
