@@ -37,12 +37,16 @@ struct FerryServerCommand: AsyncParsableCommand {
     @OptionGroup(title: "Limits and timeouts")
     var connectionLimits: ConnectionLimitOptions
 
+    @OptionGroup(title: "Sync limits")
+    var syncLimits: SyncLimitOptions
+
     func run() async throws {
         var logger = Logger(label: "ferry-server")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         var config = ServerConfiguration(appDirectory: appDir, dataDirectory: data, host: host, port: port,
                                          secrets: ProcessInfo.processInfo.environment, tlsCertificatePath: tlsCertificate, tlsKeyPath: tlsKey)
         config.connectionLimits = connectionLimits.limits
+        config.syncLimits = syncLimits.limits
         do {
             let portFile = self.portFile
             let app = try await FerryServer.make(config, logger: logger) { port in
