@@ -1,5 +1,4 @@
 import FerryCore
-import Synchronization
 
 /// The frames waiting to go out on one WebSocket, in order. The hub appends without waiting
 /// for the network; the connection's writer (`SyncSocket`) drains it.
@@ -80,7 +79,7 @@ final class ConnectionOutbox: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     init(id: UInt64, user: UserContext) {
         self.id = id

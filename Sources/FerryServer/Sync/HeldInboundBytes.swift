@@ -1,11 +1,10 @@
-import Synchronization
 
 /// One connection's share of the `InboundBudget`: what its reader took for messages not yet
 /// processed. Everything still held goes back when the connection ends (`releaseAll`), and a
 /// release after that is a no-op, so no path can give bytes back twice.
 final class HeldInboundBytes: Sendable {
     private let budget: InboundBudget
-    private let held = Mutex(0)
+    private let held = LockedValue(0)
 
     init(budget: InboundBudget) { self.budget = budget }
 

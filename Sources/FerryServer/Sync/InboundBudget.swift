@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The bytes of client sync messages the whole server holds at once, whether still arriving
 /// (a message is collected from its frames before it can be decoded) or decoded and waiting
@@ -7,7 +6,7 @@ import Synchronization
 /// share through its `HeldInboundBytes`.
 final class InboundBudget: Sendable {
     let limit: Int
-    private let used = Mutex(0)
+    private let used = LockedValue(0)
 
     init(limit: Int) { self.limit = limit }
 

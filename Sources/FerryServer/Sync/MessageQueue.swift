@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A small bounded queue between one connection's reader and its processor: the reader keeps
 /// reading the socket (and so notices at once when the client goes away) while the hub works on
@@ -24,7 +23,7 @@ final class MessageQueue<Element: Sendable>: Sendable {
     }
 
     let capacity: Int
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
