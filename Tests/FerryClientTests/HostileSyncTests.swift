@@ -22,6 +22,12 @@ struct HostileSyncTests {
         }
     }
 
+    /// The next ERROR from the server (skipping other messages); nil on close or timeout.
+    static func nextError(_ client: RawSyncClient) async -> ProtocolError? {
+        guard case .error(let e)? = await client.next(where: { if case .error = $0 { return true } else { return false } }) else { return nil }
+        return e
+    }
+
     /// Binds a new client file on `session` and returns its identity.
     static func newClientFile(_ client: RawSyncClient, session: UInt64) async throws -> (ident: UInt64, salt: UInt64) {
         try await client.send(.bind(session: session, database: "raw", clientFileIdent: 0, clientFileSalt: 0, lastServerVersion: 0))
@@ -95,7 +101,7 @@ struct HostileSyncTests {
                 _ = try await Self.newClientFile(client, session: 1)
                 let many = (0..<50_000).map { Subscription(name: "s\($0)", objectType: "Item", query: "complexity == \($0)") }
                 try await client.send(.query(session: 1, version: 1, subscriptions: many))
-                guard case .error(let e)? = await client.next(where: { if case .error = $0 { return true } else { return false } }) else {
+                guard let e = await Self.nextError(client) else {
                     Issue.record("no answer to the QUERY"); return
                 }
                 #expect(e.code == 226)
@@ -157,7 +163,7 @@ struct HostileSyncTests {
             try await RawSyncClient.connect(url, token: attacker.token) { client in
                 _ = try await Self.newClientFile(client, session: 1)
                 try await client.send(.query(session: 1, version: 1, subscriptions: Self.expensiveSet()))
-                guard case .error(let e)? = await client.next(where: { if case .error = $0 { return true } else { return false } }) else {
+                guard let e = await Self.nextError(client) else {
                     Issue.record("no answer to the QUERY"); return
                 }
                 #expect(e.code == 226)
@@ -190,7 +196,7 @@ struct HostileSyncTests {
                 for session in UInt64(1)...4 { files.append(try await Self.newClientFile(client, session: session)) }
                 // The first two were forgotten: binding them again asks for a client reset.
                 try await client.send(.bind(session: 10, database: "raw", clientFileIdent: files[0].ident, clientFileSalt: files[0].salt, lastServerVersion: 0))
-                guard case .error(let e)? = await client.next(where: { if case .error = $0 { return true } else { return false } }) else {
+                guard let e = await Self.nextError(client) else {
                     Issue.record("no error"); return
                 }
                 #expect(e.code == 208 && e.session == 10)
@@ -215,7 +221,7 @@ struct HostileSyncTests {
                 _ = try await Self.newClientFile(client, session: 1)
                 let bad = Subscription(name: "bad", objectType: "Item", query: "complexity == " + String(repeating: "(", count: 100_000))
                 try await client.send(.query(session: 1, version: 1, subscriptions: [bad]))
-                guard case .error(let e)? = await client.next(where: { if case .error = $0 { return true } else { return false } }) else {
+                guard let e = await Self.nextError(client) else {
                     Issue.record("no error"); return
                 }
                 #expect(e.code == 226)
