@@ -21,14 +21,22 @@ struct FaultToleranceTests {
         try await SyncTestServer.withServer { url in
             let proxy = try FaultProxy(serverURL: url)
             defer { proxy.stop() }
-            let a = try await SessionTestApp(url: url, subject: "keepalive") { Self.quickRecovery(&$0) }
+            // A read timeout of 8 s: long enough that a loaded machine (the whole suite runs at
+            // once on 2 cores) never stalls a healthy connection that long; at 3 s it did, in a
+            // CI dry run.
+            func keepalive(_ c: inout App.Configuration) {
+                Self.quickRecovery(&c)
+                c.readTimeoutMs = 8_000
+                c.pingIntervalMs = 300
+            }
+            let a = try await SessionTestApp(url: url, subject: "keepalive") { keepalive(&$0) }
             // The login went straight to the server; the sync connection goes through the proxy.
-            let viaProxy = try SessionTestApp(cachedIn: a.directory, url: proxy.url) { Self.quickRecovery(&$0) }
+            let viaProxy = try SessionTestApp(cachedIn: a.directory, url: proxy.url) { keepalive(&$0) }
             let s = try viaProxy.open("k.ferry")
             let r = StateRecorder(s)
             #expect(await r.reached(.connected))
             // Two read timeouts of an idle session: the pings' answers keep it connected.
-            try await Task.sleep(for: .seconds(6))
+            try await Task.sleep(for: .seconds(17))
             #expect(!r.transitions.contains { $0.1 == .disconnected }, "an idle but healthy connection was dropped: \(r.transitions)")
             #expect(try proxy.stats()["accepted"] == 1)
             // The server goes silent (the TCP connection stays open): the read timeout drops it.
