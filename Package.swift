@@ -69,7 +69,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "ferry-server", dependencies: [
-            "FerryServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "FerryServer", "FerryAuth", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
         .testTarget(name: "FerryAppConfigTests", dependencies: ["FerryAppConfig"]),

@@ -40,6 +40,9 @@ struct FerryServerCommand: AsyncParsableCommand {
     @OptionGroup(title: "Sync limits")
     var syncLimits: SyncLimitOptions
 
+    @OptionGroup(title: "Authentication limits")
+    var authLimits: AuthLimitOptions
+
     func run() async throws {
         var logger = Logger(label: "ferry-server")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -47,6 +50,7 @@ struct FerryServerCommand: AsyncParsableCommand {
                                          secrets: ProcessInfo.processInfo.environment, tlsCertificatePath: tlsCertificate, tlsKeyPath: tlsKey)
         config.connectionLimits = connectionLimits.limits
         config.syncLimits = syncLimits.limits
+        config.authLimits = authLimits.limits
         do {
             let portFile = self.portFile
             let app = try await FerryServer.make(config, logger: logger) { port in
