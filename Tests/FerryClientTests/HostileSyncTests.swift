@@ -133,42 +133,42 @@ struct HostileSyncTests {
     /// Point 5: the view of a large set is evaluated beside the hub: another user's upload is
     /// acknowledged while it runs (on the hub it waited for the whole evaluation).
     @Test func expensiveViewDoesNotHoldUpOtherUsersUploads() async throws {
-        try await SyncTestServer.withServer { url in
+        try await Self.afterAnExpensiveQuery { client, writer in
+            // The writer's upload is acknowledged before the set's answer arrives.
+            try writer.createItem(ObjectId.generate(), owner: writer.user.id, name: "during", complexity: 1)
+            try await writer.waitUpload()
+            let answered = await client.next(seconds: 0.001)
+            #expect(answered == nil, "the expensive QUERY was answered before another user's upload")
+            _ = try await Self.downloadedKeys(client, session: 1)
+        }
+    }
+
+    /// A writer that stored 2,000 items, and an attacker of another user that has just sent
+    /// `expensiveSet()`; `body` runs while the server evaluates it.
+    static func afterAnExpensiveQuery(configure: (inout ServerConfiguration) -> Void = { _ in },
+                                      _ body: @escaping @Sendable (RawSyncClient, TestDevice) async throws -> Void) async throws {
+        try await SyncTestServer.withServer(configure: configure) { url in
             let writer = try await TestDevice(baseURL: url, credentials: .anonymous)
             defer { writer.close() }
             try await writer.subscribe("TRUEPREDICATE")
-            try await Self.storeItems(writer, count: 2_000)
+            try await storeItems(writer, count: 2_000)
             let attacker = try await RawSyncClient.anonymousUser(url)
             try await RawSyncClient.connect(url, token: attacker.token) { client in
-                _ = try await Self.newClientFile(client, session: 1)
-                try await client.send(.query(session: 1, version: 1, subscriptions: Self.expensiveSet()))
-                // The writer's upload is acknowledged before the set's answer arrives.
-                try writer.createItem(ObjectId.generate(), owner: writer.user.id, name: "during", complexity: 1)
-                try await writer.waitUpload()
-                let answered = await client.next(seconds: 0.001)
-                #expect(answered == nil, "the expensive QUERY was answered before another user's upload")
-                _ = try await Self.downloadedKeys(client, session: 1)
+                _ = try await newClientFile(client, session: 1)
+                try await client.send(.query(session: 1, version: 1, subscriptions: expensiveSet()))
+                try await body(client, writer)
             }
         }
     }
 
     /// Point 5: an evaluation past its time is stopped and the set rejected (226).
     @Test func viewEvaluationHasADeadline() async throws {
-        try await SyncTestServer.withServer(configure: { $0.syncLimits.viewEvaluationSeconds = 0.05 }) { url in
-            let writer = try await TestDevice(baseURL: url, credentials: .anonymous)
-            defer { writer.close() }
-            try await writer.subscribe("TRUEPREDICATE")
-            try await Self.storeItems(writer, count: 2_000)
-            let attacker = try await RawSyncClient.anonymousUser(url)
-            try await RawSyncClient.connect(url, token: attacker.token) { client in
-                _ = try await Self.newClientFile(client, session: 1)
-                try await client.send(.query(session: 1, version: 1, subscriptions: Self.expensiveSet()))
-                guard let e = await Self.nextError(client) else {
-                    Issue.record("no answer to the QUERY"); return
-                }
-                #expect(e.code == 226)
-                #expect(e.message.hasPrefix("the subscription set took longer than"))
+        try await Self.afterAnExpensiveQuery(configure: { $0.syncLimits.viewEvaluationSeconds = 0.05 }) { client, _ in
+            guard let e = await Self.nextError(client) else {
+                Issue.record("no answer to the QUERY"); return
             }
+            #expect(e.code == 226)
+            #expect(e.message.hasPrefix("the subscription set took longer than"))
         }
     }
 

@@ -19,18 +19,25 @@ struct SlowConsumerTests {
         return false
     }
 
+    /// A sync client of a user that stops reading, then another device of that user uploads
+    /// 12 MiB (which the server must send to the first).
+    static func clientThatStopsReading(port: Int) async throws -> RawClient {
+        let user = try await LiveServer.anonymousUser(port: port)
+        let client = try await LiveServer.syncSocket(port: port, token: user.token, receiveBuffer: 4096)
+        #expect(try await SyncTraffic.subscribe(client))
+        try await client.pauseReading()
+        let writer = try await LiveServer.syncSocket(port: port, token: user.token)
+        #expect(try await SyncTraffic.subscribe(writer))
+        try await SyncTraffic.upload(writer, userId: user.id, items: 192, itemBytes: 64 << 10)
+        return client
+    }
+
     @Test func aClientThatStopsReadingIsDisconnected() async throws {
         try await LiveServer.withServer(configure: {
             $0.connectionLimits.writeStallTimeout = .seconds(1)
             $0.connectionLimits.maxQueuedBytesPerConnection = 1 << 30
         }) { port in
-            let user = try await LiveServer.anonymousUser(port: port)
-            let client = try await LiveServer.syncSocket(port: port, token: user.token, receiveBuffer: 4096)
-            #expect(try await SyncTraffic.subscribe(client))
-            try await client.pauseReading()
-            let writer = try await LiveServer.syncSocket(port: port, token: user.token)
-            #expect(try await SyncTraffic.subscribe(writer))
-            try await SyncTraffic.upload(writer, userId: user.id, items: 192, itemBytes: 64 << 10)
+            let client = try await Self.clientThatStopsReading(port: port)
             #expect(try await Self.hubForgetsTheConnection(port: port), "the server keeps a connection that does not read")
             try await client.resumeReading()
             #expect(await client.waitClosed(seconds: 60))
@@ -42,13 +49,7 @@ struct SlowConsumerTests {
             $0.connectionLimits.writeStallTimeout = .seconds(600)
             $0.connectionLimits.maxQueuedBytesPerConnection = 256 << 10
         }) { port in
-            let user = try await LiveServer.anonymousUser(port: port)
-            let client = try await LiveServer.syncSocket(port: port, token: user.token, receiveBuffer: 4096)
-            #expect(try await SyncTraffic.subscribe(client))
-            try await client.pauseReading()
-            let writer = try await LiveServer.syncSocket(port: port, token: user.token)
-            #expect(try await SyncTraffic.subscribe(writer))
-            try await SyncTraffic.upload(writer, userId: user.id, items: 192, itemBytes: 64 << 10)
+            let client = try await Self.clientThatStopsReading(port: port)
             #expect(try await Self.hubForgetsTheConnection(port: port), "the server queues without bound for a client that does not read")
             try await client.resumeReading()
             let closing = await client.wait(seconds: 60) { received, _ in

@@ -62,7 +62,7 @@ struct SessionView: Sendable {
     func contains(_ values: [FerryValue], of os: ObjectSchema) -> Bool {
         guard let qs = queries[os.name], case .some(.some(let role)) = roles[os.name] else { return false }
         guard qs.contains(where: { $0.matches(values) }) else { return false }
-        return role.canRead(user: user) { name in os.propertyIndex(named: name).map { values[$0] } }
+        return Self.canRead(role, user: user, values, of: os)
     }
 
     /// The queries of a class for write validation (an empty list puts every write outside).
@@ -74,14 +74,21 @@ struct SessionView: Sendable {
     /// only if its user may read it (it ignores erases of objects it does not have).
     func catchUp(_ c: ChangedObject, of os: ObjectSchema, app: AppConfiguration) -> Instruction? {
         if let o = c.object, contains(o.values, of: os) { return o.fullState(os) }
-        guard let last = c.object ?? c.erasedState, Self.mayRead(last.values, of: os, user: user, app: app) else { return nil }
+        guard let last = c.object ?? c.erasedState, mayRead(last.values, of: os, app: app) else { return nil }
         return .erase(table: os.name, key: c.key)
     }
 
-    /// Whether the user's role on the class may read an object with these values.
-    static func mayRead(_ values: [FerryValue], of os: ObjectSchema, user: UserContext, app: AppConfiguration) -> Bool {
-        guard let role = app.rules(for: os.name)?.role(for: user) else { return false }
-        return role.canRead(user: user) { name in os.propertyIndex(named: name).map { values[$0] } }
+    /// Whether the user's role on the class may read an object with these values, whether or
+    /// not the class is subscribed (the view's role when it is, so a catch-up over many objects
+    /// does not look the role up again for each).
+    func mayRead(_ values: [FerryValue], of os: ObjectSchema, app: AppConfiguration) -> Bool {
+        let role = roles[os.name] ?? app.rules(for: os.name)?.role(for: user)
+        guard let role else { return false }
+        return Self.canRead(role, user: user, values, of: os)
+    }
+
+    private static func canRead(_ role: Role, user: UserContext, _ values: [FerryValue], of os: ObjectSchema) -> Bool {
+        role.canRead(user: user) { name in os.propertyIndex(named: name).map { values[$0] } }
     }
 }
 

@@ -301,7 +301,7 @@ actor SyncHub {
                     // (primary keys are global per class; a guessed key must not destroy or
                     // reveal another user's object).
                     if case .create = first, let existing = start.object,
-                       !SessionView.mayRead(existing.values, of: os, user: user, app: app) {
+                       !s.view.mayRead(existing.values, of: os, app: app) {
                         compensating.append(.keyTaken(objectType: os.name, primaryKey: first.key))
                         entries[k]!.rejected = true
                         entries[k]!.exact = false
