@@ -14,6 +14,11 @@
  * "blackhole", "reset", "pass", "stats", ...). Each command gets one reply line, "ok..." or
  * "error <why>". README.md in this directory has the whole protocol.
  *
+ * Given several --target options (the nodes of a cluster sharing one database), the proxy is
+ * also a round-robin load balancer that the test steers: "target-down N" takes node N out and
+ * resets its connections as a crashed node would, "target-up N" puts it back, "target N
+ * ADDR:PORT" re-points it at a restarted node.
+ *
  * Design: one thread, one poll() loop, non-blocking sockets, libc only. A proxied connection
  * has two directions; each is a FIFO of chunks stamped with the time they may be forwarded,
  * bounded to DIR_BUF_MAX bytes: when it is full the proxy stops reading the source side
@@ -53,6 +58,8 @@
 #define DELAY_LIMIT_MS 3600000u        /* one hour: larger delays are refused as malformed */
 #define ACCEPT_BATCH 64                /* connections accepted per loop round */
 #define ACCEPT_PAUSE_MS 100            /* pause accepting when out of file descriptors */
+#define CTL_REPLY_MAX 4096             /* longest reply line: `targets` with every target */
+#define MAX_TARGETS 16                 /* --target options; bounds the `targets` reply */
 
 enum { CLIENT = 0, TARGET = 1 };
 
@@ -75,6 +82,7 @@ struct dir {
 struct conn {
   struct conn *next;
   int fd[2];         /* fd[CLIENT]: accepted socket, fd[TARGET]: socket to the target */
+  unsigned target;   /* index in targets[] of the node this connection was routed to */
   struct dir dir[2]; /* dir[s]: bytes read from fd[s] */
   int pidx[2];       /* index of fd[s] in this round's pollfd array, -1 if not polled */
   bool connecting;   /* connect() to the target still in progress */
@@ -95,19 +103,34 @@ static struct {
   unsigned long active;
 } stats;
 
+/* A server behind the proxy. The slot index is the node's identity for the test: a new
+ * address (a node restarted on another port) keeps the slot, its state and its connections. */
+struct target {
+  struct sockaddr_storage addr;
+  socklen_t addr_len;
+  char name[INET6_ADDRSTRLEN + sizeof "[]:65535"]; /* numeric ADDR:PORT, for `targets` */
+  bool down;                                        /* skipped by new connections */
+  unsigned long open;                               /* connections routed here, still open */
+  unsigned long long routed;                        /* connections routed here in total */
+};
+
+static struct target targets[MAX_TARGETS];
+static unsigned target_count;
+static unsigned next_target; /* where the round-robin search for a live target starts */
+
 /* The control connection (one at a time). */
 static struct {
   int fd;
   char in[CTL_LINE_MAX];
   size_t in_len;
+  char pending[CTL_READ_MAX]; /* bytes read but not yet parsed: the replies had no room */
+  size_t pending_off, pending_len;
   bool discarding; /* inside a line that was too long */
   bool closing;    /* peer sent EOF: flush the replies, then close */
   char out[CTL_OUT_MAX];
   size_t out_len;
 } ctl = {.fd = -1};
 
-static struct sockaddr_storage target_addr;
-static socklen_t target_len;
 static int listen_fd = -1, ctl_listen_fd = -1;
 static struct conn *conns;
 static uint64_t accept_paused_until;
@@ -162,6 +185,70 @@ static void set_nodelay(int fd) {
 
 static bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == EINTR; }
 
+/* A decimal number without sign, at most max. */
+static bool parse_uint(const char *s, unsigned max, unsigned *out) {
+  unsigned long long v = 0;
+  if (!*s)
+    return false;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9')
+      return false;
+    v = v * 10 + (unsigned)(*s - '0');
+    if (v > max)
+      return false;
+  }
+  *out = (unsigned)v;
+  return true;
+}
+
+/* HOST:PORT into *out's address and name, HOST a name, an IPv4 address or [IPv6]; IPv4 is
+ * preferred for names. A name is looked up at once (blocking): tests use numeric addresses. */
+static bool resolve_target(const char *spec, struct target *out) {
+  const char *colon = strrchr(spec, ':');
+  char host[256];
+  if (!colon || colon == spec || !colon[1] || (size_t)(colon - spec) >= sizeof host)
+    return false;
+  unsigned port_number; /* getaddrinfo takes 99999 and truncates it to 16 bits */
+  if (!parse_uint(colon + 1, 65535, &port_number) || port_number == 0)
+    return false;
+  size_t hlen = (size_t)(colon - spec);
+  memcpy(host, spec, hlen);
+  host[hlen] = '\0';
+  if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
+    memmove(host, host + 1, hlen - 2);
+    host[hlen - 2] = '\0';
+  }
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_NUMERICSERV};
+  struct addrinfo *res = NULL;
+  int rc = getaddrinfo(host, colon + 1, &hints, &res);
+  if (rc != 0) {
+    log_msg("target %s: %s", spec, gai_strerror(rc));
+    return false;
+  }
+  const struct addrinfo *pick = res;
+  for (const struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+    if (ai->ai_family == AF_INET) {
+      pick = ai;
+      break;
+    }
+  }
+  char addr[INET6_ADDRSTRLEN], port[sizeof "65535"];
+  rc = getnameinfo(pick->ai_addr, pick->ai_addrlen, addr, sizeof addr, port, sizeof port,
+                   NI_NUMERICHOST | NI_NUMERICSERV);
+  if (rc != 0) {
+    log_msg("target %s: %s", spec, gai_strerror(rc));
+    freeaddrinfo(res);
+    return false;
+  }
+  bool v6 = pick->ai_family == AF_INET6;
+  snprintf(out->name, sizeof out->name, "%s%s%s:%s", v6 ? "[" : "", addr, v6 ? "]" : "", port);
+  memcpy(&out->addr, pick->ai_addr, pick->ai_addrlen);
+  out->addr_len = pick->ai_addrlen;
+  freeaddrinfo(res);
+  return true;
+}
+
 /* ---- proxied connections ---- */
 
 static bool conn_blackholed(const struct conn *c) { return faults.blackhole || c->blackhole; }
@@ -189,6 +276,7 @@ static void conn_close(struct conn *c, bool abortive) {
   }
   c->dead = true;
   stats.active--;
+  targets[c->target].open--;
 }
 
 static void conn_reset(struct conn *c) {
@@ -304,7 +392,8 @@ static void finish_connect(struct conn *c) {
   if (getsockopt(c->fd[TARGET], SOL_SOCKET, SO_ERROR, &err, &len) < 0)
     err = errno;
   if (err != 0) {
-    log_msg("connecting to the target: %s", strerror(err));
+    log_msg("connecting to target %u (%s): %s", c->target, targets[c->target].name,
+            strerror(err));
     conn_close(c, true);
     return;
   }
@@ -329,17 +418,32 @@ static void conn_update(struct conn *c) {
     conn_close(c, false);
 }
 
-static void conn_new(int cfd) {
-  int tfd = socket(target_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+/* The next target that is up, round-robin (no stickiness: a reconnecting client may land on
+ * another node, as behind a real load balancer); -1 when every target is down. */
+static int pick_target(void) {
+  for (unsigned i = 0; i < target_count; i++) {
+    unsigned t = (next_target + i) % target_count;
+    if (!targets[t].down) {
+      next_target = (t + 1) % target_count;
+      return (int)t;
+    }
+  }
+  return -1;
+}
+
+static void conn_new(int cfd, unsigned target) {
+  struct target *t = &targets[target];
+  t->routed++;
+  int tfd = socket(t->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (tfd < 0) {
     log_msg("socket: %s", strerror(errno));
     close_abortive(cfd);
     return;
   }
   bool connecting = false;
-  if (connect(tfd, (const struct sockaddr *)&target_addr, target_len) < 0) {
+  if (connect(tfd, (const struct sockaddr *)&t->addr, t->addr_len) < 0) {
     if (errno != EINPROGRESS) {
-      log_msg("connecting to the target: %s", strerror(errno));
+      log_msg("connecting to target %u (%s): %s", target, t->name, strerror(errno));
       close_abortive(tfd);
       close_abortive(cfd);
       return;
@@ -356,11 +460,13 @@ static void conn_new(int cfd) {
   set_nodelay(tfd);
   c->fd[CLIENT] = cfd;
   c->fd[TARGET] = tfd;
+  c->target = target;
   c->pidx[CLIENT] = c->pidx[TARGET] = -1; /* not in this round's pollfd array */
   c->connecting = connecting;
   c->next = conns;
   conns = c;
   stats.active++;
+  t->open++;
 }
 
 static void accept_clients(void) {
@@ -374,12 +480,17 @@ static void accept_clients(void) {
       return; /* EAGAIN, EINTR, ECONNABORTED...: poll again */
     }
     stats.accepted++;
-    if (faults.refuse || (faults.chaos && chance(faults.drop_pm))) {
+    /* A refusal fault, or every target down: close at once, as a cluster with no live node
+     * would refuse the connection; the client retries. Picking a target draws nothing from
+     * the PRNG, so a chaos seed replays the same faults whatever the targets. */
+    int target = -1;
+    if (faults.refuse || (faults.chaos && chance(faults.drop_pm)) ||
+        (target = pick_target()) < 0) {
       close_abortive(fd);
       stats.refused++;
       continue;
     }
-    conn_new(fd);
+    conn_new(fd, (unsigned)target);
   }
 }
 
@@ -402,13 +513,13 @@ static void ctl_close(void) {
   if (ctl.fd >= 0)
     close(ctl.fd);
   ctl.fd = -1;
-  ctl.in_len = ctl.out_len = 0;
+  ctl.in_len = ctl.out_len = ctl.pending_off = ctl.pending_len = 0;
   ctl.discarding = ctl.closing = false;
 }
 
 static void ctl_reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void ctl_reply(const char *fmt, ...) {
-  char line[256];
+  char line[CTL_REPLY_MAX];
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(line, sizeof line - 1, fmt, ap);
@@ -417,7 +528,7 @@ static void ctl_reply(const char *fmt, ...) {
     return;
   size_t len = (size_t)n < sizeof line - 2 ? (size_t)n : sizeof line - 2;
   line[len++] = '\n';
-  if (ctl.out_len + len > CTL_OUT_MAX) { /* cannot happen while reading is throttled */
+  if (ctl.out_len + len > CTL_OUT_MAX) { /* cannot happen: ctl_parse_pending leaves room */
     ctl_close();
     return;
   }
@@ -438,22 +549,6 @@ static void ctl_flush(void) {
     memmove(ctl.out, ctl.out + n, ctl.out_len - (size_t)n);
     ctl.out_len -= (size_t)n;
   }
-}
-
-/* A decimal number without sign, at most max. */
-static bool parse_uint(const char *s, unsigned max, unsigned *out) {
-  unsigned long long v = 0;
-  if (!*s)
-    return false;
-  for (; *s; s++) {
-    if (*s < '0' || *s > '9')
-      return false;
-    v = v * 10 + (unsigned)(*s - '0');
-    if (v > max)
-      return false;
-  }
-  *out = (unsigned)v;
-  return true;
 }
 
 /* A blackholed stream that lost bytes is reset, not resumed: TCP never delivers a stream with
@@ -531,6 +626,71 @@ static void cmd_stats(char **args) {
             stats.active, stats.reset, stats.refused);
 }
 
+/* A target index from the control line, or an error reply. */
+static bool parse_target_index(const char *arg, unsigned *out) {
+  if (parse_uint(arg, target_count - 1, out))
+    return true;
+  ctl_reply("error no target %s (targets are 0..%u)", arg, target_count - 1);
+  return false;
+}
+
+/* One line for all targets: "ok 0 ADDR:PORT up open=N routed=M; 1 ...". */
+static void cmd_targets(char **args) {
+  (void)args;
+  char line[CTL_REPLY_MAX];
+  size_t len = 0;
+  for (unsigned i = 0; i < target_count; i++) {
+    const struct target *t = &targets[i];
+    int n = snprintf(line + len, sizeof line - len, "%s%u %s %s open=%lu routed=%llu",
+                     i ? "; " : "", i, t->name, t->down ? "down" : "up", t->open, t->routed);
+    if (n < 0 || (size_t)n >= sizeof line - len) /* cannot happen: MAX_TARGETS bounds it */
+      break;
+    len += (size_t)n;
+  }
+  ctl_reply("ok %.*s", (int)len, line);
+}
+
+/* A dead node drops its connections: reset them (both sides) instead of leaving them open,
+ * so that clients notice at once and reconnect through the proxy to a live node. */
+static void cmd_target_down(char **args) {
+  unsigned i;
+  if (!parse_target_index(args[0], &i))
+    return;
+  targets[i].down = true;
+  unsigned long n = 0;
+  for (struct conn *c = conns; c; c = c->next) {
+    if (!c->dead && c->target == i) {
+      conn_reset(c);
+      n++;
+    }
+  }
+  ctl_reply("ok %lu", n);
+}
+
+static void cmd_target_up(char **args) {
+  unsigned i;
+  if (!parse_target_index(args[0], &i))
+    return;
+  targets[i].down = false;
+  ctl_reply("ok");
+}
+
+/* Open connections stay where they are: `target-down N` resets them if the old node is gone. */
+static void cmd_target(char **args) {
+  unsigned i;
+  struct target resolved;
+  if (!parse_target_index(args[0], &i))
+    return;
+  if (!resolve_target(args[1], &resolved)) {
+    ctl_reply("error bad address %s (want HOST:PORT)", args[1]);
+    return;
+  }
+  memcpy(&targets[i].addr, &resolved.addr, sizeof resolved.addr);
+  targets[i].addr_len = resolved.addr_len;
+  memcpy(targets[i].name, resolved.name, sizeof resolved.name);
+  ctl_reply("ok");
+}
+
 static void cmd_quit(char **args) {
   (void)args;
   quit_requested = true;
@@ -544,15 +704,21 @@ static const struct command {
   int nargs;
   const char *usage;
   void (*run)(char **args);
+  bool query; /* changes nothing: not logged, since tests poll these in loops */
 } commands[] = {
-  {"pass", 0, "pass", cmd_pass},
-  {"delay", 1, "delay MS", cmd_delay},
-  {"blackhole", 0, "blackhole", cmd_blackhole},
-  {"refuse", 0, "refuse", cmd_refuse},
-  {"reset", 0, "reset", cmd_reset},
-  {"chaos", 4, "chaos DROP_PERMILLE RESET_PERMILLE DELAY_MAX_MS BLACKHOLE_PERMILLE", cmd_chaos},
-  {"stats", 0, "stats", cmd_stats},
-  {"quit", 0, "quit", cmd_quit},
+  {"pass", 0, "pass", cmd_pass, false},
+  {"delay", 1, "delay MS", cmd_delay, false},
+  {"blackhole", 0, "blackhole", cmd_blackhole, false},
+  {"refuse", 0, "refuse", cmd_refuse, false},
+  {"reset", 0, "reset", cmd_reset, false},
+  {"chaos", 4, "chaos DROP_PERMILLE RESET_PERMILLE DELAY_MAX_MS BLACKHOLE_PERMILLE", cmd_chaos,
+   false},
+  {"stats", 0, "stats", cmd_stats, true},
+  {"targets", 0, "targets", cmd_targets, true},
+  {"target-down", 1, "target-down N", cmd_target_down, false},
+  {"target-up", 1, "target-up N", cmd_target_up, false},
+  {"target", 2, "target N HOST:PORT", cmd_target, false},
+  {"quit", 0, "quit", cmd_quit, false},
 };
 
 static void ctl_line(const char *line, size_t len) {
@@ -590,7 +756,7 @@ static void ctl_line(const char *line, size_t len) {
     size_t before = ctl.out_len;
     cmd->run(words + 1);
     bool ok = ctl.fd >= 0 && ctl.out_len > before && memcmp(ctl.out + before, "ok", 2) == 0;
-    if (ok && cmd->run != cmd_stats) { /* the words of an accepted command are safe to log */
+    if (ok && !cmd->query) { /* the words of an accepted command are safe to log */
       fprintf(stderr, "ferry-fault-proxy: control:");
       for (int w = 0; w < n; w++)
         fprintf(stderr, " %s", words[w]);
@@ -619,9 +785,36 @@ static void ctl_byte(char ch) {
   }
 }
 
+/* Parse the bytes read so far while the longest reply still fits in the output buffer. Each
+ * byte ends at most one line and so causes at most one reply; a `targets` reply can be a few
+ * KiB, so a burst of short lines could otherwise overflow the buffer of a slow reader. */
+static void ctl_parse_pending(void) {
+  while (ctl.fd >= 0 && !quit_requested && ctl.pending_off < ctl.pending_len &&
+         ctl.out_len + CTL_REPLY_MAX <= CTL_OUT_MAX)
+    ctl_byte(ctl.pending[ctl.pending_off++]);
+  if (ctl.pending_off == ctl.pending_len)
+    ctl.pending_off = ctl.pending_len = 0;
+}
+
+/* Parse and reply until neither can progress: replies sent make room to parse more. */
+static void ctl_pump(void) {
+  while (ctl.fd >= 0) {
+    ctl_parse_pending();
+    size_t unsent = ctl.out_len;
+    ctl_flush();
+    if (ctl.fd < 0 || ctl.pending_len == 0 || ctl.out_len == unsent)
+      return;
+  }
+}
+
+/* New bytes are read only once the previous ones are parsed, and not while many replies are
+ * unsent: a client that sends commands without reading replies is throttled. */
+static bool ctl_may_read(void) {
+  return !ctl.closing && ctl.pending_len == 0 && ctl.out_len < CTL_OUT_READ_LIMIT;
+}
+
 static void ctl_read(void) {
-  char buf[CTL_READ_MAX];
-  ssize_t n = recv(ctl.fd, buf, sizeof buf, 0);
+  ssize_t n = recv(ctl.fd, ctl.pending, sizeof ctl.pending, 0);
   if (n < 0) {
     if (!would_block(errno))
       ctl_close();
@@ -634,13 +827,13 @@ static void ctl_read(void) {
     ctl.closing = true;
     return;
   }
-  for (ssize_t i = 0; i < n && ctl.fd >= 0 && !quit_requested; i++)
-    ctl_byte(buf[i]);
+  ctl.pending_off = 0;
+  ctl.pending_len = (size_t)n;
 }
 
 static short ctl_events(void) {
   short ev = 0;
-  if (!ctl.closing && ctl.out_len < CTL_OUT_READ_LIMIT)
+  if (ctl_may_read())
     ev |= POLLIN;
   if (ctl.out_len > 0)
     ev |= POLLOUT;
@@ -649,9 +842,9 @@ static short ctl_events(void) {
 
 static void ctl_handle(short revents) {
   bool readable = revents & (POLLIN | POLLHUP | POLLERR);
-  if (readable && !ctl.closing && ctl.out_len < CTL_OUT_READ_LIMIT)
+  if (readable && ctl_may_read())
     ctl_read();
-  ctl_flush();
+  ctl_pump();
   if (ctl.fd >= 0 && ctl.closing && ctl.out_len == 0)
     ctl_close();
 }
@@ -801,40 +994,6 @@ static void setup_signals(sigset_t *waitmask) {
   sigaction(SIGINT, &sa, NULL);
 }
 
-/* HOST:PORT, HOST may be a name, an IPv4 address or [IPv6]. IPv4 is preferred for names. */
-static bool resolve_target(const char *spec) {
-  const char *colon = strrchr(spec, ':');
-  char host[256];
-  if (!colon || colon == spec || !colon[1] || (size_t)(colon - spec) >= sizeof host)
-    return false;
-  size_t hlen = (size_t)(colon - spec);
-  memcpy(host, spec, hlen);
-  host[hlen] = '\0';
-  if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
-    memmove(host, host + 1, hlen - 2);
-    host[hlen - 2] = '\0';
-  }
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                           .ai_flags = AI_NUMERICSERV};
-  struct addrinfo *res = NULL;
-  int rc = getaddrinfo(host, colon + 1, &hints, &res);
-  if (rc != 0) {
-    log_msg("target %s: %s", spec, gai_strerror(rc));
-    return false;
-  }
-  const struct addrinfo *pick = res;
-  for (const struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-    if (ai->ai_family == AF_INET) {
-      pick = ai;
-      break;
-    }
-  }
-  memcpy(&target_addr, pick->ai_addr, pick->ai_addrlen);
-  target_len = pick->ai_addrlen;
-  freeaddrinfo(res);
-  return true;
-}
-
 /* A listening socket on 127.0.0.1 with a port chosen by the OS. */
 static int listen_local(unsigned *port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -873,13 +1032,15 @@ static bool write_port_file(const char *path, unsigned port) {
 }
 
 struct options {
-  const char *target, *port_file, *control_port_file;
+  const char *targets[MAX_TARGETS]; /* --target, in order: the index is the target number */
+  unsigned target_count;
+  const char *port_file, *control_port_file;
   uint64_t seed;
 };
 
 static void usage(FILE *out) {
-  fputs("usage: ferry-fault-proxy --target HOST:PORT [--port-file FILE]\n"
-        "                         [--control-port-file FILE] [--seed N]\n",
+  fputs("usage: ferry-fault-proxy --target HOST:PORT [--target HOST:PORT ...]\n"
+        "                         [--port-file FILE] [--control-port-file FILE] [--seed N]\n",
         out);
 }
 
@@ -900,8 +1061,8 @@ static bool parse_seed(const char *s, uint64_t *out) {
 static bool parse_args(int argc, char **argv, struct options *o) {
   static const char *const names[] = {"--target", "--port-file", "--control-port-file",
                                       "--seed"};
-  const char *seed = NULL;
-  const char **slots[] = {&o->target, &o->port_file, &o->control_port_file, &seed};
+  const char *seed = NULL, *target = NULL;
+  const char **slots[] = {&target, &o->port_file, &o->control_port_file, &seed};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
@@ -927,13 +1088,20 @@ static bool parse_args(int argc, char **argv, struct options *o) {
       return false;
     }
     *slots[k] = value;
+    if (slots[k] == &target) { /* the only option that may repeat: one per cluster node */
+      if (o->target_count == MAX_TARGETS) {
+        log_msg("too many --target options (at most %d)", MAX_TARGETS);
+        return false;
+      }
+      o->targets[o->target_count++] = value;
+    }
   }
   o->seed = 1;
   if (seed && !parse_seed(seed, &o->seed)) {
     log_msg("bad seed: %s", seed);
     return false;
   }
-  if (!o->target) {
+  if (o->target_count == 0) {
     log_msg("--target is required");
     return false;
   }
@@ -960,10 +1128,13 @@ int main(int argc, char **argv) {
   }
   sigset_t waitmask;
   setup_signals(&waitmask);
-  if (!resolve_target(opt.target)) {
-    log_msg("bad --target %s (want HOST:PORT)", opt.target);
-    return 2;
+  for (unsigned i = 0; i < opt.target_count; i++) {
+    if (!resolve_target(opt.targets[i], &targets[i])) {
+      log_msg("bad --target %s (want HOST:PORT)", opt.targets[i]);
+      return 2;
+    }
   }
+  target_count = opt.target_count;
   unsigned port = 0, ctl_port = 0;
   listen_fd = listen_local(&port);
   ctl_listen_fd = listen_local(&ctl_port);
@@ -978,8 +1149,9 @@ int main(int argc, char **argv) {
   rng_state = opt.seed;
   printf("proxy port %u\ncontrol port %u\nseed %" PRIu64 "\n", port, ctl_port, opt.seed);
   fflush(stdout);
-  log_msg("proxy port %u -> %s, control port %u, seed %" PRIu64, port, opt.target, ctl_port,
-          opt.seed);
+  log_msg("proxy port %u, control port %u, seed %" PRIu64, port, ctl_port, opt.seed);
+  for (unsigned i = 0; i < target_count; i++)
+    log_msg("target %u: %s", i, targets[i].name);
 
   int rc = run(&waitmask);
   if (stop_signal)

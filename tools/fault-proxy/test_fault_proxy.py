@@ -3,7 +3,8 @@
 
     python3 tools/fault-proxy/test_fault_proxy.py path/to/ferry-fault-proxy
 
-Each test starts a fresh proxy in front of an in-test echo server on 127.0.0.1 (port 0) and
+Each test starts a fresh proxy in front of an in-test echo server on 127.0.0.1 (port 0), or
+in front of several that greet each client with their name (the load-balancing tests), and
 drives it through its control port. Every wait has a deadline; the only sleeps are short
 polling steps. Exits 0 when every test passes, 1 otherwise.
 """
@@ -42,9 +43,12 @@ def wait_until(predicate, timeout, what, step=0.01):
 
 
 class EchoServer:
-    """Echoes every byte back; on EOF from the peer it half-closes, then closes."""
+    """Echoes every byte back; on EOF from the peer it half-closes, then closes. With a
+    greeting, it first sends that to each new client, so that a test sees which of several
+    servers the proxy routed a connection to."""
 
-    def __init__(self):
+    def __init__(self, greeting=b""):
+        self.greeting = greeting
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
@@ -69,6 +73,7 @@ class EchoServer:
 
     def _serve(self, conn):
         try:
+            conn.sendall(self.greeting)
             while True:
                 data = conn.recv(65536)
                 if not data:
@@ -81,6 +86,10 @@ class EchoServer:
             with self.lock:
                 self.conns.discard(conn)
             conn.close()
+
+    def open_count(self):
+        with self.lock:
+            return len(self.conns)
 
     def stop(self):
         self.stopping = True
@@ -138,15 +147,28 @@ class Control:
         assert m, f"stats answered {reply!r}"
         return dict(zip(("accepted", "active", "reset", "refused"), map(int, m.groups())))
 
+    def targets(self):
+        """The `targets` reply as one dict per target, in index order."""
+        reply = self.ok("targets")
+        out = []
+        for i, part in enumerate(reply[len("ok "):].split("; ")):
+            m = re.fullmatch(r"(\d+) (\S+) (up|down) open=(\d+) routed=(\d+)", part)
+            assert m and int(m[1]) == i, f"targets answered {reply!r}"
+            out.append({"addr": m[2], "state": m[3], "open": int(m[4]), "routed": int(m[5])})
+        return out
+
     def close(self):
         self.sock.close()
 
 
 class Proxy:
-    """A ferry-fault-proxy process in front of target_port. As a context manager it stops the
-    proxy with SIGTERM at the end and checks that it exits 0 (a crash fails the test)."""
+    """A ferry-fault-proxy process in front of target_port (a port, or a list of ports: one
+    --target each). As a context manager it stops the proxy with SIGTERM at the end and checks
+    that it exits 0 (a crash fails the test)."""
 
     def __init__(self, binary, target_port, seed=1, max_fds=None):
+        target_ports = target_port if isinstance(target_port, list) else [target_port]
+        target_args = [arg for port in target_ports for arg in ("--target", f"127.0.0.1:{port}")]
         self.dir = tempfile.mkdtemp(prefix="fault-proxy-test-")
         self.port_file = os.path.join(self.dir, "port")
         self.ctl_port_file = os.path.join(self.dir, "control-port")
@@ -155,8 +177,9 @@ class Proxy:
         self.exit_expected = False
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [binary, "--target", f"127.0.0.1:{target_port}", "--port-file", self.port_file,
-                 "--control-port-file", self.ctl_port_file, "--seed", str(seed)],
+                [binary] + target_args + ["--port-file", self.port_file,
+                                          "--control-port-file", self.ctl_port_file,
+                                          "--seed", str(seed)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=err)
         if max_fds:  # applies from now on: the proxy is only listening yet
             resource.prlimit(self.proc.pid, resource.RLIMIT_NOFILE, (max_fds, max_fds))
@@ -297,6 +320,41 @@ def expect_closed(s, timeout=TIMEOUT):
     return "eof"
 
 
+class Upstreams:
+    """Named echo servers, the nodes behind a load-balancing proxy: each greets a new client
+    with its name and a newline. Stopped at the end of the `with` block."""
+
+    def __init__(self, *names):
+        self.servers = [EchoServer(greeting=name.encode() + b"\n") for name in names]
+
+    def __enter__(self):
+        return self.servers
+
+    def __exit__(self, *exc):
+        for server in self.servers:
+            server.stop()
+        return False
+
+
+def routed_to(s):
+    """The name of the server a new proxied connection reached (its greeting)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = s.recv(1)
+        if not chunk:
+            raise AssertionError(f"EOF before the greeting, after {line!r}")
+        line += chunk
+    return line[:-1].decode()
+
+
+def connect_routed(port):
+    """A new connection through the proxy, and the name of the server it reached."""
+    s = connect(port)
+    name = routed_to(s)
+    echo_ok(s)
+    return s, name
+
+
 def transfer(port, payload, timeout=60.0):
     """Send payload, half-close, read the echo until EOF; check size and SHA-256."""
     s = connect(port, timeout=timeout)
@@ -339,8 +397,11 @@ def test_startup_output(binary, echo):
 
 
 def test_bad_command_line(binary, echo):
+    too_many_targets = [arg for port in range(1, 18) for arg in ("--target", f"127.0.0.1:{port}")]
     for args in ([], ["--target"], ["--target", "nocolon"], ["--target", "127.0.0.1:1", "--bogus"],
-                 ["--target", "127.0.0.1:1", "--seed", "x"]):
+                 ["--target", "127.0.0.1:1", "--seed", "x"],
+                 ["--target", "127.0.0.1:1", "--target", "nocolon"],
+                 ["--target", "127.0.0.1:99999"], too_many_targets):
         r = subprocess.run([binary] + args, stdin=subprocess.DEVNULL, capture_output=True,
                            timeout=TIMEOUT)
         assert r.returncode == 2, f"{args}: exit {r.returncode}"
@@ -511,9 +572,11 @@ def test_stats(binary, echo):
             s.close()
         assert p.ctl.ok("reset") == "ok 0"
         assert p.ctl.stats() == {"accepted": 3, "active": 0, "reset": 2, "refused": 0}
+        # One --target: one entry, with the same counts.
+        assert p.ctl.ok("targets") == f"ok 0 127.0.0.1:{echo.port} up open=0 routed=3"
 
 
-def test_target_down(binary, echo):
+def test_target_unreachable(binary, echo):
     closed = socket.create_server(("127.0.0.1", 0))
     port = closed.getsockname()[1]
     closed.close()  # nobody listens there now
@@ -716,6 +779,140 @@ def test_sigterm_and_sigint(binary, echo):
             s.close()
 
 
+# ---- several targets: the proxy as a load balancer in front of a cluster ----
+
+def test_round_robin(binary, echo):
+    with Upstreams("A", "B") as (a, b), Proxy(binary, [a.port, b.port]) as p:
+        assert [t["addr"] for t in p.ctl.targets()] == [f"127.0.0.1:{a.port}",
+                                                        f"127.0.0.1:{b.port}"]
+        socks, names = [], []
+        for _ in range(6):
+            s, name = connect_routed(p.port)
+            socks.append(s)
+            names.append(name)
+        assert names == ["A", "B"] * 3, names  # no stickiness: every connection moves on
+        counts = [(t["state"], t["open"], t["routed"]) for t in p.ctl.targets()]
+        assert counts == [("up", 3, 3)] * 2, counts
+        for s in socks:
+            s.close()
+        p.wait_active(0)
+        assert [(t["open"], t["routed"]) for t in p.ctl.targets()] == [(0, 3)] * 2
+        assert p.ctl.stats() == {"accepted": 6, "active": 0, "reset": 0, "refused": 0}
+
+
+def test_target_down_resets_its_connections(binary, echo):
+    with Upstreams("A", "B") as (a, b), Proxy(binary, [a.port, b.port]) as p:
+        on_a, name_a = connect_routed(p.port)
+        on_b, name_b = connect_routed(p.port)
+        assert (name_a, name_b) == ("A", "B")
+        assert p.ctl.ok("target-down 0") == "ok 1"
+        expect_closed(on_a)  # the client sees its node die at once...
+        on_a.close()
+        wait_until(lambda: a.open_count() == 0, TIMEOUT, "the server side closed too")
+        echo_ok(on_b)  # ...and the other node's connections carry on
+        socks = [connect_routed(p.port) for _ in range(3)]
+        assert [name for _, name in socks] == ["B"] * 3  # new connections skip the down node
+        t = p.ctl.targets()
+        assert (t[0]["state"], t[0]["open"], t[0]["routed"]) == ("down", 0, 1), t
+        assert (t[1]["state"], t[1]["open"], t[1]["routed"]) == ("up", 4, 4), t
+        assert p.ctl.stats() == {"accepted": 5, "active": 4, "reset": 1, "refused": 0}
+        assert p.ctl.ok("target-down 0") == "ok 0"  # already down: nothing left to reset
+        for s, _ in socks:
+            s.close()
+        on_b.close()
+
+
+def test_target_up(binary, echo):
+    with Upstreams("A", "B") as (a, b), Proxy(binary, [a.port, b.port]) as p:
+        p.ctl.ok("target-down 0")
+        socks = [connect_routed(p.port) for _ in range(2)]
+        assert [name for _, name in socks] == ["B", "B"]
+        assert p.ctl.ok("target-up 0") == "ok"
+        assert p.ctl.ok("target-up 0") == "ok"  # already up: fine
+        assert [t["state"] for t in p.ctl.targets()] == ["up", "up"]
+        more = [connect_routed(p.port) for _ in range(4)]
+        names = [name for _, name in more]
+        assert names in (["A", "B"] * 2, ["B", "A"] * 2), names  # both again, alternating
+        for s, _ in socks + more:
+            s.close()
+
+
+def test_target_readdress(binary, echo):
+    """A node restarted on another port: `target N ADDR:PORT` re-points slot N."""
+    with Upstreams("A", "B", "C") as (a, b, c), Proxy(binary, [a.port, b.port]) as p:
+        old, name = connect_routed(p.port)
+        assert name == "A"
+        assert p.ctl.ok(f"target 0 127.0.0.1:{c.port}") == "ok"
+        t = p.ctl.targets()
+        assert (t[0]["addr"], t[0]["state"], t[0]["open"]) == (f"127.0.0.1:{c.port}", "up", 1), t
+        socks = [connect_routed(p.port) for _ in range(4)]
+        assert [name for _, name in socks] == ["B", "C", "B", "C"]
+        echo_ok(old)  # an open connection stays with the old address
+        # The slot is the node: its connections to the old and the new address go down with it.
+        assert p.ctl.ok("target-down 0") == "ok 3"
+        expect_closed(old)
+        old.close()
+        # Bad indices and addresses change nothing.
+        for bad in [f"target 2 127.0.0.1:{a.port}", "target 0 nocolon", "target 0 127.0.0.1:",
+                    "target 0 127.0.0.1:99999", "target 0", "target x 127.0.0.1:1",
+                    "target-down 2", "target-down x", "target-down -1", "target-down",
+                    "target-up 2", "target-up 0 1", "targets now"]:
+            p.ctl.error(bad)
+        t = p.ctl.targets()
+        assert [(x["addr"], x["state"]) for x in t] == [(f"127.0.0.1:{c.port}", "down"),
+                                                        (f"127.0.0.1:{b.port}", "up")], t
+        for s, _ in socks:
+            s.close()
+
+
+def test_all_targets_down_refuses(binary, echo):
+    with Upstreams("A", "B") as (a, b), Proxy(binary, [a.port, b.port]) as p:
+        socks = [connect_routed(p.port) for _ in range(2)]
+        assert p.ctl.ok("target-down 0") == "ok 1"
+        assert p.ctl.ok("target-down 1") == "ok 1"
+        for s, _ in socks:
+            expect_closed(s)
+            s.close()
+        for _ in range(3):  # closed at once: the clients retry
+            t0 = time.monotonic()
+            try:
+                s = connect(p.port)
+            except OSError:
+                continue  # refused at connect: fine too
+            expect_closed(s, timeout=2.0)
+            assert time.monotonic() - t0 < 2.0
+            s.close()
+        assert p.ctl.stats() == {"accepted": 5, "active": 0, "reset": 2, "refused": 3}
+        assert [t["routed"] for t in p.ctl.targets()] == [1, 1]  # refusals go to no target
+        p.ctl.ok("target-up 1")
+        s, name = connect_routed(p.port)
+        assert name == "B"
+        s.close()
+
+
+def test_targets_reply_flood(binary, echo):
+    """With 16 targets at the longest IPv6 addresses, a `targets` reply is over 1 KiB, so the
+    64 commands of one 512-byte read would overflow the proxy's 64 KiB of unsent replies. A
+    control client that sends thousands before reading any still gets every reply, in order,
+    and is not dropped."""
+    with Proxy(binary, [echo.port] * 16) as p:
+        far = "[1111:2222:3333:4444:5555:6666:7777:8888]:65535"  # never connected to here
+        for i in range(16):
+            p.ctl.ok(f"target {i} {far}")
+        count = 3000
+        p.ctl.send_raw(b"targets\n" * count + b"stats\n")
+        replies = [p.ctl.read_line() for _ in range(count + 1)]
+        want = "ok " + "; ".join(f"{i} {far} up open=0 routed=0" for i in range(16))
+        assert len(want) > 1024
+        assert all(r == want for r in replies[:-1]), replies[0]
+        assert replies[-1] == "ok accepted=0 active=0 reset=0 refused=0", replies[-1]
+        p.ctl.ok(f"target 0 127.0.0.1:{echo.port}")
+        for i in range(1, 16):
+            p.ctl.ok(f"target-down {i}")
+        s = connect(p.port)
+        echo_ok(s)
+        s.close()
+
 TESTS = [
     test_startup_output,
     test_bad_command_line,
@@ -726,13 +923,19 @@ TESTS = [
     test_blackhole_then_pass_resumes,
     test_refuse,
     test_stats,
-    test_target_down,
+    test_target_unreachable,
     test_chaos_200_connections,
     test_many_connections_no_fd_leak,
     test_out_of_fds,
     test_bad_control_input,
     test_quit,
     test_sigterm_and_sigint,
+    test_round_robin,
+    test_target_down_resets_its_connections,
+    test_target_up,
+    test_target_readdress,
+    test_all_targets_down_refuses,
+    test_targets_reply_flood,
 ]
 
 
