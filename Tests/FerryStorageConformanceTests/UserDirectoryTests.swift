@@ -1,0 +1,115 @@
+import FerryAuth
+import FerryCore
+import Foundation
+import Testing
+
+/// The server's users through the `UserDirectory` protocol: identities, metadata, password
+/// hashes (one per email, even under concurrent sign-ups), API keys, refresh tokens with their
+/// expiry, and disabling.
+@Suite("Storage: users")
+struct UserDirectoryTests {
+    static let anon = Identity(provider: "anon-user", providerUserId: "device-1")
+    static let email = Identity(provider: "local-userpass", providerUserId: "ann@example.com")
+
+    @Test(arguments: Backend.all)
+    func usersAreFoundByIdAndIdentity(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let d = store.users
+            let data: [String: FerryValue] = ["name": .string("Ann"), "age": .int(41), "tags": .list([.string("a")]), "none": .null]
+            let ann = try await d.createUser(identity: Self.email, data: data)
+            #expect(ann.identities == [Self.email])
+            #expect(ann.data == data)
+            #expect(!ann.disabled)
+            #expect(try await d.user(id: ann.id) == ann)
+            #expect(try await d.user(identity: Self.email) == ann)
+            // The same identity again is the same user.
+            #expect(try await d.createUser(identity: Self.email, data: [:]).id == ann.id)
+
+            let anon = try await d.createUser(identity: Self.anon, data: [:])
+            #expect(anon.id != ann.id)
+            #expect(Set(try await d.allUsers().map(\.id)) == [ann.id, anon.id])
+            #expect(try await d.user(id: "no such user") == nil)
+            #expect(try await d.user(identity: Identity(provider: "anon-user", providerUserId: "other")) == nil)
+
+            try await d.updateData(userId: ann.id, data: ["name": .string("Ann B.")])
+            #expect(try await d.user(id: ann.id)?.data == ["name": .string("Ann B.")])
+            #expect(try await d.user(identity: Self.email)?.data == ["name": .string("Ann B.")])
+        }
+    }
+
+    @Test(arguments: Backend.all)
+    func refreshTokensExpireAndCanBeRevoked(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let d = store.users
+            let user = try await d.createUser(identity: Self.anon, data: [:])
+            let expires = Date(timeIntervalSince1970: 2_000_000_000)
+            try await d.storeRefreshToken(hash: "t1", userId: user.id, expires: expires)
+            try await d.storeRefreshToken(hash: "t2", userId: user.id, expires: expires)
+            #expect(try await d.refreshTokenUser(hash: "t1", now: expires.addingTimeInterval(-1)) == user.id)
+            #expect(try await d.refreshTokenUser(hash: "t1", now: expires) == nil)
+            #expect(try await d.refreshTokenUser(hash: "t1", now: expires.addingTimeInterval(1)) == nil)
+            #expect(try await d.refreshTokenUser(hash: "unknown", now: expires.addingTimeInterval(-1)) == nil)
+            try await d.revokeRefreshToken(hash: "t1")
+            #expect(try await d.refreshTokenUser(hash: "t1", now: expires.addingTimeInterval(-1)) == nil)
+            #expect(try await d.refreshTokenUser(hash: "t2", now: expires.addingTimeInterval(-1)) == user.id)
+        }
+    }
+
+    @Test(arguments: Backend.all)
+    func apiKeysNameTheirUser(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let d = store.users
+            let user = try await d.createUser(identity: Self.anon, data: [:])
+            try await d.addAPIKey(userId: user.id, keyHash: "k1", name: "ci")
+            #expect(try await d.userId(apiKeyHash: "k1") == user.id)
+            #expect(try await d.userId(apiKeyHash: "k2") == nil)
+        }
+    }
+
+    @Test(arguments: Backend.all)
+    func aPasswordHashIsStoredOnlyIfTheEmailHasNone(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let d = store.users
+            #expect(try await d.passwordHash(email: "ann@example.com") == nil)
+            let first = try await d.addPasswordHash(email: "ann@example.com", hash: "h1")
+            let second = try await d.addPasswordHash(email: "ann@example.com", hash: "h2")
+            #expect(first)
+            #expect(!second, "an existing hash was replaced")
+            #expect(try await d.passwordHash(email: "ann@example.com") == "h1")
+            #expect(try await d.addPasswordHash(email: "bob@example.com", hash: "h3"))
+            #expect(try await d.passwordHash(email: "bob@example.com") == "h3")
+        }
+    }
+
+    @Test(arguments: Backend.all)
+    func ofConcurrentRegistrationsExactlyOneStoresItsHash(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let d = store.users
+            let outcomes = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
+                for i in 0..<8 {
+                    group.addTask { ("hash-\(i)", try await d.addPasswordHash(email: "race@example.com", hash: "hash-\(i)")) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let winners = outcomes.filter(\.1).map(\.0)
+            #expect(winners.count == 1)
+            #expect(try await d.passwordHash(email: "race@example.com") == winners.first)
+        }
+    }
+
+    @Test(arguments: Backend.all)
+    func aDisabledUserStaysDisabledUntilEnabled(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let d = store.users
+            let user = try await d.createUser(identity: Self.anon, data: [:])
+            let other = try await d.createUser(identity: Self.email, data: [:])
+            try await d.setDisabled(userId: user.id, true)
+            #expect(try await d.user(id: user.id)?.disabled == true)
+            #expect(try await d.user(identity: Self.anon)?.disabled == true)
+            #expect(try await d.allUsers().first { $0.id == user.id }?.disabled == true)
+            #expect(try await d.user(id: other.id)?.disabled == false)
+            try await d.setDisabled(userId: user.id, false)
+            #expect(try await d.user(id: user.id)?.disabled == false)
+        }
+    }
+}
