@@ -1,0 +1,147 @@
+import FerrySyncStorage
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The change feed of a store every node writes: it hears the other nodes' commits through
+/// LISTEN/NOTIFY on `ferry_changes`, and this node's own commits directly (`publish`).
+///
+/// NOTIFY is only a hint: a notification sent while the listener was reconnecting is gone. So
+/// the feed also re-reads head and revision each time the listener (re)connects, and on a
+/// timer (`pollInterval`): a dropped notification or a dead listener delays a signal by at most
+/// one interval, and never loses it. The listener reconnects with a capped backoff until the
+/// feed is closed. Only the newest signal matters, so each stream keeps just that one when its
+/// consumer falls behind; a signal is yielded only when head or revision grew.
+public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
+    private let client: PostgresClient
+    private let logger: Logger
+    private let pollInterval: Duration
+    private let lock = NSLock()
+    private var latest: FeedSignal
+    private var continuations: [UUID: AsyncStream<FeedSignal>.Continuation] = [:]
+    private var closed = false
+    private var tasks: [Task<Void, Never>] = []
+    /// Whether the last poll failed (to log a failure and the recovery once, not every tick).
+    private var pollFailing = false
+
+    init(client: PostgresClient, logger: Logger, initial: FeedSignal, pollInterval: Duration) {
+        self.client = client
+        self.logger = logger
+        self.pollInterval = pollInterval
+        latest = initial
+    }
+
+    /// Starts the listener and the timer.
+    func start() {
+        let listener = Task { [weak self] () async -> Void in
+            guard let self else { return }
+            await self.listen()
+        }
+        let poller = Task { [weak self] () async -> Void in
+            guard let self else { return }
+            await self.poll()
+        }
+        lock.withLock { tasks = [listener, poller] }
+    }
+
+    public func signals() -> AsyncStream<FeedSignal> {
+        let (stream, continuation) = AsyncStream.makeStream(of: FeedSignal.self, bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        lock.lock()
+        let current = latest
+        if closed { lock.unlock(); continuation.finish(); return stream }
+        continuations[id] = continuation
+        lock.unlock()
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            self.lock.withLock { self.continuations[id] = nil }
+        }
+        continuation.yield(current)
+        return stream
+    }
+
+    /// Raises what the feed knows (never lowers it) and signals every stream if it grew.
+    func publish(headVersion: UInt64? = nil, stateRevision: UInt64? = nil) {
+        lock.lock()
+        var next = latest
+        if let headVersion { next.headVersion = max(next.headVersion, headVersion) }
+        if let stateRevision { next.stateRevision = max(next.stateRevision, stateRevision) }
+        guard next != latest, !closed else { lock.unlock(); return }
+        latest = next
+        let targets = Array(continuations.values)
+        lock.unlock()
+        for c in targets { c.yield(next) }
+    }
+
+    /// Stops the listener and the timer, and ends every stream.
+    func finish() async {
+        let stopping: [Task<Void, Never>] = lock.withLock {
+            closed = true
+            defer { tasks = [] }
+            return tasks
+        }
+        for task in stopping { task.cancel() }
+        for task in stopping { await task.value }
+        let targets: [AsyncStream<FeedSignal>.Continuation] = lock.withLock {
+            defer { continuations = [:] }
+            return Array(continuations.values)
+        }
+        for c in targets { c.finish() }
+    }
+
+    /// Re-reads head and revision from the database and publishes them.
+    private func refresh() async throws {
+        let state = try await PostgresSyncMeta.readState(client, logger: logger)
+        publish(headVersion: state.headVersion, stateRevision: state.revision)
+    }
+
+    private func poll() async {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: pollInterval) } catch { return }
+            do {
+                try await refresh()
+                if lock.withLock({ defer { pollFailing = false }; return pollFailing }) {
+                    logger.info("PostgreSQL: the change feed reads the database again")
+                }
+            } catch {
+                if Task.isCancelled { return }
+                if !lock.withLock({ defer { pollFailing = true }; return pollFailing }) {
+                    logger.error("PostgreSQL: the change feed cannot read the sync state (retrying every \(pollInterval)): \(PostgresFailure.describe(error))")
+                }
+            }
+        }
+    }
+
+    /// LISTEN on a pooled connection held for as long as it lives; after it dies (or fails to
+    /// start), again after a backoff of 0.1 s doubling up to 5 s.
+    private func listen() async {
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: PostgresSyncMeta.channel) { notifications in
+                        // Listening now: whatever committed before is read here, after by NOTIFY.
+                        try await refresh()
+                        if failures > 0 { logger.info("PostgreSQL: the change feed listens again") }
+                        failures = 0
+                        for try await notification in notifications {
+                            if let signal = PostgresSyncMeta.signal(payload: notification.payload) {
+                                publish(headVersion: signal.headVersion, stateRevision: signal.stateRevision)
+                            } else {
+                                try await refresh()
+                            }
+                        }
+                    }
+                }
+                if Task.isCancelled { return }
+                logger.warning("PostgreSQL: the change feed's listener stopped; reconnecting")
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("PostgreSQL: the change feed's listener failed; reconnecting: \(PostgresFailure.describe(error))")
+            }
+            failures += 1
+            let delay = min(0.1 * pow(2, Double(min(failures - 1, 10))), 5)
+            do { try await Task.sleep(for: .seconds(delay)) } catch { return }
+        }
+    }
+}

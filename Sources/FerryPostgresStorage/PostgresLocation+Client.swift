@@ -1,0 +1,38 @@
+import PostgresNIO
+
+/// The postgres-nio configurations for a location: the pooled client's and the single
+/// connection's (the startup probe), with the same TLS choice.
+extension PostgresLocation {
+    private var tlsConfiguration: TLSConfiguration? {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        switch tlsMode {
+        case .disable: return nil
+        case .prefer, .require: tls.certificateVerification = .none
+        case .verifyFull: break
+        }
+        return tls
+    }
+
+    func clientConfiguration(maximumConnections: Int) -> PostgresClient.Configuration {
+        let tls: PostgresClient.Configuration.TLS
+        switch (tlsMode, tlsConfiguration) {
+        case (.prefer, let c?): tls = .prefer(c)
+        case (.require, let c?), (.verifyFull, let c?): tls = .require(c)
+        default: tls = .disable
+        }
+        var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+        configuration.options.maximumConnections = maximumConnections
+        configuration.options.additionalStartupParameters = [("application_name", "ferry-server")]
+        return configuration
+    }
+
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        let tls: PostgresConnection.Configuration.TLS
+        switch (tlsMode, tlsConfiguration) {
+        case (.prefer, let c?): tls = .prefer(try NIOSSLContext(configuration: c))
+        case (.require, let c?), (.verifyFull, let c?): tls = .require(try NIOSSLContext(configuration: c))
+        default: tls = .disable
+        }
+        return PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+    }
+}

@@ -1,0 +1,121 @@
+import FerryCore
+import FerrySyncStorage
+import Logging
+import PostgresNIO
+
+/// The object reads of the PostgreSQL sync store, on any connection (a write transaction's, a
+/// snapshot's, a pooled one), so all read alike and decode the same blobs as SQLite. Long
+/// reads go in keyset pages of `pageSize` rows: memory stays flat however long the history,
+/// and no server-side cursor has to outlive a page.
+enum PostgresObjectReads {
+    static let pageSize = 1_000
+    /// Keys per `pk = ANY($2)` lookup: one round trip for a typical upload, bounded for a huge one.
+    static let lookupBatch = 1_000
+
+    static func object(_ connection: PostgresConnection, _ key: ObjectKey, schema: ObjectSchema, logger: Logger) async throws -> StoredObject? {
+        let rows = try await PostgresFailure.run("reading a \(key.table) object") {
+            try await connection.query("""
+                SELECT doc, lists, erased_doc FROM objects WHERE tbl = \(key.table) AND pk = \(ValueCodec.encode(key.key).buffer)
+                """, logger: logger).collect()
+        }
+        guard let row = rows.first else { return nil }
+        let (doc, lists, erased) = try decodeRow(row, (ByteBuffer?, ByteBuffer?, ByteBuffer?).self, "objects")
+        return try stored(doc: doc, lists: lists, erased: erased, schema: schema)
+    }
+
+    /// The stored state of each of `keys` that exists, in batches per class.
+    static func objects(_ connection: PostgresConnection, _ keys: [ObjectKey], schema: Schema, logger: Logger) async throws -> [ObjectKey: StoredObject] {
+        var byTable: [String: [[UInt8]: ObjectKey]] = [:]
+        for key in keys { byTable[key.table, default: [:]][ValueCodec.encode(key.key)] = key }
+        var out: [ObjectKey: StoredObject] = [:]
+        for (table, keysByBytes) in byTable {
+            guard let os = schema.objectSchema(named: table) else { continue }
+            let all = Array(keysByBytes.keys)
+            for start in stride(from: 0, to: all.count, by: lookupBatch) {
+                let batch = all[start..<min(start + lookupBatch, all.count)].map(\.buffer)
+                let rows = try await PostgresFailure.run("reading \(batch.count) \(table) objects") {
+                    try await connection.query("""
+                        SELECT pk, doc, lists, erased_doc FROM objects WHERE tbl = \(table) AND pk = ANY(\(batch))
+                        """, logger: logger).collect()
+                }
+                for row in rows {
+                    let (pk, doc, lists, erased) = try decodeRow(row, (ByteBuffer, ByteBuffer?, ByteBuffer?, ByteBuffer?).self, "objects")
+                    guard let key = keysByBytes[pk.bytes] else { continue }
+                    out[key] = try stored(doc: doc, lists: lists, erased: erased, schema: os)
+                }
+            }
+        }
+        return out
+    }
+
+    /// Every live object of a class, in primary-key-bytes pages.
+    static func forEachObject(_ connection: PostgresConnection, schema: ObjectSchema, logger: Logger,
+                              _ body: (FerryValue, StampedObject) throws -> Void) async throws {
+        var after = ByteBuffer()  // every encoded key is longer than the empty one
+        while true {
+            let rows = try await PostgresFailure.run("reading the \(schema.name) objects") {
+                try await connection.query("""
+                    SELECT pk, doc FROM objects WHERE tbl = \(schema.name) AND doc IS NOT NULL AND pk > \(after)
+                    ORDER BY pk LIMIT \(pageSize)
+                    """, logger: logger).collect()
+            }
+            for row in rows {
+                let (pk, doc) = try decodeRow(row, (ByteBuffer, ByteBuffer).self, "objects")
+                try body(try ValueCodec.decode(pk.bytes), try StampedObject.decode(doc.bytes, schema: schema))
+                after = pk
+            }
+            if rows.count < pageSize { return }
+        }
+    }
+
+    /// The objects of a class changed after `version`, in (version, pk) pages.
+    static func changes(_ connection: PostgresConnection, since version: UInt64, schema: ObjectSchema, logger: Logger,
+                        _ body: (ChangedObject) throws -> Void) async throws {
+        var position: (version: Int64, pk: ByteBuffer)?
+        let since = Int64(bitPattern: version)
+        while true {
+            let query: PostgresQuery
+            if let position {
+                query = """
+                    SELECT pk, doc, version, erased_doc FROM objects WHERE tbl = \(schema.name) AND version > \(since)
+                    AND (version, pk) > (\(position.version), \(position.pk)) ORDER BY version, pk LIMIT \(pageSize)
+                    """
+            } else {
+                query = """
+                    SELECT pk, doc, version, erased_doc FROM objects WHERE tbl = \(schema.name) AND version > \(since)
+                    ORDER BY version, pk LIMIT \(pageSize)
+                    """
+            }
+            let rows = try await PostgresFailure.run("reading the \(schema.name) changes since version \(version)") {
+                try await connection.query(query, logger: logger).collect()
+            }
+            for row in rows {
+                let (pk, doc, v, erased) = try decodeRow(row, (ByteBuffer, ByteBuffer?, Int64, ByteBuffer?).self, "objects")
+                let object = try doc.map { try StampedObject.decode($0.bytes, schema: schema) }
+                let erasedState = try erased.map { try StampedObject.decode($0.bytes, schema: schema) }
+                try body(ChangedObject(key: try ValueCodec.decode(pk.bytes), object: object, erasedState: erasedState,
+                                       version: UInt64(bitPattern: v)))
+                position = (v, pk)
+            }
+            if rows.count < pageSize { return }
+        }
+    }
+
+    static func stored(doc: ByteBuffer?, lists: ByteBuffer?, erased: ByteBuffer?, schema: ObjectSchema) throws -> StoredObject {
+        let object = try doc.map { try StampedObject.decode($0.bytes, schema: schema) }
+        var log = ListOperationLog()
+        if let lists {
+            var r = ByteReader(lists.bytes)
+            log = try ListOperationLog.decode(from: &r)
+        }
+        let erasedState = try erased.map { try StampedObject.decode($0.bytes, schema: schema) }
+        return StoredObject(object: object, lists: log, erasedState: erasedState)
+    }
+
+    /// Decodes a row, reporting a column of an unexpected type as a corrupt store, not a trap.
+    static func decodeRow<each C: PostgresDecodable>(_ row: PostgresRow, _ type: (repeat each C).Type, _ table: String) throws -> (repeat each C) {
+        do { return try row.decode(type) } catch {
+            throw FerryError(.corrupt, "PostgreSQL: a row of \(table) does not have the expected columns: \(String(reflecting: error))")
+        }
+    }
+}

@@ -1,0 +1,226 @@
+import FerryCore
+import FerrySyncStorage
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The production store: the app's objects, history head, client files and sync state in one
+/// PostgreSQL database that several nodes share. Ordering is PostgreSQL's: a write transaction
+/// takes the `server_version` row of `sync_meta` FOR UPDATE (the app's write lock, across all
+/// nodes), reads the head under it and writes at head + 1, so versions are assigned only inside
+/// the transaction that commits them. Every commit that moves the head or the sync state sends
+/// a NOTIFY (delivered at commit) that the other nodes' change feeds hear. Opened by
+/// `PostgresBackend`, which owns the connection pool.
+public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
+    private let client: PostgresClient
+    private let logger: Logger
+    private let location: PostgresLocation
+    private let feed: PostgresChangeFeed
+    private let stopClient: @Sendable () async -> Void
+    private let turn = WriterTurn()
+    private let lock = NSLock()
+    private var closed = false
+
+    public var description: String { "PostgreSQL \(location.hostAndPort)/\(location.database)" }
+    public var changeFeed: any ChangeFeed { feed }
+
+    init(client: PostgresClient, location: PostgresLocation, logger: Logger, initial: SyncState, feedPollInterval: Duration,
+         stopClient: @escaping @Sendable () async -> Void) {
+        self.client = client
+        self.location = location
+        self.logger = logger
+        self.stopClient = stopClient
+        feed = PostgresChangeFeed(client: client, logger: logger,
+                                  initial: FeedSignal(headVersion: initial.headVersion, stateRevision: initial.revision),
+                                  pollInterval: feedPollInterval)
+        feed.start()
+    }
+
+    // MARK: Connections
+
+    private func checkOpen() throws {
+        guard !lock.withLock({ closed }) else { throw FerryError(.closed, "the PostgreSQL store \(location) is closed") }
+    }
+
+    /// Runs `body` on a leased connection.
+    @discardableResult
+    private func withConnection<T: Sendable>(_ what: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try checkOpen()
+        do {
+            return try await client.withConnection { try await body($0) }
+        } catch {
+            throw PostgresFailure.wrap(what, error)
+        }
+    }
+
+    /// Runs `body` in a READ COMMITTED transaction on a leased connection.
+    private func inTransaction<T: Sendable>(_ what: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await withConnection(what) { connection in
+            try await PostgresTransaction.run(connection, logger: logger) { try await body(connection) }
+        }
+    }
+
+    private func execute(_ what: String, _ query: PostgresQuery) async throws {
+        try await withConnection(what) { try await $0.query(query, logger: logger) }
+    }
+
+    // MARK: Sync state
+
+    public func syncState() async throws -> SyncState {
+        try await withConnection("reading the sync state") { try await PostgresSyncMeta.readState($0, logger: logger) }
+    }
+
+    public func setSyncEnabled(_ enabled: Bool) async throws -> SyncState {
+        let state = try await inTransaction(enabled ? "enabling sync" : "terminating sync") { connection -> SyncState in
+            // The write lock too: an enable forgets the client files, which no upload may be
+            // acknowledging at the same time (as in the SQLite store, where writers take turns).
+            _ = try await PostgresSyncMeta.lockHead(connection, logger: logger)
+            try await connection.query("SELECT 1 FROM sync_meta WHERE key = 'state_revision' FOR UPDATE", logger: logger)
+            var state = try await PostgresSyncMeta.readState(connection, logger: logger)
+            guard state.enabled != enabled else { return state }
+            if enabled {
+                try await connection.query("DELETE FROM client_files", logger: logger)
+                state.generation += 1
+                try await PostgresSyncMeta.set(connection, "generation", Int64(bitPattern: state.generation), logger: logger)
+            }
+            state.enabled = enabled
+            state.revision += 1
+            try await PostgresSyncMeta.set(connection, "sync_enabled", enabled ? 1 : 0, logger: logger)
+            try await PostgresSyncMeta.set(connection, "state_revision", Int64(bitPattern: state.revision), logger: logger)
+            try await PostgresSyncMeta.notify(connection, head: state.headVersion, revision: state.revision, logger: logger)
+            return state
+        }
+        feed.publish(headVersion: state.headVersion, stateRevision: state.revision)
+        return state
+    }
+
+    public func bumpStateRevision() async throws {
+        let state = try await inTransaction("growing the state revision") { connection -> SyncState in
+            try await connection.query("UPDATE sync_meta SET value = value + 1 WHERE key = 'state_revision'", logger: logger)
+            let state = try await PostgresSyncMeta.readState(connection, logger: logger)
+            try await PostgresSyncMeta.notify(connection, head: state.headVersion, revision: state.revision, logger: logger)
+            return state
+        }
+        feed.publish(headVersion: state.headVersion, stateRevision: state.revision)
+    }
+
+    public func sharedSecret(named name: String, create: @Sendable () -> [UInt8]) async throws -> [UInt8] {
+        try await withConnection("reading the shared secret \(name)") { connection in
+            func stored() async throws -> [UInt8]? {
+                let rows = try await connection.query("SELECT value FROM secrets WHERE name = \(name)", logger: logger).collect()
+                return try rows.first.map { try PostgresObjectReads.decodeRow($0, ByteBuffer.self, "secrets").bytes }
+            }
+            if let value = try await stored() { return value }
+            // Of nodes racing here, the first insert wins and every node returns its value.
+            try await connection.query("INSERT INTO secrets (name, value) VALUES (\(name), \(create().buffer)) ON CONFLICT (name) DO NOTHING",
+                                       logger: logger)
+            guard let value = try await stored() else { throw FerryError(.io, "PostgreSQL: the shared secret \(name) vanished after it was stored") }
+            return value
+        }
+    }
+
+    // MARK: Client files
+
+    public func newClientFile(userId: String) async throws -> ClientFileRecord {
+        let salt = UInt64.random(in: 1...UInt64(Int64.max))
+        let now = ServerClock.secondsSinceEpoch()
+        let ident = try await withConnection("creating a client file for user \(userId)") { connection -> Int64 in
+            let rows = try await connection.query("""
+                INSERT INTO client_files (salt, user_id, last_seen) VALUES (\(Int64(bitPattern: salt)), \(userId), \(Int64(now))) RETURNING ident
+                """, logger: logger).collect()
+            guard let row = rows.first else { throw FerryError(.io, "PostgreSQL: could not allocate a client file") }
+            return try PostgresObjectReads.decodeRow(row, Int64.self, "client_files")
+        }
+        return ClientFileRecord(ident: UInt64(bitPattern: ident), salt: salt, userId: userId, acknowledgedClientVersion: 0,
+                                subscriptionVersion: 0, subscriptions: [], lastSeen: now)
+    }
+
+    public func clientFile(_ ident: UInt64) async throws -> ClientFileRecord? {
+        try await withConnection("reading client file \(ident)") { try await PostgresClientFiles.clientFile($0, ident, logger: logger) }
+    }
+
+    public func saveSubscriptions(clientFile ident: UInt64, version: UInt64, subscriptions: [Subscription]) async throws {
+        try await execute("saving client file \(ident)'s subscriptions", """
+            UPDATE client_files SET sub_version = \(Int64(bitPattern: version)), subs = \(SubscriptionCodec.encode(subscriptions).buffer)
+            WHERE ident = \(Int64(bitPattern: ident))
+            """)
+    }
+
+    public func clientFileCount(userId: String) async throws -> Int {
+        try await withConnection("counting user \(userId)'s client files") { connection -> Int in
+            let rows = try await connection.query("SELECT count(*) FROM client_files WHERE user_id = \(userId)", logger: logger).collect()
+            guard let row = rows.first else { return 0 }
+            let count: Int64 = try PostgresObjectReads.decodeRow(row, Int64.self, "client_files")
+            return Int(count)
+        }
+    }
+
+    public func forgetLeastRecentClientFile(userId: String) async throws {
+        try await execute("forgetting user \(userId)'s least recent client file", """
+            DELETE FROM client_files WHERE ident = (SELECT ident FROM client_files WHERE user_id = \(userId)
+                ORDER BY last_seen, ident LIMIT 1)
+            """)
+    }
+
+    public func forgetClientFile(_ ident: UInt64) async throws {
+        try await execute("forgetting client file \(ident)", "DELETE FROM client_files WHERE ident = \(Int64(bitPattern: ident))")
+    }
+
+    public func touchClientFile(_ ident: UInt64, at secondsSinceEpoch: Int) async throws {
+        try await execute("recording that client file \(ident) was seen",
+                          "UPDATE client_files SET last_seen = \(Int64(secondsSinceEpoch)) WHERE ident = \(Int64(bitPattern: ident))")
+    }
+
+    // MARK: Objects and history
+
+    public func object(_ key: ObjectKey, schema: ObjectSchema) async throws -> StoredObject? {
+        try await withConnection("reading a \(key.table) object") { try await PostgresObjectReads.object($0, key, schema: schema, logger: logger) }
+    }
+
+    /// Writers of this node take turns (`WriterTurn`) before they lease a connection; across
+    /// nodes, the `server_version` row lock orders them.
+    public func writeTransaction<T: Sendable>(_ body: @Sendable (any SyncWriteTransaction) async throws -> T) async throws -> T {
+        let (result, head) = try await turn.run { try await withConnection("a write transaction") { connection -> (T, UInt64) in
+            try await PostgresTransaction.run(connection, logger: logger) { () -> (T, UInt64) in
+                let head = try await PostgresSyncMeta.lockHead(connection, logger: logger)
+                let tx = PostgresWriteTransaction(connection: connection, logger: logger, headVersion: head)
+                defer { tx.end() }
+                let result = try await body(tx)
+                if tx.failed {
+                    throw FerryError(.io, "PostgreSQL: a statement of the write transaction failed, so it was rolled back")
+                }
+                return (result, tx.newHead)
+            }
+        } }
+        feed.publish(headVersion: head)
+        return result
+    }
+
+    public func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) throws -> Void) async throws {
+        try await withConnection("reading the \(schema.name) changes since version \(version)") { connection in
+            try await PostgresObjectReads.changes(connection, since: version, schema: schema, logger: logger, body)
+        }
+    }
+
+    public func withSnapshot<T: Sendable>(_ body: @Sendable (any SyncSnapshot) async throws -> T) async throws -> T {
+        try await withConnection("a read snapshot") { connection in
+            try await PostgresTransaction.run(connection, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger) {
+                // The snapshot is fixed by this first query: the head and every later page agree.
+                let head = try await PostgresSyncMeta.readState(connection, logger: logger).headVersion
+                let snapshot = PostgresSyncSnapshot(connection: connection, logger: logger, version: head)
+                defer { snapshot.end() }
+                return try await body(snapshot)
+            }
+        }
+    }
+
+    public func close() async {
+        let first: Bool = lock.withLock {
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
+        await feed.finish()
+        await stopClient()
+    }
+}
