@@ -33,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -41,8 +43,10 @@ let package = Package(
         /// TLS for wss:// and https://, and SHA-1 for the WebSocket handshake.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .target(name: "FerryCore", swiftSettings: fastExclusivity),
-        .target(name: "FerryStore", dependencies: ["FerryCore", "CSQLite"], swiftSettings: fastExclusivity),
-        .target(name: "FerryClient", dependencies: ["FerryCore", "FerryStore", "CLibUV", "COpenSSL"]),
+        /// The SQLite wrapper the client's store and the server's embedded store both use.
+        .target(name: "FerrySQLite", dependencies: ["FerryCore", "CSQLite"], swiftSettings: fastExclusivity),
+        .target(name: "FerryStore", dependencies: ["FerryCore", "FerrySQLite", "CSQLite"], swiftSettings: fastExclusivity),
+        .target(name: "FerryClient", dependencies: ["FerryCore", "FerrySQLite", "FerryStore", "CLibUV", "COpenSSL"]),
         .target(
             name: "FerryC",
             dependencies: ["CFerry", "FerryCore", "FerryStore", "FerryClient"],
@@ -60,13 +64,25 @@ let package = Package(
             .product(name: "CryptoExtras", package: "swift-crypto"),
             .product(name: "JWTKit", package: "jwt-kit"),
         ]),
+        /// The server's storage seam: the backend-neutral protocols (sync store, change feed) and
+        /// the records they carry. Server side only.
+        .target(name: "FerrySyncStorage", dependencies: ["FerryCore"]),
+        /// The embedded store: one SQLite file per kind of state in the data directory.
+        .target(name: "FerrySQLiteStorage", dependencies: ["FerryCore", "FerrySQLite", "FerrySyncStorage", "FerryAuth"]),
+        /// The production store: PostgreSQL through postgres-nio, shared by several nodes.
+        .target(name: "FerryPostgresStorage", dependencies: [
+            "FerryCore", "FerrySyncStorage", "FerryAuth",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         /// The server as a library, so tests run a real server in-process on a port the OS picks.
         .target(name: "FerryServer", dependencies: [
-            "FerryCore", "FerryStore", "FerryAppConfig", "FerryAuth",
+            "FerryCore", "FerryAppConfig", "FerryAuth", "FerrySyncStorage", "FerrySQLiteStorage", "FerryPostgresStorage",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "ferry-server", dependencies: [
             "FerryServer", "FerryAuth", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -79,10 +95,16 @@ let package = Package(
         .testTarget(name: "FerryAuthTests", dependencies: [
             "FerryAuth", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
         ]),
-        .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerryClient"]),
+        .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerrySQLite", "FerryClient"]),
+        /// One suite run against every storage backend (PostgreSQL when FERRY_TEST_POSTGRES_URL
+        /// names a database the tests may empty).
+        .testTarget(name: "FerryStorageConformanceTests", dependencies: [
+            "FerryCore", "FerryAuth", "FerrySyncStorage", "FerrySQLiteStorage", "FerryPostgresStorage",
+        ]),
         /// The client's network stack and sync engine against a real in-process ferry-server.
         .testTarget(name: "FerryClientTests", dependencies: [
-            "FerryClient", "FerryServer",
+            "FerryClient", "FerryServer", "FerrySQLite", "FerryPostgresStorage",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "Crypto", package: "swift-crypto"),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test suite: Swift (core, store, app config, auth, server, client network stack
-# and sync engine against an in-process ferry-server, 200 seeds of the randomized convergence
+# Runs every test suite: Swift (core, store, app config, auth, server, the storage conformance
+# suite against SQLite and a PostgreSQL cluster this script starts and stops, client network
+# stack and sync engine against an in-process ferry-server, 200 seeds of the randomized convergence
 # test; also under ASan, and the concurrent ones under TSan), the C ABI tests under CTest (also
 # under valgrind; the sync test starts build/ferry-server), the install and pkg-config check,
 # Python (pytest), Rust (cargo test), and a short run of every fuzz target. Exits non-zero on
@@ -12,6 +13,14 @@ scripts/install-deps.sh
 
 echo "==> building libferry.so"
 scripts/build.sh
+
+echo "==> a PostgreSQL cluster of this run's own (storage conformance and two-node tests)"
+pg_dir="$(mktemp -d)/postgres"
+eval "$(scripts/postgres-cluster.sh start "$pg_dir")"
+trap 'scripts/postgres-cluster.sh stop "$pg_dir" >/dev/null 2>&1 || true' EXIT
+[ -n "${FERRY_TEST_POSTGRES_URL:-}" ] && [ -n "${FERRY_POSTGRES_URL:-}" ] \
+  || { echo "error: the PostgreSQL cluster printed no URLs" >&2; exit 1; }
+export FERRY_TEST_POSTGRES_URL FERRY_POSTGRES_URL
 
 echo "==> Swift tests"
 # The randomized convergence test runs this many seeds (a failure prints its seed).

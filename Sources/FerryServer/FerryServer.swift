@@ -19,13 +19,14 @@ public enum FerryServer {
             throw ServerStartError("bad app directory '\(configuration.appDirectory)': \(e)")
         }
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        let secret = try tokenSecret(configuration)
+        let store = try await ServerStore.open(configuration, logger: logger)
+        let secret = try await tokenSecret(configuration, store: store)
         let tokens = try await TokenService(secret: secret, appId: app.appId)
         var customJWT: CustomJWTVerifier?
         if let provider = app.authProviders.first(where: { $0.type == "custom-token" && !$0.disabled }) {
             customJWT = try await customVerifier(provider, configuration)
         }
-        let directory = try SQLiteUserDirectory(path: configuration.dataDirectory + "/users.sqlite")
+        let directory = store.users
         let auth = AuthService(providers: app.authProviders, directory: directory, tokens: tokens, customJWT: customJWT,
                                limits: configuration.authLimits)
 
@@ -33,12 +34,11 @@ public enum FerryServer {
         router.add(middleware: AuthErrorMiddleware())
         router.get("health") { _, _ in "ok" }
         AuthRoutes(appId: app.appId, auth: auth).add(to: router)
-        let storage = try SQLiteSyncStorage(path: configuration.dataDirectory + "/sync.sqlite")
         let events = ServerEventLog()
-        let hub = try SyncHub(app: app, storage: storage, logger: logger, events: events, limits: configuration.syncLimits)
+        let hub = try await SyncHub(app: app, storage: store.sync, directory: directory, logger: logger, events: events, limits: configuration.syncLimits)
         AdminRoutes(token: configuration.secrets["FERRY_ADMIN_TOKEN"], directory: directory, hub: hub, events: events).add(to: router)
         let sync = SyncRoutes(appId: app.appId, auth: auth, hub: hub, limits: configuration.connectionLimits, logger: logger)
-        logger.info("serving app '\(app.name)' (\(app.appId)): \(app.collections.count) collection(s), providers \(app.authProviders.filter { !$0.disabled }.map(\.type).sorted())")
+        logger.info("serving app '\(app.name)' (\(app.appId)) from \(store.sync.description): \(app.collections.count) collection(s), providers \(app.authProviders.filter { !$0.disabled }.map(\.type).sorted())")
         var server: HTTPServerBuilder = .ferry(sync: sync, limits: configuration.connectionLimits, logger: logger)
         switch (configuration.tlsCertificatePath, configuration.tlsKeyPath) {
         case (nil, nil): break
@@ -52,6 +52,7 @@ public enum FerryServer {
             server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ferry-server",
                                  availableConnectionsDelegate: MaximumAvailableConnections(configuration.connectionLimits.acceptCeiling, logger: logger)),
+            services: [StoreService(hub: hub, store: store)],
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
                 logger.info("ferry-server listening on \(scheme)://\(configuration.host):\(port)")
@@ -73,22 +74,30 @@ public enum FerryServer {
         }
     }
 
-    /// The access-token secret: `FERRY_TOKEN_SECRET` if given, else one made once and kept in
-    /// the data directory (mode 600), so tokens survive restarts.
-    static func tokenSecret(_ c: ServerConfiguration) throws -> [UInt8] {
+    /// The access-token secret: `FERRY_TOKEN_SECRET` if given; else, on the embedded store, one
+    /// made once and kept in the data directory (mode 600), so tokens survive restarts; on
+    /// PostgreSQL, one kept in the database, so every node signs and verifies the same tokens.
+    static func tokenSecret(_ c: ServerConfiguration, store: ServerStore) async throws -> [UInt8] {
         if let s = c.secrets["FERRY_TOKEN_SECRET"] {
             guard s.utf8.count >= 32 else { throw ServerStartError("FERRY_TOKEN_SECRET must have at least 32 bytes") }
             return Array(s.utf8)
         }
+        guard c.database == .embedded else {
+            return try await store.sync.sharedSecret(named: "access-token", create: randomSecret)
+        }
         let path = c.dataDirectory + "/token-secret"
         if let existing = FileManager.default.contents(atPath: path), existing.count >= 32 { return Array(existing) }
-        var bytes = [UInt8](repeating: 0, count: 48)
-        var g = SystemRandomNumberGenerator()
-        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &g) }
+        let bytes = randomSecret()
         guard FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
             throw ServerStartError("cannot write \(path)")
         }
         return bytes
+    }
+
+    /// 48 bytes from the system's CSPRNG.
+    @Sendable static func randomSecret() -> [UInt8] {
+        var g = SystemRandomNumberGenerator()
+        return (0..<48).map { _ in UInt8.random(in: 0...255, using: &g) }
     }
 
     /// The custom-token verifier from the provider's config and the secret it names.

@@ -4,8 +4,11 @@ import FerryAuth
 public struct ServerConfiguration: Sendable {
     /// The app directory in the App Services export layout (docs/server-config.md).
     public var appDirectory: String
-    /// Where the server keeps its state (created if missing).
+    /// Where the server keeps its state (created if missing): the embedded store's files, and
+    /// the access-token secret when the store is embedded and none is configured.
     public var dataDirectory: String
+    /// The store: embedded SQLite in `dataDirectory` (default), or PostgreSQL shared by nodes.
+    public var database: DatabaseLocation = .embedded
     public var host: String
     /// 0 lets the OS choose a free port (tests); the chosen one is reported when running.
     public var port: Int

@@ -1,4 +1,5 @@
 import FerryCore
+import FerrySQLite
 
 /// How to open a database.
 public struct DatabaseConfiguration: Sendable {

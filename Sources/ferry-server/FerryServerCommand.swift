@@ -4,8 +4,8 @@ import Foundation
 import Hummingbird
 import Logging
 
-/// `ferry-server --app-dir DIR --data DIR --port N`: serves one app. Secrets (custom JWT keys,
-/// FERRY_TOKEN_SECRET) come from the environment. Stops cleanly on SIGTERM and SIGINT.
+/// `ferry-server --app-dir DIR --data DIR --port N [--database postgres://...]`: serves one
+/// app. Secrets (custom JWT keys, FERRY_TOKEN_SECRET) come from the environment. Stops cleanly on SIGTERM and SIGINT.
 @main
 struct FerryServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ferry-server", abstract: "Serve a Ferry app.")
@@ -15,6 +15,11 @@ struct FerryServerCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("data"), help: "Where the server keeps its state.")
     var data: String
+
+    @Option(name: .customLong("database"), help: ArgumentHelp(
+        "The store: postgres://USER[:PASSWORD]@HOST:PORT/DB for PostgreSQL (several nodes may share it); without it, SQLite files in --data.",
+        discussion: "Also read from FERRY_DATABASE_URL when the flag is absent."))
+    var database: String?
 
     @Option(help: "The address to listen on.")
     var host: String = "127.0.0.1"
@@ -48,6 +53,9 @@ struct FerryServerCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         var config = ServerConfiguration(appDirectory: appDir, dataDirectory: data, host: host, port: port,
                                          secrets: ProcessInfo.processInfo.environment, tlsCertificatePath: tlsCertificate, tlsKeyPath: tlsKey)
+        if let url = database ?? ProcessInfo.processInfo.environment["FERRY_DATABASE_URL"], !url.isEmpty {
+            config.database = .postgres(url: url)
+        }
         config.connectionLimits = connectionLimits.limits
         config.syncLimits = syncLimits.limits
         config.authLimits = authLimits.limits

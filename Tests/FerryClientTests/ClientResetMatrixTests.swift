@@ -1,5 +1,6 @@
 @testable import FerryClient
 import FerryCore
+import FerrySQLite
 @testable import FerryStore
 import Foundation
 import Testing

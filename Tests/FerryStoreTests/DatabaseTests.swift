@@ -1,5 +1,6 @@
 import Testing
 import FerryCore
+import FerrySQLite
 @testable import FerryStore
 
 @Suite("Database: transactions, objects, lists")

@@ -3,6 +3,7 @@ import Testing
 import Glibc
 #endif
 import FerryCore
+import FerrySQLite
 @testable import FerryStore
 
 @Suite("Schema migration on reopen")

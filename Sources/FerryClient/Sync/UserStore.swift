@@ -1,4 +1,5 @@
 import FerryCore
+import FerrySQLite
 import FerryStore
 
 /// The App's metadata store: every user that logged in on this device with its tokens, in

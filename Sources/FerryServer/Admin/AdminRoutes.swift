@@ -32,7 +32,7 @@ struct AdminRoutes {
             try authorize(request)
             let id = try userId(context)
             try await directory.setDisabled(userId: id, true)
-            await hub.disconnect(userId: id)
+            try await hub.userDisabled(id)
             await events.record(kind: "user_disabled", userId: id, message: "user disabled by an admin")
             return .noContent
         }
@@ -49,7 +49,7 @@ struct AdminRoutes {
         }
         admin.post("sync/terminate") { request, _ -> StatusJSON in
             try authorize(request)
-            await hub.terminateSync()
+            try await hub.terminateSync()
             return StatusJSON(sync_enabled: false, connections: await hub.connectionCount)
         }
         admin.post("sync/enable") { request, _ -> StatusJSON in

@@ -10,8 +10,14 @@ struct ServerSession: Sendable {
     var hasQuery = false
     var subscriptionVersion: UInt64 = 0
     var acknowledged: UInt64 = 0
-    /// The server version the client had when it bound (catch-up starts there).
-    var bindVersion: UInt64
+    /// The server version up to which the client has everything in its view: the version it
+    /// had when it bound, then that of each download sent. The next download covers the
+    /// history after it, so a session's downloads never skip a version, whichever node
+    /// committed it.
+    var delivered: UInt64
+    /// Whether a task is sending to this session from storage (a QUERY's evaluation, a
+    /// catch-up): then an upload's fan-out leaves it to that task (`SessionRegistry`).
+    var busy = false
 
     var key: SessionKey { SessionKey(connection: outbox.id, session: id) }
 }

@@ -1,5 +1,6 @@
 import FerryAppConfig
 import FerryCore
+import FerrySyncStorage
 
 /// What one session may see: per class, the compiled subscription queries and the user's
 /// read permission. An object is in the view when its class is subscribed, one of the class's

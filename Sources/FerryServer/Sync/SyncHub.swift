@@ -1,28 +1,43 @@
 import FerryAppConfig
+import FerryAuth
 import FerryCore
+import FerrySyncStorage
 import Logging
 
-/// The server's sync logic: binds sessions, applies subscription changes with a bootstrap of
-/// what entered the view and erases of what left, merges uploads (FerryCore's `ObjectMerge`),
-/// validates every uploaded object write against the role's write filter and the session's
-/// subscriptions, makes the result durable, acknowledges it, and sends the merged objects to
-/// every session that sees them (the uploader included, so every replica converges on the
-/// server's decision). One actor: every change is ordered, every download is sent in order.
+/// This node's sync logic: binds sessions, applies subscription changes with a bootstrap of
+/// what entered the view and erases of what left, runs uploads through storage (the merge and
+/// validation in `UploadIntegration`, inside the storage transaction that assigns the version
+/// and makes it durable), acknowledges them, and sends every session what changed in its view.
+///
+/// The storage owns ordering and state: the history head, whether sync is enabled. The hub
+/// keeps only what this node serves (`SessionRegistry`) and the newest head it has heard of.
+/// A commit of this node is fanned out from memory to the sessions that are exactly at the
+/// version before it; every other session (busy, behind, or served while another node
+/// committed) is caught up from storage when the change feed or a local commit says the head
+/// moved (`catchUp`).
 actor SyncHub {
     let app: AppConfiguration
     let schema: Schema
-    let storage: SyncStorage
+    let storage: any SyncStorage
+    let directory: any UserDirectory
     let logger: Logger
     let events: ServerEventLog
     let limits: SyncLimits
-    /// False between an admin's terminate and enable: nothing syncs.
-    private(set) var syncEnabled = true
+    /// False between an admin's terminate and enable (on any node): nothing syncs.
+    private(set) var syncEnabled: Bool
+    private var stateRevision: UInt64
+    /// The newest head this node knows was committed.
+    private var knownHead: UInt64
     /// The sync connections open now.
     var connectionCount: Int { connections.count }
     private var connections: [UInt64: ConnectionOutbox] = [:]
-    private var sessions: [SessionKey: ServerSession] = [:]
-    private var version: UInt64
+    private let sessions = SessionRegistry()
     private var nextConnection: UInt64 = 1
+    private var feedTask: Task<Void, Never>?
+    /// Uploads of this node between their transaction and their fan-out: while there are any,
+    /// a head signal only raises `knownHead` (their own commits would otherwise be read back
+    /// from storage); the last one to finish catches up whoever is still behind.
+    private var uploadsInFlight = 0
     /// Download messages are cut at about this many changeset bytes: small enough that a
     /// bootstrap of 100,000 objects (about 1.1 MB) arrives in a handful of steps the client's
     /// progress estimate can show, large enough that the per-message cost stays negligible.
@@ -31,18 +46,43 @@ actor SyncHub {
     static let badQueryCode: Int32 = 226
     static let badClientFileCode: Int32 = 208
     static let badChangesetCode: Int32 = 212
-
     static let syncDisabledCode: Int32 = 240
+    /// The store cannot be reached: the client keeps its changes and retries.
+    static let storageUnavailableCode: Int32 = 503
 
-    init(app: AppConfiguration, storage: SyncStorage, logger: Logger, events: ServerEventLog, limits: SyncLimits = SyncLimits()) throws {
+    init(app: AppConfiguration, storage: any SyncStorage, directory: any UserDirectory, logger: Logger, events: ServerEventLog,
+         limits: SyncLimits = SyncLimits()) async throws {
         self.events = events
         self.limits = limits
         self.app = app
         self.schema = try app.schema
         self.storage = storage
+        self.directory = directory
         self.logger = logger
-        self.version = try storage.serverVersion()
+        let state = try await storage.syncState()
+        syncEnabled = state.enabled
+        stateRevision = state.revision
+        knownHead = state.headVersion
     }
+
+    /// Starts listening to the change feed (commits and admin changes of every node).
+    func start() {
+        guard feedTask == nil else { return }
+        let signals = storage.changeFeed.signals()
+        feedTask = Task { [weak self] in
+            for await signal in signals {
+                guard let self else { return }
+                await self.heard(signal)
+            }
+        }
+    }
+
+    func stop() {
+        feedTask?.cancel()
+        feedTask = nil
+    }
+
+    // MARK: Connections
 
     func openConnection(user: UserContext) -> ConnectionOutbox {
         defer { nextConnection += 1 }
@@ -56,12 +96,12 @@ actor SyncHub {
     }
 
     func closeConnection(_ outbox: ConnectionOutbox) {
-        sessions = sessions.filter { $0.key.connection != outbox.id }
+        for key in sessions.keys(onConnection: outbox.id) { sessions.remove(key) }
         connections[outbox.id] = nil
         outbox.finish()
     }
 
-    /// Ends every connection of a user (disabled by an admin).
+    /// Ends every connection of a user on this node (disabled by an admin).
     func disconnect(userId: String) {
         for c in connections.values where c.userId == userId {
             c.send(.error(ProtocolError(session: 0, code: 401, message: "the user was disabled", tryAgain: false, action: .logOutUser)))
@@ -69,48 +109,164 @@ actor SyncHub {
         }
     }
 
-    /// Admin: stops sync for everyone. Devices keep their data and retry until sync is enabled.
-    func terminateSync() async {
-        syncEnabled = false
-        for c in connections.values {
-            c.send(.error(ProtocolError(session: 0, code: Self.syncDisabledCode, message: "sync was terminated on the server", tryAgain: true, action: .transient)))
-            closeConnection(c)
-        }
+    /// Admin: stops sync for everyone, on every node. Devices keep their data and retry until
+    /// sync is enabled. Kept in storage: a restart does not undo it.
+    func terminateSync() async throws {
+        let state = try await storage.setSyncEnabled(false)
+        apply(state)
         await events.record(kind: "sync_terminated", userId: nil, message: "sync terminated by an admin")
     }
 
-    /// Admin: enables sync again with a new server file identity: every device known before
-    /// must reset (its next BIND is answered with a client-reset error).
+    /// Admin: enables sync again with a new sync identity: every device known before must
+    /// reset (its next BIND is answered with a client-reset error).
     func enableSync() async throws {
-        guard !syncEnabled else { return }
-        try storage.forgetClientFiles()
-        syncEnabled = true
+        guard try await !storage.syncState().enabled else { return }
+        let state = try await storage.setSyncEnabled(true)
+        apply(state)
         await events.record(kind: "sync_enabled", userId: nil, message: "sync enabled by an admin; known client files were forgotten")
     }
 
-    /// Handles one decoded message from a connection. A QUERY's view is evaluated off the hub
-    /// (`ViewEvaluation`): other connections' messages go on meanwhile, this connection's next
-    /// message waits for this one.
+    /// Admin: a user was disabled (in the user directory): this node ends the user's
+    /// connections, and every other node does when it hears the state revision move.
+    func userDisabled(_ userId: String) async throws {
+        disconnect(userId: userId)
+        try await storage.bumpStateRevision()
+    }
+
+    // MARK: The change feed
+
+    /// The head or the sync state may have moved (any node).
+    private func heard(_ signal: FeedSignal) async {
+        if signal.stateRevision != stateRevision {
+            do {
+                let state = try await storage.syncState()
+                apply(state)
+                await disconnectDisabledUsers()
+            } catch {
+                logger.error("cannot read the sync state after a change of revision \(signal.stateRevision): \(error)")
+            }
+        }
+        headMoved(to: signal.headVersion)
+    }
+
+    /// Acts on the stored sync state: a terminate ends every connection of this node.
+    private func apply(_ state: SyncState) {
+        stateRevision = max(stateRevision, state.revision)
+        knownHead = max(knownHead, state.headVersion)
+        let wasEnabled = syncEnabled
+        syncEnabled = state.enabled
+        if wasEnabled && !state.enabled {
+            for c in connections.values {
+                c.send(.error(ProtocolError(session: 0, code: Self.syncDisabledCode, message: "sync was terminated on the server", tryAgain: true, action: .transient)))
+                closeConnection(c)
+            }
+        }
+    }
+
+    /// Ends the connections of users an admin disabled (possibly through another node).
+    private func disconnectDisabledUsers() async {
+        for userId in Set(connections.values.map(\.userId)) {
+            if let user = try? await directory.user(id: userId), user.disabled { disconnect(userId: userId) }
+        }
+    }
+
+    /// Catches up every session of this node that is behind `head`.
+    private func headMoved(to head: UInt64) {
+        knownHead = max(knownHead, head)
+        guard uploadsInFlight == 0 else { return }
+        for s in sessions.all where s.hasQuery && !s.busy && s.delivered < knownHead {
+            startCatchUp(s.key)
+        }
+    }
+
+    private func startCatchUp(_ key: SessionKey) {
+        sessions[key]?.busy = true
+        Task { await self.catchUp(key, holdingTurn: true) }
+    }
+
+    /// Sends a session everything in its view committed after its `delivered` version, read
+    /// from storage, until it has reached the newest head this node knows of. Holds the
+    /// session's turn throughout.
+    private func catchUp(_ key: SessionKey, holdingTurn: Bool = false) async {
+        if !holdingTurn { guard await acquire(key) else { return } }
+        defer { sessions.release(key) }
+        while let s = sessions[key], s.hasQuery, s.delivered < knownHead, !s.outbox.isClosed {
+            let target = knownHead
+            var batch = DownloadBatch(session: s.id)
+            do {
+                try await readChanges(since: s.delivered, view: s.view, classes: s.view.classes, into: &batch)
+            } catch {
+                logger.error("connection \(s.outbox.id) session \(s.id): cannot catch up from version \(s.delivered): \(error)")
+                s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
+                closeConnection(s.outbox)
+                return
+            }
+            guard let now = sessions[key] else { return }
+            if !batch.isEmpty {
+                batch.finish(serverVersion: target, acknowledged: now.acknowledged, subscriptionVersion: now.subscriptionVersion, to: now.outbox)
+            }
+            sessions[key]?.delivered = target
+        }
+    }
+
+    /// What a device catching up from `version` with `view` is sent, for `classes`.
+    private func readChanges(since version: UInt64, view: SessionView, classes: [String], into batch: inout DownloadBatch) async throws {
+        for i in try await Self.changes(in: storage, since: version, view: view, classes: classes, schema: schema, app: app) { batch.add(i) }
+    }
+
+    /// The catch-up instructions themselves, read off the hub.
+    private nonisolated static func changes(in storage: any SyncStorage, since version: UInt64, view: SessionView, classes: [String],
+                                            schema: Schema, app: AppConfiguration) async throws -> [Instruction] {
+        var found: [Instruction] = []
+        for name in classes.sorted() {
+            guard let os = schema.objectSchema(named: name) else { continue }
+            try await storage.changes(since: version, schema: os) { c in
+                if let i = view.catchUp(c, of: os, app: app) { found.append(i) }
+            }
+        }
+        return found
+    }
+
+    /// Takes a session's turn (see `SessionRegistry`); false if the session is gone.
+    private func acquire(_ key: SessionKey) async -> Bool {
+        guard let s = sessions[key] else { return false }
+        guard s.busy else {
+            sessions[key]?.busy = true
+            return true
+        }
+        return await withCheckedContinuation { sessions.enqueue(key, $0) }
+    }
+
+    // MARK: Messages
+
+    /// Handles one decoded message from a connection. Storage is awaited: other connections'
+    /// messages go on meanwhile, this connection's next message waits for this one.
     func receive(_ message: ProtocolMessage, from outbox: ConnectionOutbox) async {
         guard syncEnabled else { return }
         do {
             switch message {
             case let .bind(session, _, ident, salt, lastServerVersion):
-                try bind(outbox, session, ident, salt, lastServerVersion)
+                try await bind(outbox, session, ident, salt, lastServerVersion)
             case let .query(session, v, subscriptions):
                 if let e = try await query(outbox, session, v, subscriptions) {
                     await events.record(kind: "subscription_error", userId: outbox.userId, message: e)
                 }
             case let .upload(session, changesets):
-                let rejected = try upload(outbox, session, changesets)
+                let rejected = try await upload(outbox, session, changesets)
                 for cw in rejected {
                     await events.record(kind: "compensating_write", userId: outbox.userId,
                                         message: "\"\(cw.objectType)\": { \"\(cw.primaryKey.keyText)\": \"\(cw.reason.replacingAll("\"", with: "\\\""))\" }")
                 }
             case let .mark(session, request):
+                // After every download sent before it (the client waits on it for "all
+                // downloaded"): queued behind the session's turn.
+                // The head is read from storage, not taken from the feed: a commit another
+                // node acknowledged before this MARK is in what the client is told it has.
+                knownHead = max(knownHead, try await storage.syncState().headVersion)
+                await catchUp(SessionKey(connection: outbox.id, session: session))
                 outbox.send(.mark(session: session, request: request))
             case let .unbind(session):
-                sessions[SessionKey(connection: outbox.id, session: session)] = nil
+                sessions.remove(SessionKey(connection: outbox.id, session: session))
                 outbox.send(.unbind(session: session))
             case let .ping(timestamp):
                 outbox.send(.pong(timestamp: timestamp))
@@ -122,11 +278,14 @@ actor SyncHub {
         } catch let e as SessionFailure {
             logger.warning("connection \(outbox.id) session \(e.session): \(e.message)")
             await events.record(kind: "session_error", userId: outbox.userId, message: "error \(e.code): \(e.message)")
-            sessions[SessionKey(connection: outbox.id, session: e.session)] = nil
+            sessions.remove(SessionKey(connection: outbox.id, session: e.session))
             outbox.send(.error(ProtocolError(session: e.session, code: e.code, message: e.message, tryAgain: false, action: e.action)))
         } catch {
+            // The store failed (a node that lost its database): nothing was acknowledged; the
+            // client keeps its changes and retries on a new connection.
             logger.error("connection \(outbox.id): \(error)")
-            outbox.send(.error(ProtocolError(session: 0, code: 500, message: "internal server error: \(error)", tryAgain: true, action: .transient)))
+            outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot reach its store; try again (\(error))", tryAgain: true, action: .transient)))
+            closeConnection(outbox)
         }
     }
 
@@ -136,21 +295,21 @@ actor SyncHub {
     /// disables it (`is_recovery_mode_disabled`), so the device discards or asks its host.
     private var resetAction: ErrorAction { app.sync.recoveryDisabled ? .clientResetNoRecovery : .clientReset }
 
-    private func bind(_ outbox: ConnectionOutbox, _ id: UInt64, _ ident: UInt64, _ salt: UInt64, _ lastServerVersion: UInt64) throws {
+    private func bind(_ outbox: ConnectionOutbox, _ id: UInt64, _ ident: UInt64, _ salt: UInt64, _ lastServerVersion: UInt64) async throws {
         let key = SessionKey(connection: outbox.id, session: id)
         guard sessions[key] == nil else { throw SessionFailure(id, 204, "session \(id) is already bound on this connection", .protocolViolation) }
         let record: ClientFileRecord
         var bindVersion = lastServerVersion
         if ident == 0 {
             // Bounded per user: a device that binds new files in a loop only churns its own.
-            if try storage.clientFileCount(userId: outbox.userId) >= limits.maxClientFilesPerUser {
-                try storage.forgetLeastRecentClientFile(userId: outbox.userId)
+            if try await storage.clientFileCount(userId: outbox.userId) >= limits.maxClientFilesPerUser {
+                try await storage.forgetLeastRecentClientFile(userId: outbox.userId)
             }
-            record = try storage.newClientFile(userId: outbox.userId)
+            record = try await storage.newClientFile(userId: outbox.userId)
             bindVersion = 0
             outbox.send(.ident(session: id, clientFileIdent: record.ident, clientFileSalt: record.salt))
         } else {
-            guard let r = try storage.clientFile(ident), r.salt == salt else {
+            guard let r = try await storage.clientFile(ident), r.salt == salt else {
                 throw SessionFailure(id, Self.badClientFileCode, "the server does not know client file \(ident): the device must reset", resetAction)
             }
             guard r.userId == outbox.userId else {
@@ -161,16 +320,18 @@ actor SyncHub {
             let now = ServerClock.secondsSinceEpoch()
             let maxOfflineDays = app.sync.clientMaxOfflineDays
             if maxOfflineDays > 0, r.lastSeen > 0, now - r.lastSeen > maxOfflineDays * 86_400 {
-                try storage.forgetClientFile(ident)
+                try await storage.forgetClientFile(ident)
                 throw SessionFailure(id, Self.badClientFileCode, "client file \(ident) was last seen \((now - r.lastSeen) / 86_400) days ago, longer than the client maximum offline time of \(maxOfflineDays) days: the device must reset", resetAction)
             }
-            try storage.touchClientFile(ident, at: now)
-            guard lastServerVersion <= version else {
-                throw SessionFailure(id, Self.badClientFileCode, "the client has server version \(lastServerVersion), newer than the server's \(version): the device must reset", resetAction)
+            try await storage.touchClientFile(ident, at: now)
+            if lastServerVersion > knownHead { knownHead = max(knownHead, try await storage.syncState().headVersion) }
+            guard lastServerVersion <= knownHead else {
+                throw SessionFailure(id, Self.badClientFileCode, "the client has server version \(lastServerVersion), newer than the server's \(knownHead): the device must reset", resetAction)
             }
             record = r
         }
-        var s = ServerSession(outbox: outbox, id: id, clientFile: record.ident, view: .empty(user: outbox.user), bindVersion: bindVersion)
+        guard !outbox.isClosed, sessions[key] == nil else { return }
+        var s = ServerSession(outbox: outbox, id: id, clientFile: record.ident, view: .empty(user: outbox.user), delivered: bindVersion)
         s.acknowledged = record.acknowledgedClientVersion
         // The view the client's data reflects: the last set the server completed for it.
         if case .success(let v) = SessionView.make(record.subscriptions, user: outbox.user, app: app, schema: schema) { s.view = v }
@@ -187,216 +348,184 @@ actor SyncHub {
 
     // MARK: QUERY
 
-    /// Returns the rejection message of a bad subscription set.
+    /// Returns the rejection message of a bad subscription set. Holds the session's turn: no
+    /// other download reaches the session until the new view's bootstrap is sent.
     private func query(_ outbox: ConnectionOutbox, _ id: UInt64, _ setVersion: UInt64, _ subscriptions: [Subscription]) async throws -> String? {
         let key = SessionKey(connection: outbox.id, session: id)
-        let started = try session(outbox, id)
-        let snapshotVersion = version
+        _ = try session(outbox, id)
+        guard await acquire(key) else { return nil }
+        defer { releaseAndCatchUp(key) }
+        guard let started = sessions[key] else { return nil }
         let evaluation = ViewEvaluation(session: id, subscriptions: subscriptions, user: outbox.user, app: app, schema: schema, limits: limits,
-                                        oldView: started.view, since: started.bindVersion,
+                                        oldView: started.view, since: started.delivered,
                                         setChanged: setVersion != started.subscriptionVersion, outbox: outbox)
         let outcome: ViewEvaluation.Outcome
         do { outcome = try await evaluation.run(storage: storage) } catch is ViewEvaluation.ConnectionGone { return nil }
         // Meanwhile the connection may have closed, the session unbound or sync stopped: then
         // nobody wants this answer.
-        guard syncEnabled, var s = sessions[key], !outbox.isClosed else { return nil }
-        if let record = try storage.clientFile(s.clientFile) { s.acknowledged = max(s.acknowledged, record.acknowledgedClientVersion) }
+        guard syncEnabled, sessions[key] != nil, !outbox.isClosed else { return nil }
         switch outcome {
         case .rejected(let message):
             // The set is in error; the session keeps syncing the previous set.
-            logger.info("client file \(s.clientFile): subscription set \(setVersion) rejected: \(message)")
+            logger.info("client file \(started.clientFile): subscription set \(setVersion) rejected: \(message)")
             outbox.send(.error(ProtocolError(session: id, code: Self.badQueryCode, message: message, tryAgain: false, action: .warning)))
-            if !s.hasQuery { s.hasQuery = true; sessions[key] = s }
+            sessions[key]?.hasQuery = true
             return message
-        case .ready(let newView, var batch):
-            // What was committed while the view was evaluated (uploads fanned out to this
-            // session with its old view meanwhile): the current state of each such object.
-            if version > snapshotVersion {
-                var caughtUp: [Instruction] = []
-                for name in Set(newView.classes).union(started.view.classes).sorted() {
-                    guard let os = schema.objectSchema(named: name) else { continue }
-                    try storage.changes(since: snapshotVersion, schema: os) { c in
-                        if let i = newView.catchUp(c, of: os, app: app) { caughtUp.append(i) }
-                    }
-                }
-                for i in caughtUp { batch.add(i) }
+        case .ready(let newView, var batch, let snapshotVersion):
+            // What was committed after the snapshot (on any node): the current state of each
+            // such object in the new view, or its erase.
+            let target = max(knownHead, snapshotVersion)
+            if target > snapshotVersion {
+                try await readChanges(since: snapshotVersion, view: newView, classes: Array(Set(newView.classes).union(started.view.classes)), into: &batch)
             }
-            try storage.saveSubscriptions(clientFile: s.clientFile, version: setVersion, subscriptions: subscriptions)
+            try await storage.saveSubscriptions(clientFile: started.clientFile, version: setVersion, subscriptions: subscriptions)
+            guard var s = sessions[key], !outbox.isClosed else { return nil }
+            if let record = try await storage.clientFile(s.clientFile) { s.acknowledged = max(s.acknowledged, record.acknowledgedClientVersion) }
+            guard sessions[key] != nil else { return nil }
             s.view = newView
             s.hasQuery = true
             s.subscriptionVersion = setVersion
-            s.bindVersion = version
+            s.delivered = target
+            s.busy = true
             sessions[key] = s
-            batch.finish(serverVersion: version, acknowledged: s.acknowledged, subscriptionVersion: setVersion, to: outbox)
+            batch.finish(serverVersion: target, acknowledged: s.acknowledged, subscriptionVersion: setVersion, to: outbox)
             return nil
         }
     }
 
+    /// Frees a session's turn; if commits arrived meanwhile, catches it up.
+    private func releaseAndCatchUp(_ key: SessionKey) {
+        sessions.release(key)
+        if let s = sessions[key], s.hasQuery, !s.busy, s.delivered < knownHead { startCatchUp(key) }
+    }
+
     // MARK: UPLOAD
 
-    /// What one upload did to one object.
-    private struct UploadEntry {
-        var stored: StoredObject
-        /// The object before the upload (for erases of what left a view).
-        let before: StampedObject?
-        var changed = false
-        /// Every instruction applied exactly as the client made it, with no concurrent change:
-        /// the uploader already has this state (no echo).
-        var exact = true
-        var rejected = false
+    /// What an upload's transaction returns to the hub.
+    private struct Committed: Sendable {
+        let integration: UploadIntegration
+        let outcome: UploadIntegration.Outcome
+        /// The head before and after the transaction.
+        let before: UInt64
+        let after: UInt64
     }
 
     /// Returns the compensating writes (already sent to the client).
-    private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ changesets: [UploadChangeset]) throws -> [CompensatingWrite] {
-        var s = try session(outbox, id)
-        // The durable acknowledgement, not the session's copy: another session of the same file
-        // (a reconnect racing an upload still in flight on the old connection) may have moved
-        // it. Nothing is applied twice.
-        if let record = try storage.clientFile(s.clientFile) { s.acknowledged = max(s.acknowledged, record.acknowledgedClientVersion) }
-        let newVersion = version + 1
-        var entries: [ObjectKey: UploadEntry] = [:]
-        var compensating: [CompensatingWrite] = []
-        var lastClientVersion = s.acknowledged
-        let user = outbox.user
-        var validators: [String: WriteValidator] = [:]
-        var advanced = false
-        /// Objects of changesets the server had already acknowledged: the client uploads them
-        /// again only when it missed the acknowledgement (its session ended first), so it may
-        /// also have missed their echoes and reverts: it gets the objects' current state.
-        var resend: Set<ObjectKey> = []
-
-        // Reads and writes of one upload are one SQLite transaction: one lock, one fsync.
-        try storage.transaction {
-            for upload in changesets where upload.clientVersion <= s.acknowledged {
-                guard let known = try? ChangesetCodec.decode(upload.changeset) else { continue }
-                for i in known.instructions { resend.insert(ObjectKey(table: i.table, key: i.key)) }
-            }
-            for upload in changesets where upload.clientVersion > s.acknowledged {
-                lastClientVersion = max(lastClientVersion, upload.clientVersion)
-                let changeset: Changeset
-                do { changeset = try ChangesetCodec.decode(upload.changeset) } catch {
-                    throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): a malformed changeset (\(error))", .protocolViolation)
-                }
-                let stamp = UploadClock.stamp(changeset.timestamp, fileIdent: s.clientFile)
-                let base = upload.lastIntegratedServerVersion
-                // Each run of instructions on one object is judged as a whole write.
-                let instructions = changeset.instructions
-                var i = 0
-                while i < instructions.count {
-                    let first = instructions[i]
-                    var end = i + 1
-                    while end < instructions.count, instructions[end].key == first.key, instructions[end].table == first.table { end += 1 }
-                    defer { i = end }
-                    guard let os = schema.objectSchema(named: first.table) else {
-                        throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): no object type '\(first.table)' in the app's schema", .protocolViolation)
-                    }
-                    let k = ObjectKey(table: first.table, key: first.key)
-                    if entries[k] == nil {
-                        let stored = try storage.object(k, schema: os) ?? StoredObject(object: nil)
-                        entries[k] = UploadEntry(stored: stored, before: stored.object)
-                    }
-                    let start = entries[k]!.stored
-                    // A create of a key another user's object already holds, one this user may
-                    // not read: refused with its own reason, and nothing of that object is sent
-                    // (primary keys are global per class; a guessed key must not destroy or
-                    // reveal another user's object).
-                    if case .create = first, let existing = start.object,
-                       !s.view.mayRead(existing.values, of: os, app: app) {
-                        compensating.append(.keyTaken(objectType: os.name, primaryKey: first.key))
-                        entries[k]!.rejected = true
-                        entries[k]!.exact = false
-                        continue
-                    }
-                    var next = start
-                    var didChange = false
-                    var asIs = (start.object?.versions.max() ?? 0) <= base
-                    for n in i..<end {
-                        do {
-                            let outcome = try ObjectMerge.apply(instructions[n], to: &next.object, schema: os, stamp: stamp, base: base,
-                                                                version: newVersion, lists: &next.lists)
-                            didChange = outcome.changed || didChange
-                            asIs = asIs && outcome == .applied
-                        } catch let e as FerryError {
-                            throw SessionFailure(id, Self.badChangesetCode, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
-                        }
-                    }
-                    guard didChange else {
-                        entries[k]!.exact = false
-                        continue
-                    }
-                    let validator: WriteValidator
-                    if let v = validators[os.name] { validator = v } else {
-                        validator = WriteValidator(objectSchema: os, rules: app.rules(for: os.name) ?? CollectionRules(roles: []),
-                                                   subscriptions: s.view.subscriptions(of: os.name))
-                        validators[os.name] = validator
-                    }
-                    if let cw = validator.check(user: user, before: start.object?.values, after: next.object?.values) {
-                        compensating.append(cw)
-                        entries[k]!.rejected = true
-                        continue
-                    }
-                    // A tombstone keeps the object's last values: who may learn of the erase.
-                    next.erasedState = next.object == nil ? (start.object ?? start.erasedState) : nil
-                    entries[k]!.stored = next
-                    entries[k]!.changed = true
-                    if !asIs { entries[k]!.exact = false }
-                }
-            }
-            var toStore: [ObjectKey: StoredObject] = [:]
-            for (k, e) in entries where e.changed { toStore[k] = e.stored }
-            try storage.commit(version: toStore.isEmpty ? version : newVersion, objects: toStore,
-                               clientFile: s.clientFile, clientVersion: lastClientVersion)
-            advanced = !toStore.isEmpty
+    private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ changesets: [UploadChangeset]) async throws -> [CompensatingWrite] {
+        let s = try session(outbox, id)
+        let (view, user, app, schema, clientFile, known) = (s.view, outbox.user, self.app, self.schema, s.clientFile, s.acknowledged)
+        uploadsInFlight += 1
+        defer {
+            uploadsInFlight -= 1
+            if uploadsInFlight == 0 { headMoved(to: knownHead) }
+        }
+        // Reads, merge, validation and writes of one upload are one storage transaction under
+        // the app's write lock: the version is assigned there, and it is durable when this
+        // returns. The merge runs off the hub.
+        let committed = try await storage.writeTransaction { tx -> Committed in
+            // The durable acknowledgement, not the session's copy: another session of the same
+            // file (a reconnect racing an upload still in flight on another connection or
+            // node) may have moved it. Nothing is applied twice.
+            let acknowledged = max(known, try await tx.clientFile(clientFile)?.acknowledgedClientVersion ?? 0)
+            let integration = try UploadIntegration(session: id, clientFile: clientFile, user: user, view: view, app: app, schema: schema,
+                                                    acknowledged: acknowledged, changesets: changesets)
+            let stored = try await tx.objects(integration.keys, schema: schema)
+            let outcome = try integration.integrate(stored: stored, version: tx.headVersion + 1)
+            let after = try await tx.write(objects: outcome.toStore, clientFile: clientFile, clientVersion: outcome.lastClientVersion)
+            return Committed(integration: integration, outcome: outcome, before: tx.headVersion, after: after)
         }
         // Only now is it durable.
-        if advanced { version = newVersion }
-        s.acknowledged = lastClientVersion
-        sessions[s.key] = s
-        for (key, other) in sessions where other.clientFile == s.clientFile && key != s.key {
-            sessions[key]?.acknowledged = max(other.acknowledged, lastClientVersion)
+        let outcome = committed.outcome
+        knownHead = max(knownHead, committed.after)
+        for other in sessions.all where other.clientFile == clientFile {
+            sessions[other.key]?.acknowledged = max(other.acknowledged, outcome.lastClientVersion)
         }
-
-        for cw in compensating {
+        for cw in outcome.compensating {
             logger.warning("\"\(cw.objectType)\": { \"\(cw.primaryKey.keyText)\": \"\(cw.reason.replacingAll("\"", with: "\\\""))\" }")
         }
-        // Fan out: every session with a query gets what entered or changed in its view and
-        // erases of what left it. The uploader also gets its reverts, and the merged state of
-        // every object it touched unless it already has exactly that.
-        for (key, other) in sessions where other.hasQuery || key == s.key {
-            let isOrigin = key == s.key
+        if committed.after > committed.before { fanOut(committed, origin: s.key) }
+        await respond(to: s.key, committed)
+        if !outcome.compensating.isEmpty {
+            outbox.send(.error(ProtocolError(session: id, code: SyncErrorText.compensatingWriteCode, message: SyncErrorText.compensatingWriteMessage,
+                                             tryAgain: true, action: .warning, compensatingWrites: outcome.compensating)))
+        }
+        return outcome.compensating
+    }
+
+    /// Sends a commit of this node from memory to every other session with a query that is
+    /// idle and exactly at the version before it: what entered or changed in its view, and
+    /// erases of what left it. Any other session is caught up from storage.
+    private func fanOut(_ committed: Committed, origin: SessionKey) {
+        for other in sessions.all where other.hasQuery && other.key != origin {
+            // Others are caught up from storage once no upload is in flight (`headMoved`).
+            guard !other.busy, other.delivered == committed.before else { continue }
             var batch = DownloadBatch(session: other.id)
+            for (k, e) in committed.outcome.entries where e.changed {
+                guard let os = schema.objectSchema(named: k.table) else { continue }
+                if let current = e.stored.object, other.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
+                else if let b = e.before, other.view.contains(b.values, of: os) { batch.add(.erase(table: k.table, key: k.key)) }
+            }
+            sessions[other.key]?.delivered = committed.after
+            guard !batch.isEmpty else { continue }
+            batch.finish(serverVersion: committed.after, acknowledged: other.acknowledged, subscriptionVersion: other.subscriptionVersion, to: other.outbox)
+        }
+    }
+
+    /// The uploader's answer: the acknowledgement, its reverts, and the merged state of every
+    /// object it touched unless it already has exactly that. From memory when the session is
+    /// exactly at the version before the commit; else (another node committed meanwhile, or a
+    /// catch-up is running) from storage, after the session's turn, so it never skips a
+    /// version.
+    private func respond(to key: SessionKey, _ committed: Committed) async {
+        guard await acquire(key) else { return }
+        defer { releaseAndCatchUp(key) }
+        guard let s = sessions[key], !s.outbox.isClosed else { return }
+        var batch = DownloadBatch(session: s.id)
+        let entries = committed.outcome.entries
+        var target = committed.after
+        var extras: [ObjectKey] = []
+        if s.delivered == committed.before || !s.hasQuery && s.delivered <= committed.before {
             for (k, e) in entries {
                 guard let os = schema.objectSchema(named: k.table) else { continue }
                 let current = e.stored.object
-                if e.changed && !(isOrigin && e.exact) {
-                    if let current, other.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
-                    else if let b = e.before, other.view.contains(b.values, of: os) { batch.add(.erase(table: k.table, key: k.key)) }
-                    else if isOrigin { batch.add(.erase(table: k.table, key: k.key)) }
-                } else if isOrigin && (e.rejected || !e.changed) {
-                    // A revert, or a write the merge did not take: the server's object when
-                    // the user may see it (never another user's data), else an erase.
-                    if let current, other.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
+                if e.changed && !e.exact {
+                    if let current, s.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
                     else { batch.add(.erase(table: k.table, key: k.key)) }
+                } else if e.rejected || !e.changed {
+                    extras.append(k)
                 }
             }
-            if isOrigin {
-                for k in resend where entries[k] == nil {
-                    guard let os = schema.objectSchema(named: k.table) else { continue }
-                    if let current = try storage.object(k, schema: os)?.object, other.view.contains(current.values, of: os) {
-                        batch.add(current.fullState(os))
-                    } else {
-                        batch.add(.erase(table: k.table, key: k.key))
-                    }
+        } else {
+            // Everything since the session's version (this commit's objects included), then
+            // the objects the merge did not take as sent.
+            target = max(knownHead, committed.after)
+            do {
+                try await readChanges(since: s.delivered, view: s.view, classes: s.view.classes, into: &batch)
+                for (k, e) in entries where e.changed {
+                    if !s.view.classes.contains(k.table) { batch.add(.erase(table: k.table, key: k.key)) }
                 }
+            } catch {
+                logger.error("connection \(s.outbox.id) session \(s.id): cannot read the uploader's catch-up: \(error)")
+                s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
+                closeConnection(s.outbox)
+                return
             }
-            guard isOrigin || !batch.isEmpty else { continue }
-            batch.finish(serverVersion: version, acknowledged: other.acknowledged, subscriptionVersion: other.subscriptionVersion, to: other.outbox)
+            for (k, e) in entries where e.rejected || !e.changed { extras.append(k) }
         }
-        if !compensating.isEmpty {
-            outbox.send(.error(ProtocolError(session: id, code: SyncErrorText.compensatingWriteCode, message: SyncErrorText.compensatingWriteMessage,
-                                             tryAgain: true, action: .warning, compensatingWrites: compensating)))
+        extras += committed.integration.resend.filter { entries[$0] == nil }
+        // A revert, a write the merge did not take, or an object sent again: the server's
+        // object when the user may see it (never another user's data), else an erase.
+        for k in extras {
+            guard let os = schema.objectSchema(named: k.table) else { continue }
+            let current: StampedObject?
+            if let e = entries[k] { current = e.stored.object } else { current = try? await storage.object(k, schema: os)?.object }
+            if let current, s.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
+            else { batch.add(.erase(table: k.table, key: k.key)) }
         }
-        return compensating
+        guard let now = sessions[key] else { return }
+        if now.hasQuery { sessions[key]?.delivered = max(now.delivered, target) }
+        batch.finish(serverVersion: now.hasQuery ? max(now.delivered, target) : now.delivered, acknowledged: now.acknowledged,
+                     subscriptionVersion: now.subscriptionVersion, to: now.outbox)
     }
 }
 

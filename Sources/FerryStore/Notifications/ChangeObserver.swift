@@ -1,4 +1,5 @@
 import FerryCore
+import FerrySQLite
 
 /// What a notification callback receives: objects by primary key, and the properties changed
 /// on the modified ones (by index in the class).

@@ -1,5 +1,6 @@
 import CSQLite
 import FerryCore
+import FerrySQLite
 #if canImport(Glibc)
 import Glibc
 #endif

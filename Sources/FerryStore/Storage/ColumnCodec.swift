@@ -1,4 +1,5 @@
 import FerryCore
+import FerrySQLite
 
 /// How a property's values are stored in its SQLite column. Chosen so that SQLite's own
 /// ordering of the stored form equals Ferry's ordering of the values, which lets equality and

@@ -1,4 +1,5 @@
 import FerryCore
+import FerrySQLite
 
 /// Row-level access to the class tables. Every function takes the connection to use: the
 /// writer inside a write transaction, the reader otherwise.

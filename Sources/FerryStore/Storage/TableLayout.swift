@@ -1,4 +1,5 @@
 import FerryCore
+import FerrySQLite
 
 /// The SQL of one class: its table, its statements, the order of its columns (the order of
 /// the class's properties). Tables are named `class_<Name>` so a class can never clash with

@@ -1,4 +1,5 @@
 import FerryCore
+import FerrySQLite
 
 /// A synced file's sync state, kept in the file itself so it survives restarts and crashes
 /// together with the data it describes.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FerryCore
+import FerrySQLite
 
 extension Database {
     /// Writes a copy of this synced database, with its data and subscriptions, to a new file

@@ -1,6 +1,6 @@
 import FerryAuth
 import FerryCore
-import FerryStore
+import FerrySQLite
 import Foundation
 
 /// The server's users on SQLite (`users.sqlite` in the data directory): identities, password

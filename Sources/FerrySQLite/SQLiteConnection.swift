@@ -5,12 +5,12 @@ import FerryCore
 /// there is one place that maps SQLite's failures to `FerryError`s. Not thread-safe: the
 /// store guards each connection with its own lock.
 public final class SQLiteConnection {
-    private(set) var db: OpaquePointer?
+    package private(set) var db: OpaquePointer?
     private var cache: [String: Statement] = [:]
     /// Statements the store uses on hot paths, by a small integer key (hashing an Int is much
     /// cheaper than hashing the SQL text on every insert).
     private var keyed: [Int: Statement] = [:]
-    let description: String
+    package let description: String
 
     private static let configured: Bool = {
         _ = ferry_sqlite_disable_memstatus()
@@ -128,5 +128,5 @@ public final class SQLiteConnection {
         sqlite3_wal_hook(db, hook, context)
     }
 
-    var isInTransaction: Bool { db.map { sqlite3_get_autocommit($0) == 0 } ?? false }
+    package var isInTransaction: Bool { db.map { sqlite3_get_autocommit($0) == 0 } ?? false }
 }

@@ -6,9 +6,9 @@ import Glibc
 /// which SQLite reports only as "unable to open database file". Each open database holds
 /// about six (three SQLite connections with the file and its WAL each, one shared-memory
 /// file), so a host that opens a few hundred hits a limit of 1,024 without any other fault.
-enum FileDescriptorLimit {
+package enum FileDescriptorLimit {
     /// The explanation for `error` (an errno value), or nil when it is not about descriptors.
-    static func explanation(errno error: Int32) -> String? {
+    package static func explanation(errno error: Int32) -> String? {
         switch error {
         case EMFILE:
             var limit = rlimit()

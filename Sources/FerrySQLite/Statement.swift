@@ -104,7 +104,7 @@ public final class Statement {
         return Array(UnsafeRawBufferPointer(start: p, count: n))
     }
 
-    var changes: Int { connection.db.map { Int(sqlite3_changes($0)) } ?? 0 }
+    package var changes: Int { connection.db.map { Int(sqlite3_changes($0)) } ?? 0 }
 }
 
 /// Contiguous byte storage, so that blobs bind without a copy whether they are arrays or slices.

@@ -1,0 +1,167 @@
+import FerryAppConfig
+import FerryCore
+import FerrySyncStorage
+
+/// The pure part of an upload: decodes its changesets, merges them into the objects' stored
+/// states (FerryCore's `ObjectMerge`) and validates every object write against the role's write
+/// filter and the session's subscriptions. No I/O: the hub reads the stored states inside the
+/// storage transaction (`keys` says which), runs `integrate` at the version the transaction
+/// will commit, and writes `Outcome.toStore`. Unit-tested without a server
+/// (Tests/FerryServerTests/UploadIntegrationTests.swift).
+struct UploadIntegration: Sendable {
+    let session: UInt64
+    let clientFile: UInt64
+    let user: UserContext
+    let view: SessionView
+    let app: AppConfiguration
+    let schema: Schema
+    /// The client version the server had already made durable for this client file.
+    let acknowledged: UInt64
+    /// The changesets not yet acknowledged, decoded.
+    private let fresh: [(upload: UploadChangeset, changeset: Changeset)]
+    /// Objects of changesets the server had already acknowledged: the client uploads them
+    /// again only when it missed the acknowledgement (its session ended first), so it may also
+    /// have missed their echoes and reverts: it gets the objects' current state.
+    let resend: Set<ObjectKey>
+
+    /// What one upload did to one object.
+    struct Entry: Sendable {
+        var stored: StoredObject
+        /// The object before the upload (for erases of what left a view).
+        let before: StampedObject?
+        var changed = false
+        /// Every instruction applied exactly as the client made it, with no concurrent change:
+        /// the uploader already has this state (no echo).
+        var exact = true
+        var rejected = false
+    }
+
+    struct Outcome: Sendable {
+        var entries: [ObjectKey: Entry] = [:]
+        var compensating: [CompensatingWrite] = []
+        /// The last client version of the upload: acknowledged once the transaction commits.
+        var lastClientVersion: UInt64
+        /// The objects to write at the new version.
+        var toStore: [ObjectKey: StoredObject] {
+            var out: [ObjectKey: StoredObject] = [:]
+            for (k, e) in entries where e.changed { out[k] = e.stored }
+            return out
+        }
+    }
+
+    /// Decodes the changesets (a malformed one ends the session with error 212).
+    init(session: UInt64, clientFile: UInt64, user: UserContext, view: SessionView, app: AppConfiguration, schema: Schema,
+         acknowledged: UInt64, changesets: [UploadChangeset]) throws {
+        self.session = session
+        self.clientFile = clientFile
+        self.user = user
+        self.view = view
+        self.app = app
+        self.schema = schema
+        self.acknowledged = acknowledged
+        var resend: Set<ObjectKey> = []
+        var fresh: [(UploadChangeset, Changeset)] = []
+        for upload in changesets {
+            if upload.clientVersion <= acknowledged {
+                guard let known = try? ChangesetCodec.decode(upload.changeset) else { continue }
+                for i in known.instructions { resend.insert(ObjectKey(table: i.table, key: i.key)) }
+                continue
+            }
+            do { fresh.append((upload, try ChangesetCodec.decode(upload.changeset))) } catch {
+                throw SessionFailure(session, SyncHub.badChangesetCode, "client version \(upload.clientVersion): a malformed changeset (\(error))", .protocolViolation)
+            }
+        }
+        self.fresh = fresh
+        self.resend = resend
+    }
+
+    /// Every object the merge reads (read them in the transaction, before `integrate`).
+    var keys: [ObjectKey] {
+        var seen: Set<ObjectKey> = []
+        var out: [ObjectKey] = []
+        for (_, c) in fresh {
+            for i in c.instructions {
+                let k = ObjectKey(table: i.table, key: i.key)
+                if seen.insert(k).inserted { out.append(k) }
+            }
+        }
+        return out
+    }
+
+    /// Whether any changeset is new to the server.
+    var hasFreshChanges: Bool { !fresh.isEmpty }
+
+    /// Merges and validates the fresh changesets into `stored` (the states `keys` named, as
+    /// read in the transaction) as server version `version`.
+    func integrate(stored: [ObjectKey: StoredObject], version: UInt64, now: Int64 = UploadClock.nanosecondsSinceEpoch()) throws -> Outcome {
+        var outcome = Outcome(lastClientVersion: acknowledged)
+        var validators: [String: WriteValidator] = [:]
+        for (upload, changeset) in fresh {
+            outcome.lastClientVersion = max(outcome.lastClientVersion, upload.clientVersion)
+            let stamp = UploadClock.stamp(changeset.timestamp, fileIdent: clientFile, now: now)
+            let base = upload.lastIntegratedServerVersion
+            // Each run of instructions on one object is judged as a whole write.
+            let instructions = changeset.instructions
+            var i = 0
+            while i < instructions.count {
+                let first = instructions[i]
+                var end = i + 1
+                while end < instructions.count, instructions[end].key == first.key, instructions[end].table == first.table { end += 1 }
+                defer { i = end }
+                guard let os = schema.objectSchema(named: first.table) else {
+                    throw SessionFailure(session, SyncHub.badChangesetCode, "client version \(upload.clientVersion): no object type '\(first.table)' in the app's schema", .protocolViolation)
+                }
+                let k = ObjectKey(table: first.table, key: first.key)
+                if outcome.entries[k] == nil {
+                    let s = stored[k] ?? StoredObject(object: nil)
+                    outcome.entries[k] = Entry(stored: s, before: s.object)
+                }
+                let start = outcome.entries[k]!.stored
+                // A create of a key another user's object already holds, one this user may not
+                // read: refused with its own reason, and nothing of that object is sent
+                // (primary keys are global per class; a guessed key must not destroy or reveal
+                // another user's object).
+                if case .create = first, let existing = start.object, !view.mayRead(existing.values, of: os, app: app) {
+                    outcome.compensating.append(.keyTaken(objectType: os.name, primaryKey: first.key))
+                    outcome.entries[k]!.rejected = true
+                    outcome.entries[k]!.exact = false
+                    continue
+                }
+                var next = start
+                var didChange = false
+                var asIs = (start.object?.versions.max() ?? 0) <= base
+                for n in i..<end {
+                    do {
+                        let applied = try ObjectMerge.apply(instructions[n], to: &next.object, schema: os, stamp: stamp, base: base,
+                                                            version: version, lists: &next.lists)
+                        didChange = applied.changed || didChange
+                        asIs = asIs && applied == .applied
+                    } catch let e as FerryError {
+                        throw SessionFailure(session, SyncHub.badChangesetCode, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
+                    }
+                }
+                guard didChange else {
+                    outcome.entries[k]!.exact = false
+                    continue
+                }
+                let validator: WriteValidator
+                if let v = validators[os.name] { validator = v } else {
+                    validator = WriteValidator(objectSchema: os, rules: app.rules(for: os.name) ?? CollectionRules(roles: []),
+                                               subscriptions: view.subscriptions(of: os.name))
+                    validators[os.name] = validator
+                }
+                if let cw = validator.check(user: user, before: start.object?.values, after: next.object?.values) {
+                    outcome.compensating.append(cw)
+                    outcome.entries[k]!.rejected = true
+                    continue
+                }
+                // A tombstone keeps the object's last values: who may learn of the erase.
+                next.erasedState = next.object == nil ? (start.object ?? start.erasedState) : nil
+                outcome.entries[k]!.stored = next
+                outcome.entries[k]!.changed = true
+                if !asIs { outcome.entries[k]!.exact = false }
+            }
+        }
+        return outcome
+    }
+}

@@ -1,0 +1,95 @@
+import FerryCore
+
+/// The server's durable state behind one backend-neutral, asynchronous protocol: the embedded
+/// SQLite store and PostgreSQL implement it, and the conformance suite
+/// (Tests/FerryStorageConformanceTests) holds both to the same behaviour.
+///
+/// The storage owns ordering: the server version of an upload is assigned inside the
+/// transaction that makes it durable (`writeTransaction`), under a lock that serialises the
+/// app's writers across every node sharing the store. Nothing about versions is kept in
+/// memory, so a failed transaction never leaves a gap and two nodes never hand out one version
+/// twice. Calls may come from any task at any time.
+public protocol SyncStorage: AnyObject, Sendable {
+    /// What the backend is, for logs ("SQLite /path/sync.sqlite", "PostgreSQL host:port/db").
+    var description: String { get }
+
+    /// Wakes this node when the app's history or sync state moved (commits of every node).
+    var changeFeed: any ChangeFeed { get }
+
+    // MARK: Sync state
+
+    /// The app's sync state and history head, as committed now.
+    func syncState() async throws -> SyncState
+    /// Admin: terminate (`false`) or enable (`true`) sync. Enabling after a terminate forgets
+    /// every client file and starts a new sync identity (`SyncState.generation`); enabling an
+    /// enabled app changes nothing. Every change grows `SyncState.revision`. Returns the state
+    /// after the change.
+    @discardableResult
+    func setSyncEnabled(_ enabled: Bool) async throws -> SyncState
+    /// Grows `SyncState.revision` (an admin change outside this protocol, such as a user
+    /// disabled in the `UserDirectory`) so every node re-reads what it acts on.
+    func bumpStateRevision() async throws
+    /// A secret every node shares (the access-token key when none is configured): the stored
+    /// one, or `create()`'s value stored now if there is none yet (the first node wins a race).
+    func sharedSecret(named name: String, create: @Sendable () -> [UInt8]) async throws -> [UInt8]
+
+    // MARK: Client files
+
+    func newClientFile(userId: String) async throws -> ClientFileRecord
+    func clientFile(_ ident: UInt64) async throws -> ClientFileRecord?
+    func saveSubscriptions(clientFile: UInt64, version: UInt64, subscriptions: [Subscription]) async throws
+    /// How many client files a user has.
+    func clientFileCount(userId: String) async throws -> Int
+    /// Forgets the user's least recently seen client file (that device resets when it returns).
+    func forgetLeastRecentClientFile(userId: String) async throws
+    /// Forgets one client file (offline longer than the client maximum offline time).
+    func forgetClientFile(_ ident: UInt64) async throws
+    /// Records that the client file was seen now (a bind).
+    func touchClientFile(_ ident: UInt64, at secondsSinceEpoch: Int) async throws
+
+    // MARK: Objects and history
+
+    /// Runs `body` in one write transaction holding the app's write lock: `body` reads the
+    /// head and the objects it merges, and writes the result at the next version; everything
+    /// becomes durable together when `body` returns (rolled back if it throws), and only then
+    /// does this return. The feed is signalled after the commit.
+    func writeTransaction<T: Sendable>(_ body: @Sendable (any SyncWriteTransaction) async throws -> T) async throws -> T
+    /// One object's stored state, outside any transaction.
+    func object(_ key: ObjectKey, schema: ObjectSchema) async throws -> StoredObject?
+    /// The objects of `schema`'s class changed after `version` (tombstones included), in
+    /// version order, read in pages so memory does not grow with the history.
+    func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) throws -> Void) async throws
+    /// Runs `body` on a read-only snapshot of the store taken now: long reads (a new
+    /// subscription set's view, a bootstrap) see one state and do not hold up writers.
+    func withSnapshot<T: Sendable>(_ body: @Sendable (any SyncSnapshot) async throws -> T) async throws -> T
+
+    /// Closes the store's connections; later calls fail.
+    func close() async
+}
+
+/// The inside of `SyncStorage.writeTransaction`: reads see the state under the app's write
+/// lock, writes commit together.
+public protocol SyncWriteTransaction: AnyObject, Sendable {
+    /// The app's head version, read under the write lock: this transaction's writes get
+    /// `headVersion + 1`.
+    var headVersion: UInt64 { get }
+    func clientFile(_ ident: UInt64) async throws -> ClientFileRecord?
+    /// The stored state of each of `keys` that exists (missing keys are absent).
+    func objects(_ keys: [ObjectKey], schema: Schema) async throws -> [ObjectKey: StoredObject]
+    /// Writes `objects` at `headVersion + 1` (the new head) when there are any, and records
+    /// `clientVersion` as the client file's acknowledged version (never lowering it). Returns
+    /// the head after this transaction: `headVersion + 1`, or `headVersion` when `objects` is
+    /// empty. Called at most once per transaction.
+    func write(objects: [ObjectKey: StoredObject], clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64
+}
+
+/// A consistent read-only view of the store at one version. The hub evaluates a new
+/// subscription set's view on one, then catches up from `version`.
+public protocol SyncSnapshot: AnyObject, Sendable {
+    /// The head version this snapshot sees.
+    var version: UInt64 { get }
+    /// Every live object of a class, read in pages.
+    func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) throws -> Void) async throws
+    /// The objects of `schema`'s class changed after `version`, in version order.
+    func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) throws -> Void) async throws
+}

@@ -1,0 +1,63 @@
+import FerryPostgresStorage
+import FerryServer
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+/// Several in-process ferry-server nodes on one PostgreSQL database of their own (made for the
+/// test and dropped after it), for the tests of a cluster. Needs `FERRY_TEST_POSTGRES_URL`
+/// (scripts/postgres-cluster.sh prints one; its role may create databases).
+enum SyncTestCluster {
+    static var postgresURL: String? {
+        guard let url = ProcessInfo.processInfo.environment["FERRY_TEST_POSTGRES_URL"], !url.isEmpty else { return nil }
+        return url
+    }
+
+    static var isAvailable: Bool { postgresURL != nil }
+
+    /// Runs `body` with the base URLs of `count` nodes serving the Item app from one fresh
+    /// database; no `FERRY_TOKEN_SECRET` is given, so the nodes share the secret kept in it.
+    static func withNodes(_ count: Int = 2, secrets: [String: String] = [:], configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
+                          _ body: ([String]) async throws -> Void) async throws {
+        guard let base = postgresURL else { try Test.cancel("FERRY_TEST_POSTGRES_URL is not set: no PostgreSQL to run a cluster on") }
+        let database = "ferry_t_\(UInt64.random(in: 0...UInt64.max))"
+        try await administer(base, "CREATE DATABASE \(database)")
+        var location = try PostgresLocation(url: base)
+        location.database = database
+        let url = "postgres://\(location.user):\(location.password ?? "")@\(location.host):\(location.port)/\(database)"
+        do {
+            try await start(count, url: url, secrets: secrets, configure: configure, urls: [], body)
+        } catch {
+            try? await administer(base, "DROP DATABASE \(database) WITH (FORCE)")
+            throw error
+        }
+        try await administer(base, "DROP DATABASE \(database) WITH (FORCE)")
+    }
+
+    private static func start(_ remaining: Int, url: String, secrets: [String: String], configure: @escaping (inout ServerConfiguration) -> Void,
+                              urls: [String], _ body: ([String]) async throws -> Void) async throws {
+        guard remaining > 0 else { return try await body(urls) }
+        try await SyncTestServer.withServer(secrets: secrets, configure: { config in
+            config.database = .postgres(url: url)
+            configure(&config)
+        }) { nodeURL in
+            try await start(remaining - 1, url: url, secrets: secrets, configure: configure, urls: urls + [nodeURL], body)
+        }
+    }
+
+    /// Runs one statement on the test cluster's database (outside any transaction).
+    static func administer(_ url: String, _ sql: String) async throws {
+        let location = try PostgresLocation(url: url)
+        let config = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
+                                                      password: location.password, database: location.database, tls: .disable)
+        let connection = try await PostgresConnection.connect(configuration: config, id: 1, logger: Logger(label: "ferry-test-cluster"))
+        do {
+            _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "ferry-test-cluster"))
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
+    }
+}

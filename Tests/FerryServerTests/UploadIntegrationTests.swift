@@ -1,0 +1,92 @@
+import FerryAppConfig
+import FerryCore
+import FerrySyncStorage
+import Foundation
+import Testing
+@testable import FerryServer
+
+/// The pure merge and validation of an upload (`UploadIntegration`), without storage or a
+/// server: stored states in, merged states and compensating writes out.
+@Suite("Server: upload integration without I/O")
+struct UploadIntegrationTests {
+    let app = try! AppDirectory.load(AuthAPITests.example)
+    var item: ObjectSchema { try! app.schema.objectSchema(named: "Item")! }
+    let alice = UserContext(id: "alice")
+
+    func view(_ query: String = "complexity <= 4") throws -> SessionView {
+        try SessionView.make([Subscription(name: "s", objectType: "Item", query: query)], user: alice, app: app, schema: app.schema).get()
+    }
+
+    func create(_ hex: String, owner: String, complexity: Int64) throws -> Instruction {
+        .create(table: "Item", key: .objectId(try ObjectId(hex: hex)), fields: [
+            FieldValue(name: "ownerId", value: .string(owner)), FieldValue(name: "itemName", value: .string("x")),
+            FieldValue(name: "complexity", value: .int(complexity)),
+        ])
+    }
+
+    func upload(_ version: UInt64, base: UInt64 = 0, _ instructions: [Instruction]) -> UploadChangeset {
+        UploadChangeset(clientVersion: version, lastIntegratedServerVersion: base,
+                        changeset: ChangesetCodec.encode(Changeset(timestamp: 1_000, instructions: instructions)))
+    }
+
+    func integration(acknowledged: UInt64 = 0, _ changesets: [UploadChangeset]) throws -> UploadIntegration {
+        try UploadIntegration(session: 1, clientFile: 7, user: alice, view: try view(), app: app, schema: try app.schema,
+                              acknowledged: acknowledged, changesets: changesets)
+    }
+
+    @Test func aPermittedCreateIsStoredAtTheGivenVersion() throws {
+        let i = try integration([upload(1, [try create("65a1b2c3d4e5f60718293a4b", owner: "alice", complexity: 2)])])
+        let key = ObjectKey(table: "Item", key: .objectId(try ObjectId(hex: "65a1b2c3d4e5f60718293a4b")))
+        #expect(i.keys == [key])
+        let outcome = try i.integrate(stored: [:], version: 42)
+        #expect(outcome.compensating.isEmpty)
+        #expect(outcome.lastClientVersion == 1)
+        let stored = try #require(outcome.toStore[key]?.object)
+        #expect(stored.versions.contains(42))
+        #expect(stored.values[try #require(item.propertyIndex(named: "complexity"))] == .int(2))
+        #expect(outcome.entries[key]?.exact == true)
+    }
+
+    @Test func writesOutsideTheViewOrPermissionAreCompensatedAndNotStored() throws {
+        let i = try integration([upload(1, [
+            try create("65a1b2c3d4e5f60718293a4b", owner: "alice", complexity: 7),
+            try create("65a1b2c3d4e5f60718293a4c", owner: "bob", complexity: 2),
+        ])])
+        let outcome = try i.integrate(stored: [:], version: 5)
+        #expect(outcome.toStore.isEmpty)
+        #expect(outcome.compensating.map(\.reason) == [
+            "write to \"65a1b2c3d4e5f60718293a4b\" in table \"Item\" not allowed; object is outside of the current query view",
+            "write to \"65a1b2c3d4e5f60718293a4c\" in table \"Item\" was denied by write filter in role \"owner-read-write\"",
+        ])
+        #expect(outcome.entries.values.allSatisfy { $0.rejected })
+    }
+
+    @Test func changesetsAlreadyAcknowledgedAreNotAppliedAgain() throws {
+        let key = ObjectKey(table: "Item", key: .objectId(try ObjectId(hex: "65a1b2c3d4e5f60718293a4b")))
+        let i = try integration(acknowledged: 3, [upload(3, [try create("65a1b2c3d4e5f60718293a4b", owner: "alice", complexity: 2)])])
+        #expect(i.keys.isEmpty)
+        #expect(i.resend == [key])
+        let outcome = try i.integrate(stored: [:], version: 9)
+        #expect(outcome.toStore.isEmpty)
+        #expect(outcome.lastClientVersion == 3)
+    }
+
+    @Test func aMalformedChangesetIsAProtocolError() throws {
+        #expect(throws: SessionFailure.self) {
+            _ = try integration([UploadChangeset(clientVersion: 1, lastIntegratedServerVersion: 0, changeset: [0xff, 0x01, 0x02])])
+        }
+    }
+
+    @Test func aConcurrentStoredWriteDecidesByStampAndIsNotAnExactEcho() throws {
+        let hex = "65a1b2c3d4e5f60718293a4b"
+        let key = ObjectKey(table: "Item", key: .objectId(try ObjectId(hex: hex)))
+        // The server has the object at version 4 (written by another device, later clock).
+        let first = try integration([upload(1, [try create(hex, owner: "alice", complexity: 1)])])
+        var stored = try #require(first.integrate(stored: [:], version: 4, now: 2_000_000_000_000).toStore[key])
+        stored.object = stored.object.map { o in var o = o; o.stamps = o.stamps.map { _ in Stamp(timestamp: 5_000, fileIdent: 99) }; return o }
+        // This client saw version 0 only: its set of complexity is concurrent and older.
+        let set = Instruction.set(table: "Item", key: key.key, field: "complexity", value: .int(3))
+        let outcome = try integration([upload(1, base: 0, [set])]).integrate(stored: [key: stored], version: 5)
+        #expect(outcome.entries[key]?.exact == false)
+    }
+}
