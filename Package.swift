@@ -100,6 +100,8 @@ let package = Package(
         /// names a database the tests may empty).
         .testTarget(name: "FerryStorageConformanceTests", dependencies: [
             "FerryCore", "FerryAuth", "FerrySyncStorage", "FerrySQLiteStorage", "FerryPostgresStorage",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         /// The client's network stack and sync engine against a real in-process ferry-server.
         .testTarget(name: "FerryClientTests", dependencies: [

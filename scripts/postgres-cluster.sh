@@ -89,7 +89,7 @@ start() {
         port=$(free_port)
         say "starting on 127.0.0.1:$port (attempt $attempt)"
         if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-            -o "-p $port -k $dir -c listen_addresses=127.0.0.1" start >&2; then
+            -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400" start >&2; then
             break
         fi
         port=""

@@ -27,6 +27,12 @@ echo "==> Swift tests"
 # The fault-proxy convergence test runs this many seeded runs of random faults.
 FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} FERRY_FAULT_SEEDS=${FERRY_FAULT_SEEDS:-20} swift test
 
+echo "==> the sync suites again on two nodes over PostgreSQL"
+# Each test gets two in-process nodes on a database of its own, behind tools/fault-proxy,
+# which hands each new connection (device, login, admin call) to the next node.
+FERRY_TEST_CLUSTER=postgres FERRY_CONVERGENCE_SEEDS=${FERRY_CLUSTER_CONVERGENCE_SEEDS:-40} swift test --skip-build \
+  --filter "SyncEndToEnd|RandomConvergence|ClientResetMatrix|WriteOrderSync|ClientResetSync|SyncProgress|HostileSync"
+
 echo "==> Swift tests under AddressSanitizer, and the concurrent ones under ThreadSanitizer"
 # Leak reports here would be the test harness's own statics; valgrind checks leaks on the C side.
 # Four runs: the tests of a server under hostile load (a view evaluation that burns a core,

@@ -12,6 +12,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     private let writerLock = ServerLock()
     private let reader: SQLiteConnection
     private let readerLock = ServerLock()
+    private var readerClosed = false
     private let turn = WriterTurn()
     private let path: String
     private let feed: InProcessChangeFeed
@@ -248,6 +249,9 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     }
 
     public func withSnapshot<T: Sendable>(_ body: @Sendable (any SyncSnapshot) async throws -> T) async throws -> T {
+        // A snapshot opens a connection of its own by path: refused once the store is closed,
+        // like every other call.
+        try readerLock.withLock { guard !readerClosed else { throw FerryError(.closed, "the sync store \(path) is closed") } }
         let snapshot = try await BlockingReads.run { try SQLiteSyncSnapshot(path: path) }
         defer { snapshot.close() }
         return try await body(snapshot)
@@ -257,7 +261,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         feed.finish()
         await turn.run {
             writerLock.withLock { writer.close() }
-            readerLock.withLock { reader.close() }
+            readerLock.withLock { reader.close(); readerClosed = true }
         }
     }
 }

@@ -9,6 +9,10 @@ public struct ServerConfiguration: Sendable {
     public var dataDirectory: String
     /// The store: embedded SQLite in `dataDirectory` (default), or PostgreSQL shared by nodes.
     public var database: DatabaseLocation = .embedded
+    /// The most connections a node opens to PostgreSQL (its pool; one more is its change-feed
+    /// listener). Every node has its own, so the database's `max_connections` must cover the
+    /// sum.
+    public var databaseConnections = 20
     public var host: String
     /// 0 lets the OS choose a free port (tests); the chosen one is reported when running.
     public var port: Int

@@ -21,6 +21,9 @@ struct FerryServerCommand: AsyncParsableCommand {
         discussion: "Also read from FERRY_DATABASE_URL when the flag is absent."))
     var database: String?
 
+    @Option(name: .customLong("database-connections"), help: "The most connections this node opens to PostgreSQL (its pool).")
+    var databaseConnections: Int = 20
+
     @Option(help: "The address to listen on.")
     var host: String = "127.0.0.1"
 
@@ -56,6 +59,8 @@ struct FerryServerCommand: AsyncParsableCommand {
         if let url = database ?? ProcessInfo.processInfo.environment["FERRY_DATABASE_URL"], !url.isEmpty {
             config.database = .postgres(url: url)
         }
+        guard databaseConnections >= 2 else { throw ValidationError("--database-connections must be at least 2") }
+        config.databaseConnections = databaseConnections
         config.connectionLimits = connectionLimits.limits
         config.syncLimits = syncLimits.limits
         config.authLimits = authLimits.limits

@@ -21,13 +21,23 @@ final class FaultProxy: @unchecked Sendable {
     let url: String
 
     /// Starts the proxy in front of `serverURL` (http://127.0.0.1:PORT).
-    init(serverURL: String, seed: UInt64 = 1) throws {
+    convenience init(serverURL: String, seed: UInt64 = 1) throws {
+        try self.init(serverURLs: [serverURL], seed: seed)
+    }
+
+    /// Starts the proxy in front of several servers (the nodes of a cluster): each new
+    /// connection goes to the next one (`targets`, `target-down N`, `target-up N` control them).
+    init(serverURLs: [String], seed: UInt64 = 1) throws {
         guard let binary = Self.binary else { throw ProxyError("no build/ferry-fault-proxy (run scripts/build.sh)") }
-        guard let target = serverURL.split(separator: "/").last else { throw ProxyError("bad server URL \(serverURL)") }
+        var targets: [String] = []
+        for serverURL in serverURLs {
+            guard let target = serverURL.split(separator: "/").last else { throw ProxyError("bad server URL \(serverURL)") }
+            targets += ["--target", String(target)]
+        }
         let dir = SyncTestServer.temporaryDirectory("proxy")
         let portFile = dir + "/port", controlFile = dir + "/control"
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--target", String(target), "--port-file", portFile, "--control-port-file", controlFile, "--seed", String(seed)]
+        process.arguments = targets + ["--port-file", portFile, "--control-port-file", controlFile, "--seed", String(seed)]
         // Never an unread pipe: the proxy would block once it filled.
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")

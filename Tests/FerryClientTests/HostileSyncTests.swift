@@ -145,7 +145,7 @@ struct HostileSyncTests {
 
     /// A writer that stored 2,000 items, and an attacker of another user that has just sent
     /// `expensiveSet()`; `body` runs while the server evaluates it.
-    static func afterAnExpensiveQuery(configure: (inout ServerConfiguration) -> Void = { _ in },
+    static func afterAnExpensiveQuery(configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
                                       _ body: @escaping @Sendable (RawSyncClient, TestDevice) async throws -> Void) async throws {
         try await SyncTestServer.withServer(configure: configure) { url in
             let writer = try await TestDevice(baseURL: url, credentials: .anonymous)

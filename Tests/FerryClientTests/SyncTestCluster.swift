@@ -18,7 +18,8 @@ enum SyncTestCluster {
 
     /// Runs `body` with the base URLs of `count` nodes serving the Item app from one fresh
     /// database; no `FERRY_TOKEN_SECRET` is given, so the nodes share the secret kept in it.
-    static func withNodes(_ count: Int = 2, secrets: [String: String] = [:], configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
+    static func withNodes(_ count: Int = 2, appDirectory: String = SyncTestServer.appDirectory, secrets: [String: String] = [:],
+                          configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
                           _ body: ([String]) async throws -> Void) async throws {
         guard let base = postgresURL else { try Test.cancel("FERRY_TEST_POSTGRES_URL is not set: no PostgreSQL to run a cluster on") }
         let database = "ferry_t_\(UInt64.random(in: 0...UInt64.max))"
@@ -27,7 +28,7 @@ enum SyncTestCluster {
         location.database = database
         let url = "postgres://\(location.user):\(location.password ?? "")@\(location.host):\(location.port)/\(database)"
         do {
-            try await start(count, url: url, secrets: secrets, configure: configure, urls: [], body)
+            try await start(count, appDirectory: appDirectory, url: url, secrets: secrets, configure: configure, urls: [], body)
         } catch {
             try? await administer(base, "DROP DATABASE \(database) WITH (FORCE)")
             throw error
@@ -35,14 +36,18 @@ enum SyncTestCluster {
         try await administer(base, "DROP DATABASE \(database) WITH (FORCE)")
     }
 
-    private static func start(_ remaining: Int, url: String, secrets: [String: String], configure: @escaping (inout ServerConfiguration) -> Void,
+    private static func start(_ remaining: Int, appDirectory: String, url: String, secrets: [String: String],
+                              configure: @escaping (inout ServerConfiguration) -> Void,
                               urls: [String], _ body: ([String]) async throws -> Void) async throws {
         guard remaining > 0 else { return try await body(urls) }
-        try await SyncTestServer.withServer(secrets: secrets, configure: { config in
+        try await SyncTestServer.withSingleServer(appDirectory: appDirectory, secrets: secrets, configure: { config in
             config.database = .postgres(url: url)
+            // Tests run in parallel, each with its own nodes: a small pool each keeps them all
+            // under the test cluster's connection limit.
+            config.databaseConnections = 4
             configure(&config)
         }) { nodeURL in
-            try await start(remaining - 1, url: url, secrets: secrets, configure: configure, urls: urls + [nodeURL], body)
+            try await start(remaining - 1, appDirectory: appDirectory, url: url, secrets: secrets, configure: configure, urls: urls + [nodeURL], body)
         }
     }
 

@@ -23,10 +23,35 @@ enum SyncTestServer {
     static let convergenceAppDirectory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/convergence-app").path
 
+    /// Whether the sync tests run on a cluster: `FERRY_TEST_CLUSTER=postgres` (CI sets it for a
+    /// second run of the end-to-end, convergence and client-reset suites) puts two nodes on
+    /// one PostgreSQL database behind tools/fault-proxy, which hands each new connection to the
+    /// next node, so a test's devices, logins and admin calls are spread over both.
+    static var clusterMode: Bool { ProcessInfo.processInfo.environment["FERRY_TEST_CLUSTER"] == "postgres" }
+
+    /// Runs `body` with the base URL of a server: one node on SQLite, or in `clusterMode` the
+    /// proxy in front of two nodes on PostgreSQL (except for tests that need TLS, a fixed port
+    /// or a data directory kept across restarts: those stay on one SQLite node).
     static func withServer(appDirectory: String = appDirectory, tls: (certificate: String, key: String)? = nil,
                            dataDirectory: String? = nil, port: Int = 0, secrets: [String: String] = [:],
-                           configure: (inout ServerConfiguration) -> Void = { _ in },
+                           configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
                            _ body: (String) async throws -> Void) async throws {
+        guard clusterMode, tls == nil, dataDirectory == nil, port == 0 else {
+            return try await withSingleServer(appDirectory: appDirectory, tls: tls, dataDirectory: dataDirectory, port: port,
+                                              secrets: secrets, configure: configure, body)
+        }
+        try await SyncTestCluster.withNodes(2, appDirectory: appDirectory, secrets: secrets, configure: configure) { nodes in
+            let proxy = try FaultProxy(serverURLs: nodes)
+            defer { proxy.stop() }
+            try await body(proxy.url)
+        }
+    }
+
+    /// One in-process node (SQLite unless `configure` says otherwise).
+    static func withSingleServer(appDirectory: String = appDirectory, tls: (certificate: String, key: String)? = nil,
+                                 dataDirectory: String? = nil, port: Int = 0, secrets: [String: String] = [:],
+                                 configure: (inout ServerConfiguration) -> Void = { _ in },
+                                 _ body: (String) async throws -> Void) async throws {
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "ferry-server-test")
         logger.logLevel = .warning

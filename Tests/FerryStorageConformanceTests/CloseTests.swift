@@ -15,12 +15,8 @@ struct CloseTests {
             await #expect(throws: (any Error).self) { try await s.syncState() }
             await #expect(throws: (any Error).self) { try await s.clientFile(file.ident) }
             await #expect(throws: (any Error).self) { try await s.commit([Fixtures.noteKey("a"): StoredObject(object: Fixtures.note("a", "x"))], clientFile: file.ident) }
-            // SQLiteSyncStorage.withSnapshot opens a connection of its own by path and does not
-            // check that the store was closed (reported to the lead). Marked known so this
-            // test fails, as a reminder, once it is fixed.
-            await withKnownIssue("SQLite: withSnapshot still works after close") {
-                await #expect(throws: (any Error).self) { try await s.withSnapshot { $0.version } }
-            } when: { backend.kind == .sqlite }
+            // A snapshot opens a connection of its own (SQLite: by path): refused all the same.
+            await #expect(throws: (any Error).self) { try await s.withSnapshot { $0.version } }
         }
     }
 }

@@ -26,7 +26,7 @@ struct ServerStore: Sendable {
                 throw ServerStartError("bad --database URL: \(error)")
             }
             let backend: PostgresBackend
-            do { backend = try await PostgresBackend.open(location, logger: logger) } catch {
+            do { backend = try await PostgresBackend.open(location, logger: logger, maximumConnections: configuration.databaseConnections) } catch {
                 throw ServerStartError("cannot open the PostgreSQL database \(location): \(error)")
             }
             return ServerStore(sync: backend.storage, users: backend.users, closeBackend: { await backend.close() })
