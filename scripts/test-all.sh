@@ -15,9 +15,11 @@ echo "==> building libferry.so"
 scripts/build.sh
 
 echo "==> a PostgreSQL cluster of this run's own (storage conformance and two-node tests)"
-pg_dir="$(mktemp -d)/postgres"
+pg_parent=$(mktemp -d)
+chmod 755 "$pg_parent"   # the cluster runs as the postgres OS user when this runs as root
+pg_dir="$pg_parent/postgres"
 eval "$(scripts/postgres-cluster.sh start "$pg_dir")"
-trap 'scripts/postgres-cluster.sh stop "$pg_dir" >/dev/null 2>&1 || true' EXIT
+trap 'scripts/postgres-cluster.sh stop "$pg_dir" >/dev/null 2>&1 || true; rm -rf "$pg_parent"' EXIT
 [ -n "${FERRY_TEST_POSTGRES_URL:-}" ] && [ -n "${FERRY_POSTGRES_URL:-}" ] \
   || { echo "error: the PostgreSQL cluster printed no URLs" >&2; exit 1; }
 export FERRY_TEST_POSTGRES_URL FERRY_POSTGRES_URL

@@ -65,7 +65,8 @@ struct SyncRoutes {
         do { return try await auth.authenticate(accessToken: String(header.dropFirst(7))) } catch let e as AuthError {
             throw APIError(e)
         } catch {
-            throw APIError(status: .internalServerError, code: "InternalServerError", message: "cannot check the access token: \(error)")
+            // The user directory cannot be read (a node that lost its database): try again.
+            throw APIError(status: .serviceUnavailable, code: "ServiceUnavailable", message: "cannot check the access token now; try again (\(error))")
         }
     }
 
