@@ -7,7 +7,7 @@ import PostgresNIO
 enum PostgresClientFiles {
     static func clientFile(_ connection: PostgresConnection, _ ident: UInt64, logger: Logger) async throws -> ClientFileRecord? {
         let rows = try await PostgresFailure.run("reading client file \(ident)") {
-            try await connection.query("""
+            try await connection.guardedQuery("""
                 SELECT salt, user_id, acked, sub_version, subs, last_seen FROM client_files WHERE ident = \(Int64(bitPattern: ident))
                 """, logger: logger).collect()
         }

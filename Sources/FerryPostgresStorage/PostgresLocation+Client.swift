@@ -22,7 +22,14 @@ extension PostgresLocation {
         }
         var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
         configuration.options.maximumConnections = maximumConnections
-        configuration.options.additionalStartupParameters = [("application_name", "ferry-server")]
+        // A node whose database is unreachable fails its operations (devices retry) within
+        // seconds rather than holding them for postgres-nio's default 10 s per attempt.
+        configuration.options.connectTimeout = .seconds(3)
+        // A node that dies in the middle of a write transaction holds the app's write lock until
+        // PostgreSQL notices; on a real network that can take as long as TCP keepalive. This
+        // bounds it: an open transaction idle for 30 s is ended by the server.
+        configuration.options.additionalStartupParameters = [("application_name", "ferry-server"),
+                                                             ("idle_in_transaction_session_timeout", "30000")]
         return configuration
     }
 

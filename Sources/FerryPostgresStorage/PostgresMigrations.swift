@@ -59,18 +59,18 @@ enum PostgresMigrations {
             let did = try await PostgresFailure.run("migration \(migration.version)") {
                 try await client.withConnection { connection in
                     try await PostgresTransaction.run(connection, logger: logger) {
-                        try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
-                        try await connection.query("""
+                        try await connection.guardedQuery("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+                        try await connection.guardedQuery("""
                             CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY,
                                 applied_at timestamptz NOT NULL DEFAULT now())
                             """, logger: logger)
-                        let rows = try await connection.query("SELECT 1 FROM schema_migrations WHERE version = \(migration.version)",
+                        let rows = try await connection.guardedQuery("SELECT 1 FROM schema_migrations WHERE version = \(migration.version)",
                                                               logger: logger).collect()
                         guard rows.isEmpty else { return false }
                         for statement in migration.statements {
-                            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                            try await connection.guardedQuery(PostgresQuery(unsafeSQL: statement), logger: logger)
                         }
-                        try await connection.query("INSERT INTO schema_migrations (version) VALUES (\(migration.version))", logger: logger)
+                        try await connection.guardedQuery("INSERT INTO schema_migrations (version) VALUES (\(migration.version))", logger: logger)
                         return true
                     }
                 }

@@ -14,7 +14,7 @@ enum PostgresObjectReads {
 
     static func object(_ connection: PostgresConnection, _ key: ObjectKey, schema: ObjectSchema, logger: Logger) async throws -> StoredObject? {
         let rows = try await PostgresFailure.run("reading a \(key.table) object") {
-            try await connection.query("""
+            try await connection.guardedQuery("""
                 SELECT doc, lists, erased_doc FROM objects WHERE tbl = \(key.table) AND pk = \(ValueCodec.encode(key.key).buffer)
                 """, logger: logger).collect()
         }
@@ -34,7 +34,7 @@ enum PostgresObjectReads {
             for start in stride(from: 0, to: all.count, by: lookupBatch) {
                 let batch = all[start..<min(start + lookupBatch, all.count)].map(\.buffer)
                 let rows = try await PostgresFailure.run("reading \(batch.count) \(table) objects") {
-                    try await connection.query("""
+                    try await connection.guardedQuery("""
                         SELECT pk, doc, lists, erased_doc FROM objects WHERE tbl = \(table) AND pk = ANY(\(batch))
                         """, logger: logger).collect()
                 }
@@ -54,7 +54,7 @@ enum PostgresObjectReads {
         var after = ByteBuffer()  // every encoded key is longer than the empty one
         while true {
             let rows = try await PostgresFailure.run("reading the \(schema.name) objects") {
-                try await connection.query("""
+                try await connection.guardedQuery("""
                     SELECT pk, doc FROM objects WHERE tbl = \(schema.name) AND doc IS NOT NULL AND pk > \(after)
                     ORDER BY pk LIMIT \(pageSize)
                     """, logger: logger).collect()
@@ -87,7 +87,7 @@ enum PostgresObjectReads {
                     """
             }
             let rows = try await PostgresFailure.run("reading the \(schema.name) changes since version \(version)") {
-                try await connection.query(query, logger: logger).collect()
+                try await connection.guardedQuery(query, logger: logger).collect()
             }
             for row in rows {
                 let (pk, doc, v, erased) = try decodeRow(row, (ByteBuffer, ByteBuffer?, Int64, ByteBuffer?).self, "objects")

@@ -11,14 +11,14 @@ enum PostgresSyncMeta {
 
     static func readState(_ connection: PostgresConnection, logger: Logger) async throws -> SyncState {
         let rows = try await PostgresFailure.run("reading the sync state") {
-            try await connection.query("SELECT key, value FROM sync_meta", logger: logger).collect()
+            try await connection.guardedQuery("SELECT key, value FROM sync_meta", logger: logger).collect()
         }
         return try state(rows)
     }
 
     static func readState(_ client: PostgresClient, logger: Logger) async throws -> SyncState {
         let rows = try await PostgresFailure.run("reading the sync state") {
-            try await client.query("SELECT key, value FROM sync_meta", logger: logger).collect()
+            try await client.withConnection { try await $0.guardedQuery("SELECT key, value FROM sync_meta", logger: logger).collect() }
         }
         return try state(rows)
     }
@@ -41,7 +41,7 @@ enum PostgresSyncMeta {
     /// returns the head under it.
     static func lockHead(_ connection: PostgresConnection, logger: Logger) async throws -> UInt64 {
         let rows = try await PostgresFailure.run("taking the app's write lock") {
-            try await connection.query("SELECT value FROM sync_meta WHERE key = 'server_version' FOR UPDATE", logger: logger).collect()
+            try await connection.guardedQuery("SELECT value FROM sync_meta WHERE key = 'server_version' FOR UPDATE", logger: logger).collect()
         }
         guard let row = rows.first else { throw FerryError(.corrupt, "PostgreSQL: sync_meta has no server_version row") }
         return UInt64(bitPattern: try PostgresObjectReads.decodeRow(row, Int64.self, "sync_meta"))
@@ -49,7 +49,7 @@ enum PostgresSyncMeta {
 
     static func set(_ connection: PostgresConnection, _ key: String, _ value: Int64, logger: Logger) async throws {
         try await PostgresFailure.run("updating \(key)") {
-            try await connection.query("UPDATE sync_meta SET value = \(value) WHERE key = \(key)", logger: logger)
+            try await connection.guardedQuery("UPDATE sync_meta SET value = \(value) WHERE key = \(key)", logger: logger)
         }
     }
 
@@ -57,7 +57,7 @@ enum PostgresSyncMeta {
     /// if and when the transaction commits.
     static func notify(_ connection: PostgresConnection, head: UInt64, revision: UInt64, logger: Logger) async throws {
         try await PostgresFailure.run("notifying \(channel)") {
-            try await connection.query("SELECT pg_notify(\(channel), \("\(head):\(revision)"))", logger: logger)
+            try await connection.guardedQuery("SELECT pg_notify(\(channel), \("\(head):\(revision)"))", logger: logger)
         }
     }
 
@@ -73,7 +73,7 @@ extension PostgresSyncMeta {
     /// `notify` for a write transaction, which knows its head but not the revision: one round trip.
     static func notify(_ connection: PostgresConnection, head: UInt64, logger: Logger) async throws {
         try await PostgresFailure.run("notifying \(channel)") {
-            try await connection.query("""
+            try await connection.guardedQuery("""
                 SELECT pg_notify(\(channel), \(String(head)) || ':' || (SELECT value FROM sync_meta WHERE key = 'state_revision'))
                 """, logger: logger)
         }

@@ -38,16 +38,22 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     // MARK: Connections
 
+    /// How long an operation waits for a pooled connection before it fails (see `BoundedLease`).
+    static let leaseDeadline: Duration = .seconds(5)
+
     private func checkOpen() throws {
         guard !lock.withLock({ closed }) else { throw FerryError(.closed, "the PostgreSQL store \(location) is closed") }
     }
 
     /// Runs `body` on a leased connection.
     @discardableResult
-    private func withConnection<T: Sendable>(_ what: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    private func withConnection<T: Sendable>(_ what: String, deadline: Duration = ConnectionWatchdog.defaultDeadline,
+                                             _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try checkOpen()
         do {
-            return try await client.withConnection { try await body($0) }
+            let lease = try await BoundedLease.lease(from: client, within: Self.leaseDeadline)
+            defer { lease.release() }
+            return try await ConnectionWatchdog.run(lease.connection, deadline: deadline, what: what, logger: logger) { try await body(lease.connection) }
         } catch {
             throw PostgresFailure.wrap(what, error)
         }
@@ -61,7 +67,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
     }
 
     private func execute(_ what: String, _ query: PostgresQuery) async throws {
-        try await withConnection(what) { try await $0.query(query, logger: logger) }
+        try await withConnection(what) { try await $0.guardedQuery(query, logger: logger) }
     }
 
     // MARK: Sync state
@@ -75,11 +81,11 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
             // The write lock too: an enable forgets the client files, which no upload may be
             // acknowledging at the same time (as in the SQLite store, where writers take turns).
             _ = try await PostgresSyncMeta.lockHead(connection, logger: logger)
-            try await connection.query("SELECT 1 FROM sync_meta WHERE key = 'state_revision' FOR UPDATE", logger: logger)
+            try await connection.guardedQuery("SELECT 1 FROM sync_meta WHERE key = 'state_revision' FOR UPDATE", logger: logger)
             var state = try await PostgresSyncMeta.readState(connection, logger: logger)
             guard state.enabled != enabled else { return state }
             if enabled {
-                try await connection.query("DELETE FROM client_files", logger: logger)
+                try await connection.guardedQuery("DELETE FROM client_files", logger: logger)
                 state.generation += 1
                 try await PostgresSyncMeta.set(connection, "generation", Int64(bitPattern: state.generation), logger: logger)
             }
@@ -96,7 +102,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     public func bumpStateRevision() async throws {
         let state = try await inTransaction("growing the state revision") { connection -> SyncState in
-            try await connection.query("UPDATE sync_meta SET value = value + 1 WHERE key = 'state_revision'", logger: logger)
+            try await connection.guardedQuery("UPDATE sync_meta SET value = value + 1 WHERE key = 'state_revision'", logger: logger)
             let state = try await PostgresSyncMeta.readState(connection, logger: logger)
             try await PostgresSyncMeta.notify(connection, head: state.headVersion, revision: state.revision, logger: logger)
             return state
@@ -107,12 +113,12 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
     public func sharedSecret(named name: String, create: @Sendable () -> [UInt8]) async throws -> [UInt8] {
         try await withConnection("reading the shared secret \(name)") { connection in
             func stored() async throws -> [UInt8]? {
-                let rows = try await connection.query("SELECT value FROM secrets WHERE name = \(name)", logger: logger).collect()
+                let rows = try await connection.guardedQuery("SELECT value FROM secrets WHERE name = \(name)", logger: logger).collect()
                 return try rows.first.map { try PostgresObjectReads.decodeRow($0, ByteBuffer.self, "secrets").bytes }
             }
             if let value = try await stored() { return value }
             // Of nodes racing here, the first insert wins and every node returns its value.
-            try await connection.query("INSERT INTO secrets (name, value) VALUES (\(name), \(create().buffer)) ON CONFLICT (name) DO NOTHING",
+            try await connection.guardedQuery("INSERT INTO secrets (name, value) VALUES (\(name), \(create().buffer)) ON CONFLICT (name) DO NOTHING",
                                        logger: logger)
             guard let value = try await stored() else { throw FerryError(.io, "PostgreSQL: the shared secret \(name) vanished after it was stored") }
             return value
@@ -125,7 +131,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
         let salt = UInt64.random(in: 1...UInt64(Int64.max))
         let now = ServerClock.secondsSinceEpoch()
         let ident = try await withConnection("creating a client file for user \(userId)") { connection -> Int64 in
-            let rows = try await connection.query("""
+            let rows = try await connection.guardedQuery("""
                 INSERT INTO client_files (salt, user_id, last_seen) VALUES (\(Int64(bitPattern: salt)), \(userId), \(Int64(now))) RETURNING ident
                 """, logger: logger).collect()
             guard let row = rows.first else { throw FerryError(.io, "PostgreSQL: could not allocate a client file") }
@@ -148,7 +154,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     public func clientFileCount(userId: String) async throws -> Int {
         try await withConnection("counting user \(userId)'s client files") { connection -> Int in
-            let rows = try await connection.query("SELECT count(*) FROM client_files WHERE user_id = \(userId)", logger: logger).collect()
+            let rows = try await connection.guardedQuery("SELECT count(*) FROM client_files WHERE user_id = \(userId)", logger: logger).collect()
             guard let row = rows.first else { return 0 }
             let count: Int64 = try PostgresObjectReads.decodeRow(row, Int64.self, "client_files")
             return Int(count)
@@ -203,7 +209,8 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
     }
 
     public func withSnapshot<T: Sendable>(_ body: @Sendable (any SyncSnapshot) async throws -> T) async throws -> T {
-        try await withConnection("a read snapshot") { connection in
+        // A snapshot lives as long as its reader (a view evaluation has its own deadline).
+        try await withConnection("a read snapshot", deadline: .seconds(600)) { connection in
             try await PostgresTransaction.run(connection, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger) {
                 // The snapshot is fixed by this first query: the head and every later page agree.
                 let head = try await PostgresSyncMeta.readState(connection, logger: logger).headVersion

@@ -8,7 +8,7 @@ import PostgresNIO
 enum PostgresTransaction {
     static func run<T>(_ connection: PostgresConnection, begin: String = "BEGIN", logger: Logger,
                        _ body: () async throws -> T) async throws -> T {
-        try await PostgresFailure.run("BEGIN") { try await connection.query(PostgresQuery(unsafeSQL: begin), logger: logger) }
+        try await PostgresFailure.run("BEGIN") { try await connection.guardedQuery(PostgresQuery(unsafeSQL: begin), logger: logger) }
         let result: T
         do {
             result = try await body()
@@ -18,13 +18,13 @@ enum PostgresTransaction {
         }
         // A failed COMMIT ends the transaction on the server (or the connection is gone): the
         // outcome is "not committed" as far as the caller can know, so it must not report success.
-        try await PostgresFailure.run("COMMIT") { try await connection.query("COMMIT", logger: logger) }
+        try await PostgresFailure.run("COMMIT") { try await connection.guardedQuery("COMMIT", logger: logger) }
         return result
     }
 
     static func rollback(_ connection: PostgresConnection, logger: Logger) async {
         do {
-            try await connection.query("ROLLBACK", logger: logger)
+            try await connection.guardedQuery("ROLLBACK", logger: logger)
         } catch {
             logger.warning("PostgreSQL: ROLLBACK failed, closing the connection: \(PostgresFailure.describe(error))")
             let _: EventLoopFuture<Void> = connection.close()

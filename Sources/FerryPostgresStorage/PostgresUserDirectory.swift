@@ -37,7 +37,9 @@ public final class PostgresUserDirectory: UserDirectory, Sendable {
 
     private func rows(_ what: String, _ query: PostgresQuery) async throws -> [PostgresRow] {
         try await PostgresFailure.run(what) {
-            try await client.withConnection { try await $0.query(query, logger: logger).collect() }
+            let lease = try await BoundedLease.lease(from: client, within: PostgresSyncStorage.leaseDeadline)
+            defer { lease.release() }
+            return try await lease.connection.guardedQuery(query, logger: logger).collect()
         }
     }
 
@@ -82,10 +84,12 @@ public final class PostgresUserDirectory: UserDirectory, Sendable {
         let created: Bool
         do {
             try await PostgresFailure.run("creating a user for a \(identity.provider) identity") {
-            try await client.withConnection { connection -> Bool in
-                try await PostgresTransaction.run(connection, logger: logger) {
-                    try await connection.query("INSERT INTO users (id, data) VALUES (\(id), \(Self.encode(data).buffer))", logger: logger)
-                    let inserted = try await connection.query("""
+            let lease = try await BoundedLease.lease(from: client, within: PostgresSyncStorage.leaseDeadline)
+            defer { lease.release() }
+            let connection = lease.connection
+            return try await PostgresTransaction.run(connection, logger: logger) {
+                    try await connection.guardedQuery("INSERT INTO users (id, data) VALUES (\(id), \(Self.encode(data).buffer))", logger: logger)
+                    let inserted = try await connection.guardedQuery("""
                         INSERT INTO identities (provider, provider_user_id, user_id)
                         VALUES (\(identity.provider), \(identity.providerUserId), \(id))
                         ON CONFLICT (provider, provider_user_id) DO NOTHING RETURNING user_id
@@ -94,7 +98,6 @@ public final class PostgresUserDirectory: UserDirectory, Sendable {
                     return true
                 }
             }
-        }
             created = true
         } catch is LostRace {
             created = false

@@ -74,7 +74,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
                     if stored.object == nil, let e = stored.erasedState { erased.append(e.encode().buffer) } else { erased.append(ByteBuffer()) }
                 }
                 try await PostgresFailure.run("writing \(batch.count) objects at version \(version)") {
-                    try await connection.query("""
+                    try await connection.guardedQuery("""
                         INSERT INTO objects (tbl, pk, version, doc, lists, erased_doc)
                         SELECT t, p, \(v), NULLIF(d, ''::bytea), NULLIF(l, ''::bytea), NULLIF(e, ''::bytea)
                         FROM unnest(\(tables)::text[], \(pks)::bytea[], \(docs)::bytea[], \(lists)::bytea[], \(erased)::bytea[]) AS u(t, p, d, l, e)
@@ -88,7 +88,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
                 try await PostgresSyncMeta.notify(connection, head: version, logger: logger)
             }
             try await PostgresFailure.run("recording client file \(clientFile)'s version \(clientVersion)") {
-                try await connection.query("""
+                try await connection.guardedQuery("""
                     UPDATE client_files SET acked = greatest(acked, \(Int64(bitPattern: clientVersion))),
                         last_seen = \(Int64(ServerClock.secondsSinceEpoch())) WHERE ident = \(Int64(bitPattern: clientFile))
                     """, logger: logger)

@@ -77,4 +77,17 @@ struct MultiNodeSyncTests {
             #expect(json?["sync_enabled"] as? Bool == false)
         }
     }
+
+    @Test func aUserDisabledThroughOneNodeIsDisconnectedFromTheOther() async throws {
+        try await SyncTestCluster.withNodes(2, secrets: AdminAPI.secrets) { nodes in
+            let owner = "disable-\(UInt64.random(in: 0...UInt64.max))"
+            let b = try await TestDevice(baseURL: nodes[1], credentials: .jwt(testJWT(subject: owner)))
+            defer { b.close() }
+            try await b.subscribe("ownerId == \"\(b.user.id)\"")
+            try await AdminAPI.post(nodes[0], "users/\(b.user.id)/disable")
+            // Node 2 hears the revision move and ends the user's connection (error 401, log out).
+            let errors = await b.errors.wait(count: 1, seconds: 30)
+            #expect(errors.first?.code == 401)
+        }
+    }
 }

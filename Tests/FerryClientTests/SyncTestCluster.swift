@@ -22,18 +22,32 @@ enum SyncTestCluster {
                           configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
                           _ body: ([String]) async throws -> Void) async throws {
         guard let base = postgresURL else { try Test.cancel("FERRY_TEST_POSTGRES_URL is not set: no PostgreSQL to run a cluster on") }
+        try await withDatabase(base) { url in
+            try await start(count, appDirectory: appDirectory, url: url, secrets: secrets, configure: configure, urls: [], body)
+        }
+    }
+
+    /// Runs `body` with the URL of a new, empty database on the cluster `base` names, dropped
+    /// afterwards.
+    static func withDatabase(_ base: String, _ body: (String) async throws -> Void) async throws {
         let database = "ferry_t_\(UInt64.random(in: 0...UInt64.max))"
         try await administer(base, "CREATE DATABASE \(database)")
         var location = try PostgresLocation(url: base)
         location.database = database
         let url = "postgres://\(location.user):\(location.password ?? "")@\(location.host):\(location.port)/\(database)"
         do {
-            try await start(count, appDirectory: appDirectory, url: url, secrets: secrets, configure: configure, urls: [], body)
+            try await body(url)
         } catch {
             try? await administer(base, "DROP DATABASE \(database) WITH (FORCE)")
             throw error
         }
         try await administer(base, "DROP DATABASE \(database) WITH (FORCE)")
+    }
+
+    /// "HOST:PORT" of a database URL.
+    static func hostAndPort(of url: String) throws -> String {
+        let location = try PostgresLocation(url: url)
+        return "\(location.host):\(location.port)"
     }
 
     private static func start(_ remaining: Int, appDirectory: String, url: String, secrets: [String: String],
@@ -51,8 +65,20 @@ enum SyncTestCluster {
         }
     }
 
-    /// Runs one statement on the test cluster's database (outside any transaction).
+    /// Runs one statement on the test cluster's database (outside any transaction), retried a
+    /// few times: CREATE DATABASE fails while another session copies the template at once
+    /// (tests run in parallel).
     static func administer(_ url: String, _ sql: String) async throws {
+        for attempt in 1...5 {
+            do { return try await administerOnce(url, sql) } catch where attempt < 5 {
+                try await Task.sleep(for: .milliseconds(200 * attempt))
+            } catch {
+                throw FerryTestError("\(sql): \(String(reflecting: error))")
+            }
+        }
+    }
+
+    private static func administerOnce(_ url: String, _ sql: String) async throws {
         let location = try PostgresLocation(url: url)
         let config = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
                                                       password: location.password, database: location.database, tls: .disable)
@@ -65,4 +91,9 @@ enum SyncTestCluster {
         }
         try await connection.close()
     }
+}
+
+struct FerryTestError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -74,4 +74,23 @@ struct AdminAPITests {
             }
         }
     }
+
+    /// The terminate is kept in the store: a restarted server still refuses to sync until an
+    /// admin enables it (a restart must not silently undo an admin's decision).
+    @Test func aTerminateSurvivesARestart() async throws {
+        let data = NSTemporaryDirectory() + "ferry-terminate-\(UInt64.random(in: 0...UInt64.max))"
+        let auth: HTTPFields = [.authorization: "Bearer \(Self.adminToken)"]
+        try await FerryServer.make(configuration(data: data)).test(.router) { client in
+            try await client.execute(uri: "/api/admin/v1/sync/terminate", method: .post, headers: auth) { #expect($0.status == .ok) }
+        }
+        try await FerryServer.make(configuration(data: data)).test(.router) { client in
+            let status = try await client.execute(uri: "/api/admin/v1/sync", method: .get, headers: auth) { try json($0) as? [String: Any] }
+            #expect(status?["sync_enabled"] as? Bool == false)
+            try await client.execute(uri: "/api/admin/v1/sync/enable", method: .post, headers: auth) { #expect($0.status == .ok) }
+        }
+        try await FerryServer.make(configuration(data: data)).test(.router) { client in
+            let status = try await client.execute(uri: "/api/admin/v1/sync", method: .get, headers: auth) { try json($0) as? [String: Any] }
+            #expect(status?["sync_enabled"] as? Bool == true)
+        }
+    }
 }
