@@ -3,9 +3,13 @@
  *
  *   sync BASE_URL DIR EMAIL upload N       N items written on a device, to durable acknowledgement
  *   sync BASE_URL DIR EMAIL bootstrap      a fresh device downloads everything (complexity <= 4)
- *   sync BASE_URL DIR EMAIL latency N      write on device A -> notification on device B, N times
+ *   sync BASE_URL DIR EMAIL latency N [BASE_URL_B]
+ *                                          write on device A -> notification on device B, N times;
+ *                                          B connects to BASE_URL_B when given (another node of
+ *                                          the same database), else to BASE_URL like A
  *
- * Prints one line of figures per mode (rows/s, peak memory of this process, p50/p99).
+ * Prints one line of figures per mode (rows/s, peak memory of this process, p50/p99), then a
+ * `RESULT key=value ...` line for scripts (bench/run reads those).
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -170,6 +174,14 @@ static long peak_rss_mb(void) {
   return u.ru_maxrss / 1024;
 }
 
+/* CPU seconds of this process so far, all threads: bench/run sets it beside the servers' and
+ * the database's to tell where the time of a run went on a machine with few cores. */
+static double cpu_seconds(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 /* ---- latency: B's notification --------------------------------------------------------- */
 
 struct seen {
@@ -197,7 +209,7 @@ static int cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   if (argc < 5) {
-    fprintf(stderr, "usage: sync BASE_URL DIR EMAIL upload N | bootstrap | latency N\n");
+    fprintf(stderr, "usage: sync BASE_URL DIR EMAIL upload N | bootstrap | latency N [BASE_URL_B]\n");
     return 2;
   }
   const char *url = argv[1], *dir = argv[2], *email = argv[3], *mode = argv[4];
@@ -223,6 +235,8 @@ int main(int argc, char **argv) {
     double t1 = now();
     printf("upload: %ld items in %.2f s (local writes %.2f s) = %.0f rows/s to durable acknowledgement; client peak RSS %ld MB\n",
            n, t1 - t0, written - t0, n / (t1 - t0), peak_rss_mb());
+    printf("RESULT upload_rows_per_s=%.0f upload_s=%.3f local_writes_s=%.3f client_peak_rss_mb=%ld client_cpu_s=%.2f\n",
+           n / (t1 - t0), t1 - t0, written - t0, peak_rss_mb(), cpu_seconds());
     close_device(&a);
   } else if (strcmp(mode, "bootstrap") == 0) {
     struct device b;
@@ -237,11 +251,17 @@ int main(int argc, char **argv) {
     check(ferry_results_count(&count, r), "count");
     ferry_results_free(r);
     printf("bootstrap: %zu items in %.2f s = %.0f rows/s; client peak RSS %ld MB\n", count, t1 - t0, count / (t1 - t0), peak);
+    printf("RESULT bootstrap_rows_per_s=%.0f bootstrap_rows=%zu bootstrap_s=%.3f client_peak_rss_mb=%ld client_cpu_s=%.2f\n",
+           count / (t1 - t0), count, t1 - t0, peak, cpu_seconds());
     close_device(&b);
   } else if (strcmp(mode, "latency") == 0) {
+    /* B on another node measures the fan-out between nodes (the database's notification) on
+     * top of one node's; the user registered through A's node is known to B's by the shared
+     * database. */
+    const char *url_b = argc > 6 ? argv[6] : url;
     struct device a, b;
     open_device(&a, url, a_dir, email, 1);
-    open_device(&b, url, b_dir, email, 0);
+    open_device(&b, url_b, b_dir, email, 0);
     subscribe(&a);
     subscribe(&b);
     struct seen s = {.calls = 0};
@@ -261,8 +281,10 @@ int main(int argc, char **argv) {
       pthread_mutex_unlock(&s.mu);
     }
     qsort(lat, (size_t)n, sizeof *lat, cmp);
-    printf("latency: %ld writes, device A commit -> device B notification: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", n,
-           lat[n / 2] * 1e3, lat[(n * 99) / 100] * 1e3, lat[n - 1] * 1e3);
+    printf("latency: %ld writes, device A commit -> device B notification%s: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", n,
+           url_b == url ? "" : " (B on another node)", lat[n / 2] * 1e3, lat[(n * 99) / 100] * 1e3, lat[n - 1] * 1e3);
+    printf("RESULT latency_p50_ms=%.3f latency_p99_ms=%.3f latency_max_ms=%.3f writes=%ld\n", lat[n / 2] * 1e3,
+           lat[(n * 99) / 100] * 1e3, lat[n - 1] * 1e3, n);
     free(lat);
     ferry_notification_token_free(token);
     close_device(&a);
