@@ -15,6 +15,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     let headVersion: UInt64
     private let lock = NSLock()
     private var _newHead: UInt64
+    private var _written = 0
     private var _failed = false
     private var _ended = false
 
@@ -27,6 +28,8 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
 
     /// The head after `write` (the head read under the lock if nothing was written).
     var newHead: UInt64 { lock.withLock { _newHead } }
+    /// How many objects `write` stored.
+    var written: Int { lock.withLock { _written } }
     /// Whether a statement failed: PostgreSQL then turns COMMIT into a rollback, so the
     /// transaction must not report success even if the body swallowed the error.
     var failed: Bool { lock.withLock { _failed } }
@@ -93,7 +96,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
                         last_seen = \(Int64(ServerClock.secondsSinceEpoch())) WHERE ident = \(Int64(bitPattern: clientFile))
                     """, logger: logger)
             }
-            lock.withLock { _newHead = version }
+            lock.withLock { _newHead = version; _written = objects.count }
             return version
         }
     }
