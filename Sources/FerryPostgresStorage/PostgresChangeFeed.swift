@@ -17,9 +17,7 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     private let logger: Logger
     private let pollInterval: Duration
     private let lock = NSLock()
-    private var latest: FeedSignal
-    private var continuations: [UUID: AsyncStream<FeedSignal>.Continuation] = [:]
-    private var closed = false
+    private let broadcast: FeedBroadcast
     private var tasks: [Task<Void, Never>] = []
     /// Whether the last poll failed (to log a failure and the recovery once, not every tick).
     private var pollFailing = false
@@ -28,7 +26,7 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         self.client = client
         self.logger = logger
         self.pollInterval = pollInterval
-        latest = initial
+        broadcast = FeedBroadcast(initial: initial)
     }
 
     /// Starts the listener and the timer.
@@ -44,49 +42,22 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         lock.withLock { tasks = [listener, poller] }
     }
 
-    public func signals() -> AsyncStream<FeedSignal> {
-        let (stream, continuation) = AsyncStream.makeStream(of: FeedSignal.self, bufferingPolicy: .bufferingNewest(1))
-        let id = UUID()
-        lock.lock()
-        let current = latest
-        if closed { lock.unlock(); continuation.finish(); return stream }
-        continuations[id] = continuation
-        lock.unlock()
-        continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            self.lock.withLock { self.continuations[id] = nil }
-        }
-        continuation.yield(current)
-        return stream
-    }
+    public func signals() -> AsyncStream<FeedSignal> { broadcast.signals() }
 
     /// Raises what the feed knows (never lowers it) and signals every stream if it grew.
     func publish(headVersion: UInt64? = nil, stateRevision: UInt64? = nil) {
-        lock.lock()
-        var next = latest
-        if let headVersion { next.headVersion = max(next.headVersion, headVersion) }
-        if let stateRevision { next.stateRevision = max(next.stateRevision, stateRevision) }
-        guard next != latest, !closed else { lock.unlock(); return }
-        latest = next
-        let targets = Array(continuations.values)
-        lock.unlock()
-        for c in targets { c.yield(next) }
+        broadcast.publish(headVersion: headVersion, stateRevision: stateRevision)
     }
 
     /// Stops the listener and the timer, and ends every stream.
     func finish() async {
         let stopping: [Task<Void, Never>] = lock.withLock {
-            closed = true
             defer { tasks = [] }
             return tasks
         }
+        broadcast.finish()
         for task in stopping { task.cancel() }
         for task in stopping { await task.value }
-        let targets: [AsyncStream<FeedSignal>.Continuation] = lock.withLock {
-            defer { continuations = [:] }
-            return Array(continuations.values)
-        }
-        for c in targets { c.finish() }
     }
 
     /// Re-reads head and revision from the database and publishes them.

@@ -15,7 +15,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     private var readerClosed = false
     private let turn = WriterTurn()
     private let path: String
-    private let feed: InProcessChangeFeed
+    private let feed: FeedBroadcast
 
     public var description: String { "SQLite \(path)" }
     public var changeFeed: any ChangeFeed { feed }
@@ -43,7 +43,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         try writer.exec("CREATE INDEX IF NOT EXISTS client_files_by_user ON client_files (user_id, last_seen)")
         reader = try SQLiteConnection(readingAt: path, description: "the server's sync store \(path)")
         let state = try Self.readState(writer)
-        feed = InProcessChangeFeed(initial: FeedSignal(headVersion: state.headVersion, stateRevision: state.revision))
+        feed = FeedBroadcast(initial: FeedSignal(headVersion: state.headVersion, stateRevision: state.revision))
     }
 
     private static func hasColumn(_ db: SQLiteConnection, _ table: String, _ column: String) throws -> Bool {

@@ -20,10 +20,8 @@ struct ClusterFaultTests {
         guard let base = SyncTestCluster.postgresURL else { return }
         try await SyncTestCluster.withDatabase(base) { database in
             // Node 2 reaches PostgreSQL through a proxy the test can cut.
-            let postgres = try SyncTestCluster.hostAndPort(of: database)
-            let databaseProxy = try FaultProxy(serverURLs: ["postgres://\(postgres)"])
+            let (proxiedDatabase, databaseProxy) = try SyncTestCluster.proxied(database)
             defer { databaseProxy.stop() }
-            let proxiedDatabase = database.replacingOccurrences(of: "@\(postgres)/", with: "@\(databaseProxy.url.dropFirst("http://".count))/")
             let secrets = ["jwtSigningKey": "a-host-signing-key-of-at-least-32-bytes!"]
             let node1 = try ServerProcess(appDirectory: SyncTestServer.appDirectory, database: database, environment: secrets)
             defer { node1.kill() }

@@ -11,16 +11,7 @@ import Testing
 @Suite("PostgreSQL: a cut database connection", .enabled(if: SyncTestCluster.isAvailable, "FERRY_TEST_POSTGRES_URL is not set"))
 struct PostgresOutageTests {
     @Test func storeCallsFailPromptlyDuringAnOutageAndRecoverAfterIt() async throws {
-        guard let base = SyncTestCluster.postgresURL else { return }
-        try await SyncTestCluster.withDatabase(base) { database in
-            let postgres = try SyncTestCluster.hostAndPort(of: database)
-            let proxy = try FaultProxy(serverURLs: ["postgres://\(postgres)"])
-            defer { proxy.stop() }
-            let proxied = database.replacingOccurrences(of: "@\(postgres)/", with: "@\(proxy.url.dropFirst("http://".count))/")
-            var logger = Logger(label: "outage-test")
-            logger.logLevel = .critical
-            let backend = try await PostgresBackend.open(try PostgresLocation(url: proxied), logger: logger, maximumConnections: 4)
-            let storage = backend.storage
+        try await Self.withProxiedStore { storage, proxy in
             _ = try await storage.newClientFile(userId: "u")
 
             _ = try proxy.command("target-down 0")
@@ -50,7 +41,6 @@ struct PostgresOutageTests {
             }
             #expect(recovered)
             #expect(try await storage.clientFileCount(userId: "u") == 2)
-            await backend.close()
         }
     }
 
@@ -58,16 +48,7 @@ struct PostgresOutageTests {
     /// reads, sync-state reads) while its connections are cut for a moment: every task gets
     /// through, none hangs, and the history has every committed write.
     @Test func aBriefCutUnderLoadDoesNotWedgeTheStore() async throws {
-        guard let base = SyncTestCluster.postgresURL else { return }
-        try await SyncTestCluster.withDatabase(base) { database in
-            let postgres = try SyncTestCluster.hostAndPort(of: database)
-            let proxy = try FaultProxy(serverURLs: ["postgres://\(postgres)"])
-            defer { proxy.stop() }
-            let proxied = database.replacingOccurrences(of: "@\(postgres)/", with: "@\(proxy.url.dropFirst("http://".count))/")
-            var logger = Logger(label: "outage-test")
-            logger.logLevel = .critical
-            let backend = try await PostgresBackend.open(try PostgresLocation(url: proxied), logger: logger, maximumConnections: 4)
-            let storage = backend.storage
+        try await Self.withProxiedStore { storage, proxy in
             let schema = try Schema([ObjectSchema(name: "Note", properties: [
                 Property(name: "_id", type: .string, isPrimaryKey: true), Property(name: "text", type: .string),
             ])])
@@ -112,6 +93,22 @@ struct PostgresOutageTests {
             #expect(stored == committed)
             #expect(try await storage.syncState().headVersion == UInt64(committed))
             print("outage under load: \(committed) of 360 writes committed in \(elapsed) s")
+        }
+    }
+
+    /// A PostgreSQL store on a fresh database, reached through a fault proxy the test can cut.
+    static func withProxiedStore(_ body: (PostgresSyncStorage, FaultProxy) async throws -> Void) async throws {
+        guard let base = SyncTestCluster.postgresURL else { return }
+        try await SyncTestCluster.withDatabase(base) { database in
+            let (proxied, proxy) = try SyncTestCluster.proxied(database)
+            defer { proxy.stop() }
+            var logger = Logger(label: "outage-test")
+            logger.logLevel = .critical
+            let backend = try await PostgresBackend.open(try PostgresLocation(url: proxied), logger: logger, maximumConnections: 4)
+            do { try await body(backend.storage, proxy) } catch {
+                await backend.close()
+                throw error
+            }
             await backend.close()
         }
     }

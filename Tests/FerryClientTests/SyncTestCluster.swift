@@ -44,6 +44,14 @@ enum SyncTestCluster {
         try await administer(base, "DROP DATABASE \(database) WITH (FORCE)")
     }
 
+    /// A fault proxy in front of `database`'s server, and the URL that reaches the database
+    /// through it (a node given that URL can have its database connections cut).
+    static func proxied(_ database: String) throws -> (url: String, proxy: FaultProxy) {
+        let postgres = try hostAndPort(of: database)
+        let proxy = try FaultProxy(serverURLs: ["postgres://\(postgres)"])
+        return (database.replacingOccurrences(of: "@\(postgres)/", with: "@\(proxy.url.dropFirst("http://".count))/"), proxy)
+    }
+
     /// "HOST:PORT" of a database URL.
     static func hostAndPort(of url: String) throws -> String {
         let location = try PostgresLocation(url: url)
