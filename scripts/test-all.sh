@@ -25,9 +25,15 @@ trap 'scripts/postgres-cluster.sh stop "$pg_dir" >/dev/null 2>&1 || true; rm -rf
 export FERRY_TEST_POSTGRES_URL FERRY_POSTGRES_URL
 
 echo "==> Swift tests"
+# The tests that run several server nodes (in-process, and ferry-server processes killed and
+# restarted) and PostgreSQL's outage tests run after the rest, on their own: on 2 cores,
+# together with the rest of the suite, they starved its timing-sensitive tests (a CI dry run
+# saw an auth test's connection closed under load).
+cluster_tests="FerryStorageConformanceTests|MultiNodeSyncTests|ClusterFaultTests|PostgresOutageTests"
 # The randomized convergence test runs this many seeds (a failure prints its seed).
 # The fault-proxy convergence test runs this many seeded runs of random faults.
-FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} FERRY_FAULT_SEEDS=${FERRY_FAULT_SEEDS:-20} swift test
+FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} FERRY_FAULT_SEEDS=${FERRY_FAULT_SEEDS:-20} swift test --skip "$cluster_tests"
+swift test --skip-build --filter "$cluster_tests"
 
 echo "==> the sync suites again on two nodes over PostgreSQL"
 # Each test gets two in-process nodes on a database of its own, behind tools/fault-proxy,
@@ -42,7 +48,8 @@ echo "==> Swift tests under AddressSanitizer, and the concurrent ones under Thre
 # rest of the suite at once, under ASan's slowdown on 2 cores, they starved each other and
 # unrelated tests (a CI dry run saw timeouts), so each group gets the machine to itself.
 asan_heavy="HostileSyncTests|ManyInMemoryDatabasesTests|WebSocketLimitsTests|ConnectionLimitsTests|SlowConsumerTests|InboundLimitsTests|SyncSocketTests|FerryAuthTests|AuthAPITests|AuthLimitsAPITests"
-ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan --skip "$asan_heavy"
+ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan --skip "$asan_heavy|$cluster_tests"
+ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan --skip-build --filter "$cluster_tests"
 ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan --skip-build --filter "HostileSyncTests|ManyInMemoryDatabasesTests"
 ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan --skip-build --filter "WebSocketLimitsTests|ConnectionLimitsTests|SlowConsumerTests|InboundLimitsTests|SyncSocketTests"
 ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan --skip-build --filter "FerryAuthTests|AuthAPITests|AuthLimitsAPITests"
