@@ -9,6 +9,8 @@ struct ServerSession: Sendable {
     /// Whether a QUERY has been processed (F-REQSUB: nothing syncs before).
     var hasQuery = false
     var subscriptionVersion: UInt64 = 0
+    /// The set `subscriptionVersion` names, as stored for the client file.
+    var subscriptions: [Subscription] = []
     var acknowledged: UInt64 = 0
     /// The server version up to which the client has everything in its view: the version it
     /// had when it bound, then that of each download sent. The next download covers the

@@ -336,6 +336,7 @@ actor SyncHub {
         // The view the client's data reflects: the last set the server completed for it.
         if case .success(let v) = SessionView.make(record.subscriptions, user: outbox.user, app: app, schema: schema) { s.view = v }
         s.subscriptionVersion = record.subscriptionVersion
+        s.subscriptions = record.subscriptions
         sessions[key] = s
     }
 
@@ -378,10 +379,19 @@ actor SyncHub {
             if target > snapshotVersion {
                 try await readChanges(since: snapshotVersion, view: newView, classes: Array(Set(newView.classes).union(started.view.classes)), into: &batch)
             }
+            let acknowledged = try await storage.clientFile(started.clientFile)?.acknowledgedClientVersion ?? 0
+            guard sessions[key] != nil, !outbox.isClosed else { return nil }
+            // The stored set is the one whose bootstrap the client was sent: a device binding
+            // again takes it as what its data reflects. So it is saved just before the
+            // bootstrap goes out, and put back if the connection closed meanwhile (the
+            // bootstrap was never sent; the device asks for the set again).
             try await storage.saveSubscriptions(clientFile: started.clientFile, version: setVersion, subscriptions: subscriptions)
-            guard var s = sessions[key], !outbox.isClosed else { return nil }
-            if let record = try await storage.clientFile(s.clientFile) { s.acknowledged = max(s.acknowledged, record.acknowledgedClientVersion) }
-            guard sessions[key] != nil else { return nil }
+            guard var s = sessions[key], !outbox.isClosed else {
+                try? await storage.saveSubscriptions(clientFile: started.clientFile, version: started.subscriptionVersion, subscriptions: started.subscriptions)
+                return nil
+            }
+            s.acknowledged = max(s.acknowledged, acknowledged)
+            s.subscriptions = subscriptions
             s.view = newView
             s.hasQuery = true
             s.subscriptionVersion = setVersion
