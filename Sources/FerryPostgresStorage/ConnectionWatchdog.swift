@@ -3,12 +3,10 @@ import Logging
 import PostgresNIO
 
 /// Closes a leased connection whose work has not finished by a deadline, so that work fails
-/// instead of waiting for ever. Seen in the cluster fault test: after a proxy between a node and
-/// PostgreSQL reset every connection in the middle of a write transaction, a query on the reset
-/// connection never completed nor failed, the transaction held the node's writer turn, and every
-/// later upload of that node waited behind it. Closing the connection fails whatever is pending
-/// on it; the transaction is not committed (the server rolls it back), so nothing acknowledged
-/// is lost and the device uploads again.
+/// instead of waiting for ever (a lock wait behind a node that died inside a transaction, a
+/// database that stopped answering). Once the connection is closed, `guardedQuery` fails
+/// whatever is pending on it; the transaction is not committed (the server rolls it back), so
+/// nothing acknowledged is lost and the device uploads again.
 enum ConnectionWatchdog {
     /// How long one store operation on a leased connection may take (a write transaction, a
     /// page of a read). Long reads are many operations, each under it.

@@ -88,9 +88,6 @@ struct UploadIntegration: Sendable {
         return out
     }
 
-    /// Whether any changeset is new to the server.
-    var hasFreshChanges: Bool { !fresh.isEmpty }
-
     /// Merges and validates the fresh changesets into `stored` (the states `keys` named, as
     /// read in the transaction) as server version `version`.
     func integrate(stored: [ObjectKey: StoredObject], version: UInt64, now: Int64 = UploadClock.nanosecondsSinceEpoch()) throws -> Outcome {
