@@ -34,6 +34,8 @@ public final class Database: @unchecked Sendable {
     /// The write transaction's instructions so far; nil when there is none.
     private var transaction: TransactionLog?
     private var observers: [ChangeObserver] = []
+    /// `lastResetPeakInstructions` (guarded by `lock`).
+    private var resetPeak = 0
 
     public static func open(_ configuration: DatabaseConfiguration, scheduler: NotificationScheduler) throws -> Database {
         let location: StoreLocation
@@ -392,6 +394,13 @@ public final class Database: @unchecked Sendable {
 
     var storeForSync: Store { store }
 
+    /// The most instructions the last `resetToServerState` of this handle held decoded at once
+    /// (its largest staged changeset): tests check with it that a reset's memory follows the
+    /// size of one downloaded message, not of the whole state.
+    var lastResetPeakInstructions: Int { lock.withLock { resetPeak } }
+
+    func recordResetPeak(_ instructions: Int) { lock.withLock { resetPeak = instructions } }
+
     /// A read of the last commit, for the sync engine.
     func readingStore<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try locked { }
@@ -401,6 +410,12 @@ public final class Database: @unchecked Sendable {
     /// A write transaction of the sync engine's own (not logged in the history): `body`
     /// returns the instructions it applied, which observers are told about.
     func writingStore(_ body: (SQLiteConnection) throws -> [Instruction]?) throws {
+        try writingStoreChanges { c in try body(c).flatMap { store.hasObservers ? CommittedChanges($0) : nil } }
+    }
+
+    /// `writingStore` for a body that builds the observers' summary itself as it goes (a
+    /// client reset, which must not hold every instruction it applied), or returns nil.
+    func writingStoreChanges(_ body: (SQLiteConnection) throws -> CommittedChanges?) throws {
         try locked { }
         // A fresh owner per call: sync writes from the loop thread and from the host's
         // threads (subscription updates) wait for each other like any two handles.
@@ -409,9 +424,7 @@ public final class Database: @unchecked Sendable {
         try store.acquireWriteLock(for: owner)
         defer { withExtendedLifetime(token) { store.releaseWriteLock(for: owner) } }
         do {
-            let applied = try body(store.writer)
-            let changes = applied.flatMap { store.hasObservers ? CommittedChanges($0) : nil }
-            try store.commitAndPublish(changes)
+            try store.commitAndPublish(try body(store.writer))
         } catch {
             try? store.writer.exec("ROLLBACK")
             throw error

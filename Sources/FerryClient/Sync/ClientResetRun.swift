@@ -1,10 +1,12 @@
 import FerryCore
 
 /// A client reset in progress on a session (loop thread): the file was bound again as a new
-/// client file, and the fresh download of its subscriptions is collected here until it is
-/// complete; then `Database.resetToServerState` applies it in one transaction. Nothing is
-/// written to the file before that, so a crash or a lost connection leaves the old file,
-/// which the server refuses again: the reset starts over.
+/// client file, and the fresh download of its subscriptions is staged in the file as it
+/// arrives (`Database.stageResetDownload`, one small transaction per message, so memory holds
+/// one message, not the state); when it is complete, `Database.resetToServerState` applies it
+/// in one transaction. The file's data is not touched before that, so a crash or a lost
+/// connection leaves the old data, which the server refuses again: the reset starts over, and
+/// its first step clears whatever an earlier run staged.
 struct ClientResetRun {
     /// The server's error that started the reset (reported with the result).
     var error: SyncError
@@ -16,6 +18,6 @@ struct ClientResetRun {
     var salt: UInt64 = 0
     /// The subscription set version whose bootstrap completes the download (0: none sent).
     var queryVersion: UInt64 = 0
-    /// The server's objects and erases, in the order they came.
-    var fresh: [Instruction] = []
+    /// How many of the fresh download's changesets this run has staged.
+    var stagedChangesets = 0
 }

@@ -121,11 +121,11 @@ final class SyncConnection: WebSocketDelegate {
     }
 
     private func keepAliveTick() {
-        guard state == .connected, let socket else { return }
+        guard state == .connected, socket != nil else { return }
         let now = Self.nowMs(), c = app.configuration
         if now - lastReceivedMs >= c.readTimeoutMs {
             app.log(.info, "Connection[\(user.id)]: nothing received for \(c.readTimeoutMs) ms; reconnecting")
-            socket.abort(FerryError(.timeout, "read timed out after \(c.readTimeoutMs) ms"))
+            drop(FerryError(.timeout, "read timed out after \(c.readTimeoutMs) ms"))
             return
         }
         if now - max(lastReceivedMs, lastPingMs) >= c.pingIntervalMs {
@@ -133,6 +133,13 @@ final class SyncConnection: WebSocketDelegate {
             send(.ping(timestamp: now))
         }
         scheduleKeepAlive()
+    }
+
+    /// Drops the connection as a network failure would: nothing more is delivered from it, its
+    /// sessions learn it is gone, and it reconnects after the backoff. (The read timeout does
+    /// this; so do tests that cut a download short at a known point.)
+    func drop(_ error: FerryError) {
+        socket?.abort(error)
     }
 
     static func nowMs() -> UInt64 {

@@ -5,10 +5,11 @@ import FerryCore
 import FerryStore
 
 /// Client reset on the session's side (SPEC F-RESET, F-RESETMODES; loop thread): the server
-/// refused the file's identity, so the session binds it again as a new client file, collects
-/// the fresh download of its subscriptions, and has the database become that state in one
-/// transaction, recovering or discarding the unsynced changes as the mode says. The host keeps
-/// its handles; its notifications report what changed; the error handler gets the report.
+/// refused the file's identity, so the session binds it again as a new client file, stages the
+/// fresh download of its subscriptions in the file as it arrives, and has the database become
+/// that state in one transaction, recovering or discarding the unsynced changes as the mode
+/// says. The host keeps its handles; its notifications report what changed; the error handler
+/// gets the report.
 extension SyncSession {
     /// Failed resets in a row are counted in the file; past this many the session stops and
     /// hands the reset to the error handler instead of trying forever.
@@ -47,7 +48,11 @@ extension SyncSession {
         app.log(.info, "client reset of \(path) (\(recover ? "recovering" : "discarding") unsynced changes): \(error.message)")
         ready = false
         requeueMarks()
-        reset = ClientResetRun(error: error, recover: recover, discardReason: reason)
+        let run = ClientResetRun(error: error, recover: recover, discardReason: reason)
+        // A run starts from scratch: whatever an earlier run staged (abandoned, or cut short
+        // by a crash) is not part of this one's download.
+        do { try database.clearStagedResetDownload() } catch { return resetFailed(run, error) }
+        reset = run
         connection?.send(.bind(session: id, database: path, clientFileIdent: 0, clientFileSalt: 0, lastServerVersion: 0))
     }
 
@@ -66,17 +71,32 @@ extension SyncSession {
         connection?.send(.query(session: id, version: set.version, subscriptions: set.subscriptions))
     }
 
+    /// One DOWNLOAD message of the fresh state: checked, then staged in the file in a
+    /// transaction of its own, so the session never holds more than this message.
     func resetDownloaded(serverVersion: UInt64, subscriptionVersion: UInt64, isLast: Bool, changesets: [DownloadChangeset]) {
         guard var run = reset else { return }
-        for c in changesets {
-            guard let decoded = try? ChangesetCodec.decode(c.changeset) else {
-                reset = nil
-                return fail(SyncError(code: 212, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
-            }
-            run.fresh += decoded.instructions
+        for c in changesets where (try? ChangesetCodec.decode(c.changeset)) == nil {
+            abandonClientReset()
+            return fail(SyncError(code: 212, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
         }
+        do { try database.stageResetDownload(changesets.map(\.changeset)) } catch {
+            reset = nil
+            return resetFailed(run, error)
+        }
+        run.stagedChangesets += changesets.count
         reset = run
-        if isLast && subscriptionVersion >= run.queryVersion { finishClientReset(serverVersion: serverVersion) }
+        resetStagingProbe?(run.stagedChangesets)
+        // The probe may have cut the connection, which abandons the run.
+        guard let run = reset, isLast && subscriptionVersion >= run.queryVersion else { return }
+        finishClientReset(serverVersion: serverVersion)
+    }
+
+    /// The reset in progress is given up (its connection was lost, or the session closed): its
+    /// staged download goes, and the next run, if any, starts from scratch.
+    func abandonClientReset() {
+        guard reset != nil else { return }
+        reset = nil
+        try? database.clearStagedResetDownload()
     }
 
     /// The fresh download is complete: apply it, then sync on as the new client file.
@@ -97,18 +117,20 @@ extension SyncSession {
         if let snapshot { beforeReset?(snapshot.db) }
         var report: ClientResetReport
         do {
-            report = try database.resetToServerState(run.fresh, target: target, recover: run.recover, discardReason: run.discardReason)
+            report = try database.resetToServerState(target: target, recover: run.recover, discardReason: run.discardReason)
         } catch let e as FerryError where e.code == .schemaMismatch {
             // No mode can apply a state this schema cannot hold, now or at a retry: the host
             // must (SPEC F-RESET: a breaking schema difference goes to the manual handler).
             dropSnapshot()
+            try? database.clearStagedResetDownload()
             var handed = run.error
             handed.message += " (the client reset cannot be done automatically: \(e.message); the host must handle it)"
             return handOver(handed)
         } catch let recoveryError where run.recover && resetMode == .recoverOrDiscardUnsyncedChanges {
             // Recovery did not work: this mode discards instead.
             do {
-                report = try database.resetToServerState(run.fresh, target: target, recover: false,
+                // The failed attempt rolled back and left the staged download for this one.
+                report = try database.resetToServerState(target: target, recover: false,
                                                          discardReason: "recovery failed: \(recoveryError)")
             } catch {
                 dropSnapshot()
@@ -213,6 +235,8 @@ extension SyncSession {
     }
 
     private func resetFailed(_ run: ClientResetRun, _ error: Error) {
+        // The next try downloads again; what this one staged would only take space.
+        try? database.clearStagedResetDownload()
         let failures = resetFailures() + 1
         var bytes: [UInt8] = []
         var n = failures

@@ -32,6 +32,9 @@ public final class SyncSession: @unchecked Sendable {
     let beforeReset: (@Sendable (Database) -> Void)?
     let afterReset: (@Sendable (Database, Database, ClientResetReport) -> Void)?
     var reset: ClientResetRun?
+    /// Tests only (loop thread): called after each DOWNLOAD message of a reset's fresh state is
+    /// staged, with the number of changesets the run has staged so far.
+    var resetStagingProbe: ((Int) -> Void)?
     private var paused = false
     /// The last local version counted into the upload progress, and the sizes of the counted
     /// changesets the server has not acknowledged yet (oldest first).
@@ -61,6 +64,9 @@ public final class SyncSession: @unchecked Sendable {
         acknowledged = meta.acknowledged
         countedThrough = meta.acknowledged
         try countLocalChanges()
+        // A reset's download left staged by a process that died mid-reset is of no use: the
+        // next reset run downloads again (a read when nothing is staged).
+        try? database.clearStagedResetDownload()
         if let set = try? SubscriptionSet.load(database), set.version > 0, set.state == .pending { progress.expectDownload() }
         database.setCommitListener(self) { [weak self] in
             guard let self else { return }
@@ -250,6 +256,7 @@ public final class SyncSession: @unchecked Sendable {
             setState(.inactive)
             app.pausedSessions[ObjectIdentifier(self)] = nil
             failWaiters(FerryError(.closed, "the sync session was closed"))
+            abandonClientReset()
             let c = connection
             connection = nil
             c?.remove(self)
@@ -305,7 +312,7 @@ public final class SyncSession: @unchecked Sendable {
         ready = false
         // A reset in progress starts over: the file still has its old identity, which the
         // server refuses again on the next bind.
-        reset = nil
+        abandonClientReset()
         // Marks sent on the lost connection are sent again on the next one.
         requeueMarks()
         if let error { fail(error) }

@@ -12,17 +12,30 @@ public struct CommittedChanges: Sendable {
     public private(set) var byClass: [String: [FerryValue: Touched]] = [:]
 
     public init(_ instructions: [Instruction]) {
-        for i in instructions {
-            var t = byClass[i.table, default: [:]][i.key, default: Touched()]
-            switch i {
-            case .create(_, _, let fields):
-                t.created = true
-                for f in fields { t.properties.insert(f.name) }
-            case .erase: t.erased = true
-            default: if let f = i.field { t.properties.insert(f) }
-            }
-            byClass[i.table, default: [:]][i.key] = t
+        for i in instructions { record(i) }
+    }
+
+    /// Adds one applied instruction (a client reset builds its summary this way, one object at
+    /// a time, instead of keeping every instruction it applied).
+    mutating func record(_ i: Instruction) {
+        var t = byClass[i.table, default: [:]][i.key, default: Touched()]
+        switch i {
+        case .create(_, _, let fields):
+            t.created = true
+            for f in fields { t.properties.insert(f.name) }
+        case .erase: t.erased = true
+        default: if let f = i.field { t.properties.insert(f) }
         }
+        byClass[i.table, default: [:]][i.key] = t
+    }
+
+    /// Adds an object written whole, as a create of `properties` would (a client reset's
+    /// overwrite of an object with the server's state).
+    mutating func recordWhole(table: String, key: FerryValue, properties: [String]) {
+        var t = byClass[table, default: [:]][key, default: Touched()]
+        t.created = true
+        t.properties.formUnion(properties)
+        byClass[table, default: [:]][key] = t
     }
 
     public var isEmpty: Bool { byClass.isEmpty }

@@ -41,6 +41,7 @@ extension Database {
                     DELETE FROM __ferry_meta WHERE key IN ('sync.ident', 'sync.salt', 'sync.acknowledged');
                     DELETE FROM __ferry_history;
                     DELETE FROM __ferry_sync_bases;
+                    DROP TABLE IF EXISTS __ferry_reset_download;
                     COMMIT;
                     """)
             } catch {
