@@ -19,7 +19,25 @@ public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
             CREATE TABLE IF NOT EXISTS passwords (email TEXT PRIMARY KEY NOT NULL, hash TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS api_keys (hash TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, name TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS refresh_tokens (hash TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, expires REAL NOT NULL);
+            CREATE INDEX IF NOT EXISTS identities_by_user ON identities (user_id, provider);
             """)
+        // `identities_by_user` (every sync connection reads the user's identities) is created
+        // here rather than with its table, so a file made before it gets it on its next open; with
+        // `provider` it also gives the identities in the order they are listed.
+    }
+
+    /// What SQLite plans for `sql` (`EXPLAIN QUERY PLAN`, one detail line per step): the
+    /// tests check that every lookup of this directory uses an index. Without one, finding a
+    /// user's identities scanned the whole table, twice per sync connection (2.4 ms at 10,000
+    /// users) and once per user for the admin API's list of users.
+    package func queryPlan(_ sql: String) throws -> [String] {
+        try lock.withLock {
+            let s = try db.statement("EXPLAIN QUERY PLAN " + sql)
+            defer { s.reset() }
+            var details: [String] = []
+            while try s.step() { details.append(s.string(3)) }
+            return details
+        }
     }
 
     public func close() { lock.withLock { db.close() } }
