@@ -37,7 +37,8 @@ public enum FerryServer {
         let events = ServerEventLog()
         let hub = try await SyncHub(app: app, storage: store.sync, directory: directory, logger: logger, events: events, limits: configuration.syncLimits)
         AdminRoutes(token: configuration.secrets["FERRY_ADMIN_TOKEN"], directory: directory, hub: hub, events: events).add(to: router)
-        let sync = SyncRoutes(appId: app.appId, auth: auth, hub: hub, limits: configuration.connectionLimits, logger: logger)
+        let sync = SyncRoutes(appId: app.appId, auth: auth, hub: hub, limits: configuration.connectionLimits,
+                              userLimits: configuration.syncLimits, logger: logger)
         logger.info("serving app '\(app.name)' (\(app.appId)) from \(store.sync.description): \(app.collections.count) collection(s), providers \(app.authProviders.filter { !$0.disabled }.map(\.type).sorted())")
         var server: HTTPServerBuilder = .ferry(sync: sync, limits: configuration.connectionLimits, logger: logger)
         switch (configuration.tlsCertificatePath, configuration.tlsKeyPath) {
@@ -54,6 +55,10 @@ public enum FerryServer {
                                  availableConnectionsDelegate: MaximumAvailableConnections(configuration.connectionLimits.acceptCeiling, logger: logger)),
             services: [StoreService(hub: hub, store: store)],
             onServerRunning: { channel in
+                // First on the listening socket: a failed accept must pause, not spin.
+                try? await channel.eventLoop.submit {
+                    try channel.pipeline.syncOperations.addHandler(DescriptorShortageBackoff(logger: logger), position: .first)
+                }.get()
                 let port = channel.localAddress?.port ?? configuration.port
                 logger.info("ferry-server listening on \(scheme)://\(configuration.host):\(port)")
                 await onRunning(port)

@@ -76,12 +76,34 @@ struct SyncSocketTests {
         let run = Task {
             await socket.run(user: UserContext(id: "u"), frames: frames) { _ in }
         }
-        client.yield(Self.frame(.ping(timestamp: 1)))
+        client.yield(Self.frame(.mark(session: 1, request: 1)))
         #expect(await hub.receiving.wait(seconds: 30))
-        // The client goes away while the hub is still busy with its PING.
+        // The client goes away while the hub is still busy with its MARK.
         client.finish()
         #expect(await hub.closed.wait(seconds: 30), "the connection is closed only after the hub is done with the previous message")
         await hub.finishReceiving()
+        await run.value
+    }
+
+    /// Issue 13: under overload the hub is slow, and a PING queued behind it went unanswered
+    /// until the client took the connection for dead. The connection answers it itself.
+    @Test func aPingIsAnsweredWhileTheHubIsBusy() async throws {
+        let hub = SlowHub()
+        let socket = SyncSocket(hub: hub, limits: ConnectionLimits(), budget: InboundBudget(limit: 1 << 20), logger: Self.quiet)
+        let (frames, client) = AsyncThrowingStream.makeStream(of: InboundFrame.self)
+        let pong = Arrival()
+        let run = Task {
+            await socket.run(user: UserContext(id: "u"), frames: frames) { bytes in
+                if case .pong(7)? = try? ProtocolCodec.decode(Array(bytes.readableBytesView)) { pong.arrive() }
+            }
+        }
+        client.yield(Self.frame(.mark(session: 1, request: 1)))
+        #expect(await hub.receiving.wait(seconds: 30))
+        // The hub is busy with the MARK (and stays so until released).
+        client.yield(Self.frame(.ping(timestamp: 7)))
+        #expect(await pong.wait(seconds: 30), "no PONG while the hub was busy")
+        await hub.finishReceiving()
+        client.finish()
         await run.value
     }
 
@@ -149,7 +171,7 @@ struct SyncSocketTests {
         let run = Task {
             await socket.run(user: UserContext(id: "u"), frames: frames) { _ in await gate.pass() }
         }
-        for n in 1...3 { client.yield(Self.frame(.ping(timestamp: UInt64(n)))) }
+        for n in 1...3 { client.yield(Self.frame(.mark(session: 1, request: UInt64(n)))) }
         #expect(await hub.firstReceived.wait(seconds: 30))
         gate.open()
         #expect(await hub.allReceived.wait(seconds: 30))

@@ -45,17 +45,18 @@ struct AdminRoutes {
         }
         admin.get("sync") { request, _ -> StatusJSON in
             try authorize(request)
-            return StatusJSON(sync_enabled: await hub.syncEnabled, connections: await hub.connectionCount)
+            // From the hub's status, not the hub: an overloaded hub must not keep this waiting.
+            return StatusJSON(sync_enabled: hub.status.syncEnabled, connections: hub.status.connections)
         }
         admin.post("sync/terminate") { request, _ -> StatusJSON in
             try authorize(request)
             try await hub.terminateSync()
-            return StatusJSON(sync_enabled: false, connections: await hub.connectionCount)
+            return StatusJSON(sync_enabled: false, connections: hub.status.connections)
         }
         admin.post("sync/enable") { request, _ -> StatusJSON in
             try authorize(request)
             try await hub.enableSync()
-            return StatusJSON(sync_enabled: true, connections: await hub.connectionCount)
+            return StatusJSON(sync_enabled: true, connections: hub.status.connections)
         }
         admin.get("logs") { request, _ -> LogsJSON in
             try authorize(request)

@@ -10,7 +10,11 @@ import NIOCore
 ///   closed, as nothing can be sent to it any more, not even an error;
 /// - once the first response is `101 Switching Protocols`, every client frame must be masked
 ///   (RFC 6455 section 5.1; close code 1002 otherwise), and a client that completes no frame
-///   for `syncIdleTimeout` is closed (1001);
+///   for `syncIdleTimeout` is closed (1001). The guard also sends the WebSocket pings (every
+///   `syncPingInterval`) that give a quiet client something to answer. Time during which the
+///   server itself is not reading the socket (its sync reader waits for the hub) does not
+///   count as the client's silence: a busy server must not close healthy connections for pongs
+///   it did not read (issue 13; hummingbird-websocket's own pings, which did, are off);
 /// - a refused sync upgrade is answered with the status and body `SyncRoutes` chose
 ///   (`answerRefusedUpgrade`): Hummingbird answers every refusal 400 with no body;
 /// - a close waits until what was written before it has reached the socket (at most
@@ -42,6 +46,10 @@ final class ConnectionGuard: ChannelDuplexHandler {
     private var frames = WebSocketFrameScanner()
     private var sawUnmaskedFrame = false
     private var lastFrame = NIODeadline.now()
+    /// True from the end of a read until the handlers behind ask for more: the server, not the
+    /// client, is then why no frame arrives.
+    private var readingPaused = false
+    private var pingTimer: Scheduled<Void>?
     private var started = false
     private var headerTimer: Scheduled<Void>?
     private var idleTimer: Scheduled<Void>?
@@ -104,6 +112,16 @@ final class ConnectionGuard: ChannelDuplexHandler {
             return
         }
         context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        readingPaused = true
+        context.fireChannelReadComplete()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        readingPaused = false
+        context.read()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -206,12 +224,29 @@ final class ConnectionGuard: ChannelDuplexHandler {
         }
         lastFrame = .now()
         scheduleIdleCheck(context, at: lastFrame + TimeAmount(limits.syncIdleTimeout))
+        schedulePing(context)
+    }
+
+    /// An empty, unmasked ping every `syncPingInterval`, written whole on the loop between the
+    /// WebSocket layer's frames like `closeWebSocket`'s close frame.
+    private func schedulePing(_ context: ChannelHandlerContext) {
+        pingTimer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(limits.syncPingInterval)) { [self] in
+            pingTimer = nil
+            guard phase == .webSocket else { return }
+            var ping = context.channel.allocator.buffer(capacity: 2)
+            ping.writeInteger(UInt8(0x89))
+            ping.writeInteger(UInt8(0))
+            pass(context, wrapOutboundOut(.byteBuffer(ping)), nil)
+            context.flush()
+            schedulePing(context)
+        }
     }
 
     private func scheduleIdleCheck(_ context: ChannelHandlerContext, at deadline: NIODeadline) {
         idleTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
             idleTimer = nil
             guard phase == .webSocket else { return }
+            if readingPaused { lastFrame = .now() }
             let due = lastFrame + TimeAmount(limits.syncIdleTimeout)
             if due > .now() { return scheduleIdleCheck(context, at: due) }
             logger.info("closing the sync connection from \(peer(context)): no frame from the client for \(limits.syncIdleTimeout)")
@@ -252,6 +287,8 @@ final class ConnectionGuard: ChannelDuplexHandler {
         headerTimer = nil
         idleTimer?.cancel()
         idleTimer = nil
+        pingTimer?.cancel()
+        pingTimer = nil
         if !keepingStall {
             stallTimer?.cancel()
             stallTimer = nil

@@ -24,6 +24,9 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// A sync WebSocket on which the client sends no frame for this long is closed (close code
     /// 1001). Pongs and the client's PINGs count.
     public var syncIdleTimeout: Duration
+    /// The server sends a WebSocket ping on every sync connection this often, so that a client
+    /// with nothing to say still answers within `syncIdleTimeout`.
+    public var syncPingInterval: Duration
     /// A connection whose socket takes no bytes for this long (the client stopped reading) is
     /// closed: nothing can be sent to it any more.
     public var writeStallTimeout: Duration
@@ -42,7 +45,7 @@ public struct ConnectionLimits: Sendable, Equatable {
                 headerTimeout: Duration = .seconds(10), httpIdleTimeout: Duration = .seconds(60),
                 syncIdleTimeout: Duration = .seconds(180), writeStallTimeout: Duration = .seconds(30),
                 maxQueuedBytesPerConnection: Int = 16 << 20, maxMessageBytes: Int = ProtocolCodec.maxFrameBytes,
-                maxInboundBytes: Int = 256 << 20) {
+                maxInboundBytes: Int = 256 << 20, syncPingInterval: Duration = .seconds(30)) {
         self.maxConnections = maxConnections
         self.headerTimeout = headerTimeout
         self.httpIdleTimeout = httpIdleTimeout
@@ -51,6 +54,7 @@ public struct ConnectionLimits: Sendable, Equatable {
         self.maxQueuedBytesPerConnection = maxQueuedBytesPerConnection
         self.maxMessageBytes = maxMessageBytes
         self.maxInboundBytes = maxInboundBytes
+        self.syncPingInterval = syncPingInterval
     }
 
     /// Three quarters of the open-files limit less 64, at least 16 (10,000 without a limit).

@@ -53,7 +53,9 @@ extension HTTPServerBuilder {
             GuardedChildChannel(
                 inner: HTTP1WebSocketUpgradeChannel(
                     responder: responder,
-                    configuration: .init(http1: .init(idleTimeout: TimeAmount(limits.httpIdleTimeout)), ws: .init()),
+                    // No pings of hummingbird-websocket: it closes a connection whose pong it has
+                    // not read, also while the server does not read (the guard pings instead).
+                    configuration: .init(http1: .init(idleTimeout: TimeAmount(limits.httpIdleTimeout)), ws: .init(autoPing: .disabled)),
                     shouldUpgrade: { request, channel, _ in await sync.shouldUpgrade(request, channel: channel) }),
                 limits: limits, counter: counter, logger: logger)
         }

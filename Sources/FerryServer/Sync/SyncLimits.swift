@@ -16,13 +16,32 @@ public struct SyncLimits: Sendable, Equatable {
     /// Client files (device databases) kept per user: a new one beyond this forgets the user's
     /// least recently seen file (that device resets when it comes back).
     public var maxClientFilesPerUser: Int
+    /// Sync connections (WebSockets) one user may have open on a node; one more is refused
+    /// with ERROR 243 (try again). A device multiplexes its databases over one connection, so
+    /// this is about how many devices (or app processes) a user may sync at once.
+    public var maxConnectionsPerUser: Int
+    /// Sessions (bound databases) on one connection; one more BIND is refused with ERROR 244.
+    public var maxSessionsPerConnection: Int
+    /// Subscription sets (QUERY messages) one user may send a minute, all sessions together,
+    /// with a burst of as many; past it a QUERY waits until the rate allows it.
+    public var subscriptionSetsPerMinutePerUser: Int
+    /// Bytes of sync messages read from one user's connections a second, all together, with a
+    /// burst of as many; past it the server stops reading that user's sockets until the rate
+    /// allows it (backpressure: nothing is dropped, the devices are slowed through TCP).
+    public var inboundBytesPerSecondPerUser: Int
 
     public init(maxSubscriptionsPerSet: Int = 1_000, maxQueryBytesPerSet: Int = 256 << 10, maxTermsPerSet: Int = 10_000,
-                viewEvaluationSeconds: Double = 60, maxClientFilesPerUser: Int = 1_000) {
+                viewEvaluationSeconds: Double = 60, maxClientFilesPerUser: Int = 1_000,
+                maxConnectionsPerUser: Int = 100, maxSessionsPerConnection: Int = 1_000,
+                subscriptionSetsPerMinutePerUser: Int = 600, inboundBytesPerSecondPerUser: Int = 64 << 20) {
         self.maxSubscriptionsPerSet = maxSubscriptionsPerSet
         self.maxQueryBytesPerSet = maxQueryBytesPerSet
         self.maxTermsPerSet = maxTermsPerSet
         self.viewEvaluationSeconds = viewEvaluationSeconds
         self.maxClientFilesPerUser = maxClientFilesPerUser
+        self.maxConnectionsPerUser = maxConnectionsPerUser
+        self.maxSessionsPerConnection = maxSessionsPerConnection
+        self.subscriptionSetsPerMinutePerUser = subscriptionSetsPerMinutePerUser
+        self.inboundBytesPerSecondPerUser = inboundBytesPerSecondPerUser
     }
 }

@@ -21,14 +21,16 @@ struct SyncRoutes {
     let hub: SyncHub
     let limits: ConnectionLimits
     let budget: InboundBudget
+    let quotas: UserQuotas
     let logger: Logger
 
-    init(appId: String, auth: AuthService, hub: SyncHub, limits: ConnectionLimits, logger: Logger) {
+    init(appId: String, auth: AuthService, hub: SyncHub, limits: ConnectionLimits, userLimits: SyncLimits, logger: Logger) {
         self.appId = appId
         self.auth = auth
         self.hub = hub
         self.limits = limits
         self.budget = InboundBudget(limit: limits.maxInboundBytes)
+        self.quotas = UserQuotas(limits: userLimits)
         self.logger = logger
     }
 
@@ -38,7 +40,7 @@ struct SyncRoutes {
             await refuse(error, on: channel)
             return .dontUpgrade
         }
-        let socket = SyncSocket(hub: hub, limits: limits, budget: budget, logger: logger)
+        let socket = SyncSocket(hub: hub, limits: limits, budget: budget, quotas: quotas, logger: logger)
         return .upgrade([.secWebSocketProtocol: Self.subprotocol]) { inbound, outbound, _ in
             await socket.run(user: user.context, frames: InboundFrames(stream: inbound)) { try await outbound.write(.binary($0)) }
         }

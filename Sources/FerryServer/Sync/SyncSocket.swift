@@ -30,12 +30,32 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
     let hub: Hub
     let limits: ConnectionLimits
     let budget: InboundBudget
+    /// The per-user limits, shared by every connection of the server.
+    let quotas: UserQuotas
     let logger: Logger
+
+    init(hub: Hub, limits: ConnectionLimits, budget: InboundBudget, quotas: UserQuotas = UserQuotas(limits: SyncLimits()), logger: Logger) {
+        self.hub = hub
+        self.limits = limits
+        self.budget = budget
+        self.quotas = quotas
+        self.logger = logger
+    }
 
     /// Runs the connection until it ends: `frames` are the client's, `write` sends one message.
     func run<Frames: AsyncSequence & Sendable>(user: UserContext, frames: Frames,
                                                write: @escaping @Sendable (ByteBuffer) async throws -> Void) async
     where Frames.Element == InboundFrame {
+        guard quotas.openConnection(user.id) else {
+            let most = quotas.limits.maxConnectionsPerUser
+            logger.warning("sync connection refused for user \(user.id): it has \(most) open, the most allowed (--max-connections-per-user)")
+            let error = ProtocolError(session: 0, code: UserQuotas.tooManyConnectionsCode,
+                                      message: "the user has \(most) sync connections open, the most allowed; close one or try again later",
+                                      tryAgain: true, action: .transient)
+            try? await write(ByteBuffer(bytes: ProtocolCodec.encode(.error(error))))
+            return
+        }
+        defer { quotas.closeConnection(user.id) }
         let outbox = await hub.openConnection(user: user)
         outbox.limitQueue(to: limits.maxQueuedBytesPerConnection)
         logger.info("sync connection \(outbox.id) opened for user \(user.id)")
@@ -46,7 +66,7 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
             // the hub's last ERROR), or when the socket fails.
             writing.addTask { await drain(outbox, to: write) }
             let ending = await withTaskGroup(of: Ending?.self) { group -> Ending in
-                group.addTask { await read(frames, into: queue, held: held, connection: outbox.id) }
+                group.addTask { await read(frames, into: queue, held: held, outbox: outbox) }
                 group.addTask {
                     await process(queue, outbox: outbox, held: held)
                     return nil
@@ -90,19 +110,33 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
         logger.info("sync connection \(outbox.id) closed")
     }
 
+    /// A PING is answered here, at once: the client's keep-alive must not wait for the hub
+    /// (busy with this connection's earlier messages, or overloaded), or the client would take
+    /// a busy server for a dead connection and reconnect (issue 13). The outbox takes frames
+    /// from any task.
     private func read<Frames: AsyncSequence & Sendable>(_ frames: Frames, into queue: MessageQueue<InboundMessage>,
-                                                        held: HeldInboundBytes, connection: UInt64) async -> Ending
+                                                        held: HeldInboundBytes, outbox: ConnectionOutbox) async -> Ending
     where Frames.Element == InboundFrame {
         var assembler = InboundMessageAssembler(maxMessageBytes: limits.maxMessageBytes, held: held)
         do {
             for try await frame in frames {
-                guard let (message, bytes) = try assembler.add(frame) else { continue }
-                guard await queue.push(InboundMessage(message: message, bytes: bytes)) else { break }
+                // The user's byte rate: past it, this socket is not read for as long as the
+                // excess costs (after this frame is handed on).
+                let pause = quotas.takeInbound(frame.data.readableBytes, userId: outbox.userId)
+                if let (message, bytes) = try assembler.add(frame) {
+                    if case .ping(let timestamp) = message {
+                        held.release(bytes)
+                        outbox.send(.pong(timestamp: timestamp))
+                    } else if await !queue.push(InboundMessage(message: message, bytes: bytes)) {
+                        break
+                    }
+                }
+                if pause > .zero { try await Task.sleep(for: pause) }
             }
         } catch let refusal as SyncConnectionRefusal {
             return .refused(refusal)
         } catch {
-            logger.info("sync connection \(connection): \(error)")
+            logger.info("sync connection \(outbox.id): \(error)")
         }
         return .clientLeft
     }
@@ -111,6 +145,11 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
     /// a client that asks for more than it reads waits for its answers to go out.
     private func process(_ queue: MessageQueue<InboundMessage>, outbox: ConnectionOutbox, held: HeldInboundBytes) async {
         while let next = await queue.next() {
+            if case .query = next.message {
+                // The user's subscription-set rate: past it, the QUERY waits its turn.
+                let wait = quotas.takeSubscriptionSet(userId: outbox.userId)
+                if wait > .zero { try? await Task.sleep(for: wait) }
+            }
             await outbox.waitForRoom()
             if !outbox.isClosed { await outbox.reply { await hub.receive(next.message, from: outbox) } }
             held.release(next.bytes)
