@@ -50,7 +50,7 @@ enum PostgresObjectReads {
 
     /// Every live object of a class, in primary-key-bytes pages.
     static func forEachObject(_ connection: PostgresConnection, schema: ObjectSchema, logger: Logger,
-                              _ body: (FerryValue, StampedObject) throws -> Void) async throws {
+                              _ body: (FerryValue, StampedObject) async throws -> Void) async throws {
         var after = ByteBuffer()  // every encoded key is longer than the empty one
         while true {
             let rows = try await PostgresFailure.run("reading the \(schema.name) objects") {
@@ -61,7 +61,7 @@ enum PostgresObjectReads {
             }
             for row in rows {
                 let (pk, doc) = try decodeRow(row, (ByteBuffer, ByteBuffer).self, "objects")
-                try body(try ValueCodec.decode(pk.bytes), try StampedObject.decode(doc.bytes, schema: schema))
+                try await body(try ValueCodec.decode(pk.bytes), try StampedObject.decode(doc.bytes, schema: schema))
                 after = pk
             }
             if rows.count < pageSize { return }
@@ -70,7 +70,7 @@ enum PostgresObjectReads {
 
     /// The objects of a class changed after `version`, in (version, pk) pages.
     static func changes(_ connection: PostgresConnection, since version: UInt64, schema: ObjectSchema, logger: Logger,
-                        _ body: (ChangedObject) throws -> Void) async throws {
+                        _ body: (ChangedObject) async throws -> Void) async throws {
         var position: (version: Int64, pk: ByteBuffer)?
         let since = Int64(bitPattern: version)
         while true {
@@ -93,7 +93,7 @@ enum PostgresObjectReads {
                 let (pk, doc, v, erased) = try decodeRow(row, (ByteBuffer, ByteBuffer?, Int64, ByteBuffer?).self, "objects")
                 let object = try doc.map { try StampedObject.decode($0.bytes, schema: schema) }
                 let erasedState = try erased.map { try StampedObject.decode($0.bytes, schema: schema) }
-                try body(ChangedObject(key: try ValueCodec.decode(pk.bytes), object: object, erasedState: erasedState,
+                try await body(ChangedObject(key: try ValueCodec.decode(pk.bytes), object: object, erasedState: erasedState,
                                        version: UInt64(bitPattern: v)))
                 position = (v, pk)
             }

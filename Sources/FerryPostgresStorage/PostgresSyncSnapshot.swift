@@ -27,12 +27,12 @@ final class PostgresSyncSnapshot: SyncSnapshot, @unchecked Sendable {
         guard !lock.withLock({ ended }) else { throw FerryError(.closed, "PostgreSQL: a snapshot was used after withSnapshot returned") }
     }
 
-    func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) throws -> Void) async throws {
+    func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) async throws -> Void) async throws {
         try checkOpen()
         try await PostgresObjectReads.forEachObject(connection, schema: schema, logger: logger, body)
     }
 
-    func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) throws -> Void) async throws {
+    func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) async throws -> Void) async throws {
         try checkOpen()
         try await PostgresObjectReads.changes(connection, since: version, schema: schema, logger: logger, body)
     }

@@ -195,6 +195,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
                 let tx = PostgresWriteTransaction(connection: connection, logger: logger, headVersion: head)
                 defer { tx.end() }
                 let result = try await body(tx)
+                if !tx.failed { try await tx.finish(readHead: head) }
                 if tx.failed {
                     throw FerryError(.io, "PostgreSQL: a statement of the write transaction failed, so it was rolled back")
                 }

@@ -12,7 +12,6 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
 
     private let connection: PostgresConnection
     private let logger: Logger
-    let headVersion: UInt64
     private let lock = NSLock()
     private var _newHead: UInt64
     private var _written = 0
@@ -22,19 +21,35 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     init(connection: PostgresConnection, logger: Logger, headVersion: UInt64) {
         self.connection = connection
         self.logger = logger
-        self.headVersion = headVersion
         _newHead = headVersion
     }
 
-    /// The head after `write` (the head read under the lock if nothing was written).
-    var newHead: UInt64 { lock.withLock { _newHead } }
-    /// How many objects `write` stored.
+    /// The head as this transaction sees it: read under the lock, moved by each `write` that
+    /// stores objects.
+    var headVersion: UInt64 { lock.withLock { _newHead } }
+    /// The head after the writes (the head read under the lock if nothing was written).
+    var newHead: UInt64 { headVersion }
+    /// How many objects the writes stored.
     var written: Int { lock.withLock { _written } }
     /// Whether a statement failed: PostgreSQL then turns COMMIT into a rollback, so the
     /// transaction must not report success even if the body swallowed the error.
     var failed: Bool { lock.withLock { _failed } }
 
-    /// Called when the body returned: the connection goes back to the pool, so later calls fail.
+    /// Called when the body returned: records the new head and tells every node (the
+    /// NOTIFY is delivered after COMMIT), once for all the transaction's writes (group
+    /// commit); then the connection goes back to the pool, so later calls fail.
+    func finish(readHead: UInt64) async throws {
+        let head = newHead
+        if head > readHead {
+            try await onConnection {
+                try await PostgresSyncMeta.set(connection, "server_version", Int64(bitPattern: head), logger: logger)
+                try await PostgresSyncMeta.notify(connection, head: head, logger: logger)
+            }
+        }
+        end()
+    }
+
+    /// The connection goes back to the pool: later calls fail.
     func end() { lock.withLock { _ended = true } }
 
     private func onConnection<T>(_ body: () async throws -> T) async throws -> T {
@@ -57,7 +72,8 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
 
     func write(objects: [ObjectKey: StoredObject], clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64 {
         try await onConnection {
-            let version = objects.isEmpty ? headVersion : headVersion + 1
+            let head = headVersion
+            let version = objects.isEmpty ? head : head + 1
             let v = Int64(bitPattern: version)
             let entries = Array(objects)
             for start in stride(from: 0, to: entries.count, by: Self.insertBatch) {
@@ -86,17 +102,13 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
                         """, logger: logger)
                 }
             }
-            if !objects.isEmpty {
-                try await PostgresSyncMeta.set(connection, "server_version", v, logger: logger)
-                try await PostgresSyncMeta.notify(connection, head: version, logger: logger)
-            }
             try await PostgresFailure.run("recording client file \(clientFile)'s version \(clientVersion)") {
                 try await connection.guardedQuery("""
                     UPDATE client_files SET acked = greatest(acked, \(Int64(bitPattern: clientVersion))),
                         last_seen = \(Int64(ServerClock.secondsSinceEpoch())) WHERE ident = \(Int64(bitPattern: clientFile))
                     """, logger: logger)
             }
-            lock.withLock { _newHead = version; _written = objects.count }
+            lock.withLock { _newHead = version; _written += objects.count }
             return version
         }
     }

@@ -24,11 +24,29 @@ final class SQLiteSyncSnapshot: SyncSnapshot, @unchecked Sendable {
         db.close()
     }
 
-    func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) throws -> Void) async throws {
-        try await BlockingReads.run { try SQLiteObjectReads.forEachObject(db, schema: schema, body) }
+    /// Rows per page: each page is read on a blocking thread, then handed to the caller's
+    /// body, which may suspend between rows.
+    static let pageSize = 1_000
+
+    func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) async throws -> Void) async throws {
+        var after: [UInt8]?
+        while true {
+            let page = try await BlockingReads.run { try SQLiteObjectReads.objectsPage(db, schema: schema, after: after, limit: Self.pageSize) }
+            for row in page { try await body(row.key, row.object) }
+            guard page.count == Self.pageSize, let last = page.last else { return }
+            after = last.rawKey
+        }
     }
 
-    func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) throws -> Void) async throws {
-        try await BlockingReads.run { try SQLiteObjectReads.changes(db, since: version, schema: schema, body) }
+    func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) async throws -> Void) async throws {
+        var after: (version: Int64, rawKey: [UInt8])?
+        while true {
+            let page = try await BlockingReads.run {
+                try SQLiteObjectReads.changesPage(db, since: version, schema: schema, after: after, limit: Self.pageSize)
+            }
+            for row in page { try await body(row.change) }
+            guard page.count == Self.pageSize, let last = page.last else { return }
+            after = (Int64(bitPattern: last.change.version), last.rawKey)
+        }
     }
 }

@@ -270,14 +270,14 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
 final class SQLiteWriteTransaction: SyncWriteTransaction, @unchecked Sendable {
     private let db: SQLiteConnection
     private let lock: ServerLock
-    let headVersion: UInt64
-    private(set) var newHead: UInt64
+    /// Moved by each `write` that stores objects (only on the transaction's task).
+    private(set) var headVersion: UInt64
+    var newHead: UInt64 { headVersion }
 
     init(db: SQLiteConnection, lock: ServerLock, headVersion: UInt64) {
         self.db = db
         self.lock = lock
         self.headVersion = headVersion
-        self.newHead = headVersion
     }
 
     func clientFile(_ ident: UInt64) async throws -> ClientFileRecord? {
@@ -320,7 +320,7 @@ final class SQLiteWriteTransaction: SyncWriteTransaction, @unchecked Sendable {
             defer { c.reset() }
             c.bind(1, Int64(bitPattern: clientVersion)); c.bind(2, Int64(ServerClock.secondsSinceEpoch())); c.bind(3, Int64(bitPattern: clientFile))
             try c.run()
-            newHead = version
+            headVersion = version
             return version
         }
     }

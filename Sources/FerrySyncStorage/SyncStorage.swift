@@ -70,16 +70,18 @@ public protocol SyncStorage: AnyObject, Sendable {
 /// The inside of `SyncStorage.writeTransaction`: reads see the state under the app's write
 /// lock, writes commit together.
 public protocol SyncWriteTransaction: AnyObject, Sendable {
-    /// The app's head version, read under the write lock: this transaction's writes get
-    /// `headVersion + 1`.
+    /// The app's head version as this transaction sees it: read under the write lock, then
+    /// moved by each `write` that stored objects. The next such `write` gets `headVersion + 1`.
     var headVersion: UInt64 { get }
     func clientFile(_ ident: UInt64) async throws -> ClientFileRecord?
     /// The stored state of each of `keys` that exists (missing keys are absent).
     func objects(_ keys: [ObjectKey], schema: Schema) async throws -> [ObjectKey: StoredObject]
     /// Writes `objects` at `headVersion + 1` (the new head) when there are any, and records
     /// `clientVersion` as the client file's acknowledged version (never lowering it). Returns
-    /// the head after this transaction: `headVersion + 1`, or `headVersion` when `objects` is
-    /// empty. Called at most once per transaction.
+    /// the head after this write: `headVersion + 1`, or `headVersion` when `objects` is empty.
+    /// May be called several times in one transaction (group commit: one upload per call, each
+    /// at its own version); reads after a write see it, and every write becomes durable with
+    /// the one commit.
     func write(objects: [ObjectKey: StoredObject], clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64
 }
 
@@ -88,8 +90,11 @@ public protocol SyncWriteTransaction: AnyObject, Sendable {
 public protocol SyncSnapshot: AnyObject, Sendable {
     /// The head version this snapshot sees.
     var version: UInt64 { get }
-    /// Every live object of a class, read in pages.
-    func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) throws -> Void) async throws
-    /// The objects of `schema`'s class changed after `version`, in version order.
-    func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) throws -> Void) async throws
+    /// Every live object of a class, read in pages, in primary-key order (the same order each
+    /// time on one snapshot). `body` may suspend (a streamed bootstrap waits for its client
+    /// to read): the next page is read only after it returns.
+    func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) async throws -> Void) async throws
+    /// The objects of `schema`'s class changed after `version`, in version order, read in
+    /// pages; `body` may suspend.
+    func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) async throws -> Void) async throws
 }

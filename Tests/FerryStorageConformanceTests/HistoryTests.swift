@@ -33,6 +33,45 @@ struct HistoryTests {
         }
     }
 
+    /// Group commit: several uploads in one transaction, each at its own version, each
+    /// reading what the one before wrote; all durable with the one commit, or none.
+    @Test(arguments: Backend.all)
+    func severalWritesInOneTransactionGetConsecutiveVersions(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let s = store.storage
+            let a = try await s.newClientFile(userId: "u1"), b = try await s.newClientFile(userId: "u2")
+            let seen = try await s.writeTransaction { tx -> [UInt64] in
+                var heads = [tx.headVersion]
+                heads.append(try await tx.write(objects: [Fixtures.itemKey(1): StoredObject(object: Fixtures.item(1, version: 1))], clientFile: a.ident, clientVersion: 3))
+                // The second write reads the first one's object.
+                let read = try await tx.objects([Fixtures.itemKey(1)], schema: Fixtures.schema)
+                heads.append(read[Fixtures.itemKey(1)]?.object == Fixtures.item(1, version: 1) ? 1 : 0)
+                heads.append(try await tx.write(objects: [Fixtures.itemKey(1): StoredObject(object: Fixtures.item(1, complexity: 7, version: 2))],
+                                                clientFile: b.ident, clientVersion: 5))
+                heads.append(try await tx.write(objects: [:], clientFile: a.ident, clientVersion: 4))
+                heads.append(tx.headVersion)
+                return heads
+            }
+            #expect(seen == [0, 1, 1, 2, 2, 2])
+            #expect(try await s.head() == 2)
+            #expect(try await s.allChanges(since: 0, Fixtures.item) == [Change(key: Fixtures.itemKey(1).key, object: Fixtures.item(1, complexity: 7, version: 2), version: 2)])
+            #expect(try await s.clientFile(a.ident)?.acknowledgedClientVersion == 4)
+            #expect(try await s.clientFile(b.ident)?.acknowledgedClientVersion == 5)
+            // A transaction that fails after two writes leaves neither.
+            await #expect(throws: Deliberate.self) {
+                try await s.writeTransaction { tx in
+                    _ = try await tx.write(objects: [Fixtures.itemKey(2): StoredObject(object: Fixtures.item(2, version: 3))], clientFile: a.ident, clientVersion: 9)
+                    _ = try await tx.write(objects: [Fixtures.itemKey(3): StoredObject(object: Fixtures.item(3, version: 4))], clientFile: a.ident, clientVersion: 10)
+                    throw Deliberate()
+                }
+            }
+            #expect(try await s.head() == 2)
+            #expect(try await s.allChanges(since: 2, Fixtures.item).isEmpty)
+            #expect(try await s.clientFile(a.ident)?.acknowledgedClientVersion == 4)
+            #expect(try await s.commit([Fixtures.itemKey(2): StoredObject(object: Fixtures.item(2, version: 3))], clientFile: a.ident) == 3)
+        }
+    }
+
     @Test(arguments: Backend.all)
     func anEmptyWriteKeepsTheHeadButRecordsTheAcknowledgement(_ backend: Backend) async throws {
         try await backend.withStore { store in

@@ -44,9 +44,23 @@ final class ConnectionOutbox: Sendable {
         var replyBytes = 0
         var writer: CheckedContinuation<[UInt8]?, Never>?
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
-        var roomWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Tasks waiting until at most `atMost` bytes (nil: the bound) are queued.
+        var roomWaiters: [(atMost: Int?, waiter: CheckedContinuation<Void, Never>)] = []
 
-        var hasRoom: Bool { queuedBytes <= limit || closure != .open }
+        var hasRoom: Bool { fits(nil) }
+        func fits(_ atMost: Int?) -> Bool { queuedBytes <= (atMost ?? limit) || closure != .open }
+
+        /// The room waiters whose condition holds now, taken off the list.
+        mutating func takeSatisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
+            guard !roomWaiters.isEmpty else { return [] }
+            var ready: [CheckedContinuation<Void, Never>] = []
+            var waiting: [(atMost: Int?, waiter: CheckedContinuation<Void, Never>)] = []
+            for w in roomWaiters {
+                if fits(w.atMost) { ready.append(w.waiter) } else { waiting.append(w) }
+            }
+            roomWaiters = waiting
+            return ready
+        }
 
         var isEmpty: Bool { head == frames.count }
 
@@ -69,7 +83,7 @@ final class ConnectionOutbox: Sendable {
         /// Closes with `closure`; the continuations to resume (outside the lock).
         mutating func close(_ closure: Closure) -> (writer: CheckedContinuation<[UInt8]?, Never>?, waiters: [CheckedContinuation<Void, Never>]) {
             self.closure = closure
-            let waiters = closeWaiters + roomWaiters
+            let waiters = closeWaiters + roomWaiters.map(\.waiter)
             closeWaiters = []
             roomWaiters = []
             // A waiting writer means nothing is queued: it learns the end now.
@@ -141,13 +155,14 @@ final class ConnectionOutbox: Sendable {
         state.withLock { $0.replying = false }
     }
 
-    /// Returns once the bytes waiting are within the bound (or the outbox is closed).
-    func waitForRoom() async {
+    /// Returns once the bytes waiting are within the bound, or within `atMost` bytes when
+    /// given (a streamed bootstrap keeps only a few messages queued), or the outbox is closed.
+    func waitForRoom(atMost: Int? = nil) async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let ready = state.withLock { s in
-                    if s.hasRoom { return true }
-                    s.roomWaiters.append(c)
+                    if s.fits(atMost) { return true }
+                    s.roomWaiters.append((atMost, c))
                     return false
                 }
                 if ready { c.resume() }
@@ -155,7 +170,7 @@ final class ConnectionOutbox: Sendable {
         } onCancel: {
             let waiters = state.withLock { s in
                 defer { s.roomWaiters = [] }
-                return s.roomWaiters
+                return s.roomWaiters.map(\.waiter)
             }
             for w in waiters { w.resume() }
         }
@@ -175,10 +190,7 @@ final class ConnectionOutbox: Sendable {
                 let ready: [UInt8]?? = state.withLock { s in
                     if !s.isEmpty {
                         let frame = s.pop()
-                        if s.hasRoom {
-                            roomMade = s.roomWaiters
-                            s.roomWaiters = []
-                        }
+                        roomMade = s.takeSatisfiedWaiters()
                         return .some(frame)
                     }
                     if s.closure != .open { return .some(nil) }

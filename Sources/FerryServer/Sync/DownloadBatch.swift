@@ -6,28 +6,38 @@ import FerryCore
 struct DownloadBatch {
     let session: UInt64
     private var chunks: [[UInt8]] = []
-    private var writer = ChangesetWriter(capacity: 4096)
-    private var pending = 0
-    private var timestamp: Int64
+    private var chunker = DownloadChunker()
+    private var hasPending = false
 
     init(session: UInt64) {
         self.session = session
-        self.timestamp = 0
     }
 
-    var isEmpty: Bool { chunks.isEmpty && pending == 0 }
+    /// A batch of chunks encoded before (one commit's instructions for several sessions).
+    init(session: UInt64, sealed chunks: [[UInt8]]) {
+        self.init(session: session)
+        self.chunks = chunks
+    }
+
+    var isEmpty: Bool { chunks.isEmpty && !hasPending }
+
+    /// The encoded chunks, to send the same instructions to other sessions.
+    mutating func sealed() -> [[UInt8]] {
+        cut()
+        return chunks
+    }
 
     mutating func add(_ i: Instruction) {
-        writer.append(i)
-        pending += 1
-        if writer.byteCount >= SyncHub.downloadChunkBytes { cut() }
+        hasPending = true
+        if let c = chunker.add(i) {
+            chunks.append(c)
+            hasPending = false
+        }
     }
 
     private mutating func cut() {
-        guard pending > 0 else { return }
-        chunks.append(writer.finish(timestamp: timestamp))
-        writer = ChangesetWriter(capacity: 4096)
-        pending = 0
+        if let c = chunker.cut() { chunks.append(c) }
+        hasPending = false
     }
 
     mutating func finish(serverVersion: UInt64, acknowledged: UInt64, subscriptionVersion: UInt64, to outbox: ConnectionOutbox) {

@@ -1,25 +1,105 @@
+import FerryCore
+
 /// The sessions this node serves, and whose turn it is to send to each. Owned by the hub
 /// actor (not thread-safe on its own). A session's downloads come from one sender at a time:
 /// an upload's in-memory fan-out when the session is idle and exactly at the version before
 /// the upload, else a task that holds the session's turn and reads from storage.
+///
+/// A commit must not cost a visit to every session: the fan-out asks `FanOutIndex` which
+/// sessions the changed objects may concern, and the others follow the *chain*: the run of
+/// this node's commits that were fanned out from memory one after another. An idle session
+/// with a query that was exactly at the chain's head follows it: its `delivered` version is
+/// the chain's head, whatever is stored, until it leaves the chain (it becomes busy, a
+/// commit concerned it while it could not be sent to, or the chain breaks because a commit
+/// was not fanned out here, such as another node's). Reading a session through the subscript
+/// gives its effective `delivered`; writing it back decides whether it follows.
 final class SessionRegistry {
-    private(set) var sessions: [SessionKey: ServerSession] = [:]
+    private var sessions: [SessionKey: ServerSession] = [:]
     private var waiting: [SessionKey: [CheckedContinuation<Bool, Never>]] = [:]
+    private var byConnection: [UInt64: Set<SessionKey>] = [:]
+    private var byClientFile: [UInt64: Set<SessionKey>] = [:]
+    private var index = FanOutIndex()
+    /// The newest version of the chain (every follower has everything up to it).
+    private(set) var chainHead: UInt64 = 0
+    /// Sessions that do not follow the chain: their stored `delivered` is what they have.
+    private(set) var detached: Set<SessionKey> = []
 
     subscript(key: SessionKey) -> ServerSession? {
-        get { sessions[key] }
+        get {
+            guard var s = sessions[key] else { return nil }
+            if !detached.contains(key) { s.delivered = chainHead }
+            return s
+        }
         set {
-            if let newValue { sessions[key] = newValue } else { remove(key) }
+            guard let newValue else { return remove(key) }
+            if sessions[key] == nil {
+                byConnection[key.connection, default: []].insert(key)
+                byClientFile[newValue.clientFile, default: []].insert(key)
+                sessions[key] = newValue
+                index.set(key, view: newValue.view)
+            } else {
+                sessions[key] = newValue
+            }
+            if newValue.hasQuery && !newValue.busy && newValue.delivered == chainHead { detached.remove(key) } else { detached.insert(key) }
         }
     }
 
-    var all: Dictionary<SessionKey, ServerSession>.Values { sessions.values }
+    var count: Int { sessions.count }
 
-    func keys(onConnection connection: UInt64) -> [SessionKey] { sessions.keys.filter { $0.connection == connection } }
+    /// Re-registers a session's view with the fan-out index (after it changed).
+    func reindex(_ key: SessionKey) {
+        guard let s = sessions[key] else { return }
+        index.set(key, view: s.view)
+    }
+
+    func keys(onConnection connection: UInt64) -> [SessionKey] { Array(byConnection[connection] ?? []) }
+
+    func keys(ofClientFile ident: UInt64) -> [SessionKey] { Array(byClientFile[ident] ?? []) }
+
+    /// The sessions a change of an object of `table` may concern (see `FanOutIndex`).
+    func candidates(table: String, before: [FerryValue]?, after: [FerryValue]?) -> Set<SessionKey> {
+        index.candidates(table: table, before: before, after: after)
+    }
+
+    /// Sessions that do not follow the chain (few, usually): those behind, busy or without a
+    /// query.
+    var detachedKeys: [SessionKey] { Array(detached) }
+
+    /// Takes a session out of the chain at its current version (it has everything up to the
+    /// chain's head now, and nothing after).
+    func detach(_ key: SessionKey) {
+        guard !detached.contains(key), sessions[key] != nil else { return }
+        sessions[key]?.delivered = chainHead
+        detached.insert(key)
+    }
+
+    /// A commit from `before` to `after` was fanned out from memory: followers have it.
+    /// Call `breakChain(at: before)` first when `before` is not the head.
+    func advanceChain(to after: UInt64) {
+        chainHead = after
+    }
+
+    /// Every follower leaves the chain at the current head (a commit was not fanned out here:
+    /// they may miss it), and a new, empty chain starts at `head`.
+    func breakChain(at head: UInt64) {
+        guard head > chainHead else { return }
+        for key in sessions.keys where !detached.contains(key) {
+            sessions[key]?.delivered = chainHead
+            detached.insert(key)
+        }
+        chainHead = head
+    }
 
     /// Forgets a session; tasks waiting for its turn learn that it is gone.
     func remove(_ key: SessionKey) {
-        sessions[key] = nil
+        if let s = sessions.removeValue(forKey: key) {
+            byConnection[key.connection]?.remove(key)
+            if byConnection[key.connection]?.isEmpty == true { byConnection[key.connection] = nil }
+            byClientFile[s.clientFile]?.remove(key)
+            if byClientFile[s.clientFile]?.isEmpty == true { byClientFile[s.clientFile] = nil }
+            index.remove(key)
+        }
+        detached.remove(key)
         for w in waiting.removeValue(forKey: key) ?? [] { w.resume(returning: false) }
     }
 
@@ -38,7 +118,7 @@ final class SessionRegistry {
             waiting[key] = queue.isEmpty ? nil : queue
             next.resume(returning: true)
         } else {
-            sessions[key]?.busy = false
+            self[key]?.busy = false
         }
     }
 }

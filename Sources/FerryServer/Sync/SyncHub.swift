@@ -24,13 +24,15 @@ actor SyncHub {
     let events: ServerEventLog
     let limits: SyncLimits
     /// False between an admin's terminate and enable (on any node): nothing syncs.
-    private(set) var syncEnabled: Bool
+    private(set) var syncEnabled: Bool { didSet { status.syncEnabled = syncEnabled } }
+    /// `syncEnabled` and the connection count for the admin API, readable without the actor.
+    nonisolated let status = SyncStatus()
     private var stateRevision: UInt64
     /// The newest head this node knows was committed.
     private var knownHead: UInt64
     /// The sync connections open now.
     var connectionCount: Int { connections.count }
-    private var connections: [UInt64: ConnectionOutbox] = [:]
+    private var connections: [UInt64: ConnectionOutbox] = [:] { didSet { status.connections = connections.count } }
     private let sessions = SessionRegistry()
     private var nextConnection: UInt64 = 1
     private var feedTask: Task<Void, Never>?
@@ -38,6 +40,9 @@ actor SyncHub {
     /// a head signal only raises `knownHead` (their own commits would otherwise be read back
     /// from storage); the last one to finish catches up whoever is still behind.
     private var uploadsInFlight = 0
+    /// Uploads that arrive together share one storage transaction; each group's commits are
+    /// fanned out, in version order, before any of its uploaders hears back.
+    private lazy var commits = GroupCommit<Committed>(storage: storage) { [weak self] group in await self?.fanOut(group) }
     /// Download messages are cut at about this many changeset bytes: small enough that a
     /// bootstrap of 100,000 objects (about 1.1 MB) arrives in a handful of steps the client's
     /// progress estimate can show, large enough that the per-message cost stays negligible.
@@ -61,8 +66,10 @@ actor SyncHub {
         self.logger = logger
         let state = try await storage.syncState()
         syncEnabled = state.enabled
+        status.syncEnabled = state.enabled
         stateRevision = state.revision
         knownHead = state.headVersion
+        sessions.breakChain(at: knownHead)
     }
 
     /// Starts listening to the change feed (commits and admin changes of every node).
@@ -170,12 +177,16 @@ actor SyncHub {
         }
     }
 
-    /// Catches up every session of this node that is behind `head`.
+    /// Catches up every session of this node that is behind `head`. Sessions that follow the
+    /// chain of this node's fanned-out commits are at its head; when the head is newer (a
+    /// commit of another node), they leave the chain and are caught up like the rest.
     private func headMoved(to head: UInt64) {
         knownHead = max(knownHead, head)
         guard uploadsInFlight == 0 else { return }
-        for s in sessions.all where s.hasQuery && !s.busy && s.delivered < knownHead {
-            startCatchUp(s.key)
+        sessions.breakChain(at: knownHead)
+        for key in sessions.detachedKeys {
+            guard let s = sessions[key], s.hasQuery, !s.busy, s.delivered < knownHead else { continue }
+            startCatchUp(key)
         }
     }
 
@@ -239,9 +250,17 @@ actor SyncHub {
 
     // MARK: Messages
 
-    /// Handles one decoded message from a connection. Storage is awaited: other connections'
-    /// messages go on meanwhile, this connection's next message waits for this one.
-    func receive(_ message: ProtocolMessage, from outbox: ConnectionOutbox) async {
+    /// Handles one decoded message from a connection. An upload's changesets are decoded
+    /// first, on the connection's own task (in parallel with other connections, off the hub).
+    nonisolated func receive(_ message: ProtocolMessage, from outbox: ConnectionOutbox) async {
+        var decoded: [UploadIntegration.Decoded] = []
+        if case .upload(_, let changesets) = message { decoded = UploadIntegration.Decoded.all(changesets) }
+        await handle(message, decoded: decoded, from: outbox)
+    }
+
+    /// Storage is awaited: other connections' messages go on meanwhile, this connection's next
+    /// message waits for this one.
+    private func handle(_ message: ProtocolMessage, decoded: [UploadIntegration.Decoded], from outbox: ConnectionOutbox) async {
         guard syncEnabled else { return }
         do {
             switch message {
@@ -251,8 +270,8 @@ actor SyncHub {
                 if let e = try await query(outbox, session, v, subscriptions) {
                     await events.record(kind: "subscription_error", userId: outbox.userId, message: e)
                 }
-            case let .upload(session, changesets):
-                let rejected = try await upload(outbox, session, changesets)
+            case let .upload(session, _):
+                let rejected = try await upload(outbox, session, decoded)
                 for cw in rejected {
                     await events.record(kind: "compensating_write", userId: outbox.userId,
                                         message: "\"\(cw.objectType)\": { \"\(cw.primaryKey.keyText)\": \"\(cw.reason.replacingAll("\"", with: "\\\""))\" }")
@@ -298,6 +317,9 @@ actor SyncHub {
     private func bind(_ outbox: ConnectionOutbox, _ id: UInt64, _ ident: UInt64, _ salt: UInt64, _ lastServerVersion: UInt64) async throws {
         let key = SessionKey(connection: outbox.id, session: id)
         guard sessions[key] == nil else { throw SessionFailure(id, 204, "session \(id) is already bound on this connection", .protocolViolation) }
+        guard sessions.keys(onConnection: outbox.id).count < limits.maxSessionsPerConnection else {
+            throw SessionFailure(id, UserQuotas.tooManySessionsCode, "the connection has \(limits.maxSessionsPerConnection) sessions bound, the most allowed; close a synced database first", .applicationBug)
+        }
         let record: ClientFileRecord
         var bindVersion = lastServerVersion
         if ident == 0 {
@@ -357,11 +379,20 @@ actor SyncHub {
         guard await acquire(key) else { return nil }
         defer { releaseAndCatchUp(key) }
         guard let started = sessions[key] else { return nil }
-        let evaluation = ViewEvaluation(session: id, subscriptions: subscriptions, user: outbox.user, app: app, schema: schema, limits: limits,
-                                        oldView: started.view, since: started.delivered,
+        let evaluation = ViewEvaluation(session: id, subscriptions: subscriptions, setVersion: setVersion, user: outbox.user, app: app, schema: schema,
+                                        limits: limits, oldView: started.view, since: started.delivered,
                                         setChanged: setVersion != started.subscriptionVersion, outbox: outbox)
         let outcome: ViewEvaluation.Outcome
-        do { outcome = try await evaluation.run(storage: storage) } catch is ViewEvaluation.ConnectionGone { return nil }
+        do {
+            outcome = try await evaluation.run(storage: storage) { [weak self] newView, snapshotVersion in
+                try await self?.install(newView, at: snapshotVersion, for: key, started: started, setVersion: setVersion, subscriptions: subscriptions)
+            }
+        } catch let gone as ViewEvaluation.ConnectionGone {
+            // A bootstrap cut short: the stored set goes back to the one the device's data
+            // reflects (it asks for the new set again when it reconnects).
+            if gone.afterInstall { try? await storage.saveSubscriptions(clientFile: started.clientFile, version: started.subscriptionVersion, subscriptions: started.subscriptions) }
+            return nil
+        }
         // Meanwhile the connection may have closed, the session unbound or sync stopped: then
         // nobody wants this answer.
         guard syncEnabled, sessions[key] != nil, !outbox.isClosed else { return nil }
@@ -372,35 +403,45 @@ actor SyncHub {
             outbox.send(.error(ProtocolError(session: id, code: Self.badQueryCode, message: message, tryAgain: false, action: .warning)))
             sessions[key]?.hasQuery = true
             return message
-        case .ready(let newView, var batch, let snapshotVersion):
+        case .sent(let newView, let snapshotVersion):
             // What was committed after the snapshot (on any node): the current state of each
             // such object in the new view, or its erase.
             let target = max(knownHead, snapshotVersion)
-            if target > snapshotVersion {
-                try await readChanges(since: snapshotVersion, view: newView, classes: Array(Set(newView.classes).union(started.view.classes)), into: &batch)
-            }
-            let acknowledged = try await storage.clientFile(started.clientFile)?.acknowledgedClientVersion ?? 0
-            guard sessions[key] != nil, !outbox.isClosed else { return nil }
-            // The stored set is the one whose bootstrap the client was sent: a device binding
-            // again takes it as what its data reflects. So it is saved just before the
-            // bootstrap goes out, and put back if the connection closed meanwhile (the
-            // bootstrap was never sent; the device asks for the set again).
-            try await storage.saveSubscriptions(clientFile: started.clientFile, version: setVersion, subscriptions: subscriptions)
-            guard var s = sessions[key], !outbox.isClosed else {
-                try? await storage.saveSubscriptions(clientFile: started.clientFile, version: started.subscriptionVersion, subscriptions: started.subscriptions)
-                return nil
-            }
-            s.acknowledged = max(s.acknowledged, acknowledged)
-            s.subscriptions = subscriptions
-            s.view = newView
-            s.hasQuery = true
-            s.subscriptionVersion = setVersion
-            s.delivered = target
-            s.busy = true
-            sessions[key] = s
-            batch.finish(serverVersion: target, acknowledged: s.acknowledged, subscriptionVersion: setVersion, to: outbox)
+            guard target > snapshotVersion else { return nil }
+            var batch = DownloadBatch(session: id)
+            try await readChanges(since: snapshotVersion, view: newView, classes: Array(Set(newView.classes).union(started.view.classes)), into: &batch)
+            guard let s = sessions[key], !outbox.isClosed else { return nil }
+            sessions[key]?.delivered = target
+            if !batch.isEmpty { batch.finish(serverVersion: target, acknowledged: s.acknowledged, subscriptionVersion: setVersion, to: outbox) }
             return nil
         }
+    }
+
+    /// Installs a new view between the passes of its evaluation, before any of its bootstrap
+    /// is sent; returns the acknowledged client version the bootstrap carries, or nil when
+    /// nobody wants it any more. The stored set is the one whose bootstrap the client was
+    /// sent: a device binding again takes it as what its data reflects. So it is saved just
+    /// before the bootstrap goes out, and put back if the connection closed meanwhile.
+    private func install(_ newView: SessionView, at snapshotVersion: UInt64, for key: SessionKey, started: ServerSession,
+                         setVersion: UInt64, subscriptions: [Subscription]) async throws -> UInt64? {
+        guard syncEnabled, sessions[key] != nil, !started.outbox.isClosed else { return nil }
+        let acknowledged = try await storage.clientFile(started.clientFile)?.acknowledgedClientVersion ?? 0
+        guard sessions[key] != nil, !started.outbox.isClosed else { return nil }
+        try await storage.saveSubscriptions(clientFile: started.clientFile, version: setVersion, subscriptions: subscriptions)
+        guard var s = sessions[key], !started.outbox.isClosed else {
+            try? await storage.saveSubscriptions(clientFile: started.clientFile, version: started.subscriptionVersion, subscriptions: started.subscriptions)
+            return nil
+        }
+        s.acknowledged = max(s.acknowledged, acknowledged)
+        s.subscriptions = subscriptions
+        s.view = newView
+        s.hasQuery = true
+        s.subscriptionVersion = setVersion
+        s.delivered = snapshotVersion
+        s.busy = true
+        sessions[key] = s
+        sessions.reindex(key)
+        return s.acknowledged
     }
 
     /// Frees a session's turn; if commits arrived meanwhile, catches it up.
@@ -413,6 +454,8 @@ actor SyncHub {
 
     /// What an upload's transaction returns to the hub.
     private struct Committed: Sendable {
+        /// The uploading session.
+        let origin: SessionKey
         let integration: UploadIntegration
         let outcome: UploadIntegration.Outcome
         /// The head before and after the transaction.
@@ -421,7 +464,7 @@ actor SyncHub {
     }
 
     /// Returns the compensating writes (already sent to the client).
-    private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ changesets: [UploadChangeset]) async throws -> [CompensatingWrite] {
+    private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ changesets: [UploadIntegration.Decoded]) async throws -> [CompensatingWrite] {
         let s = try session(outbox, id)
         let (view, user, app, schema, clientFile, known) = (s.view, outbox.user, self.app, self.schema, s.clientFile, s.acknowledged)
         uploadsInFlight += 1
@@ -429,31 +472,32 @@ actor SyncHub {
             uploadsInFlight -= 1
             if uploadsInFlight == 0 { headMoved(to: knownHead) }
         }
-        // Reads, merge, validation and writes of one upload are one storage transaction under
-        // the app's write lock: the version is assigned there, and it is durable when this
-        // returns. The merge runs off the hub.
-        let committed = try await storage.writeTransaction { tx -> Committed in
+        // Reads, merge, validation and writes of one upload run in a storage transaction under
+        // the app's write lock, with the uploads that arrived meanwhile (`GroupCommit`): the
+        // version is assigned there, and it is durable when this returns. The merge runs off
+        // the hub; the group's fan-out ran before this returns.
+        let committed = try await commits.commit { tx -> Committed in
             // The durable acknowledgement, not the session's copy: another session of the same
             // file (a reconnect racing an upload still in flight on another connection or
             // node) may have moved it. Nothing is applied twice.
             let acknowledged = max(known, try await tx.clientFile(clientFile)?.acknowledgedClientVersion ?? 0)
             let integration = try UploadIntegration(session: id, clientFile: clientFile, user: user, view: view, app: app, schema: schema,
-                                                    acknowledged: acknowledged, changesets: changesets)
+                                                    acknowledged: acknowledged, decoded: changesets)
             let stored = try await tx.objects(integration.keys, schema: schema)
-            let outcome = try integration.integrate(stored: stored, version: tx.headVersion + 1)
+            let before = tx.headVersion
+            let outcome = try integration.integrate(stored: stored, version: before + 1)
             let after = try await tx.write(objects: outcome.toStore, clientFile: clientFile, clientVersion: outcome.lastClientVersion)
-            return Committed(integration: integration, outcome: outcome, before: tx.headVersion, after: after)
+            return Committed(origin: SessionKey(connection: outbox.id, session: id), integration: integration, outcome: outcome, before: before, after: after)
         }
         // Only now is it durable.
         let outcome = committed.outcome
         knownHead = max(knownHead, committed.after)
-        for other in sessions.all where other.clientFile == clientFile {
-            sessions[other.key]?.acknowledged = max(other.acknowledged, outcome.lastClientVersion)
+        for key in sessions.keys(ofClientFile: clientFile) {
+            if let other = sessions[key] { sessions[key]?.acknowledged = max(other.acknowledged, outcome.lastClientVersion) }
         }
         for cw in outcome.compensating {
             logger.warning("\"\(cw.objectType)\": { \"\(cw.primaryKey.keyText)\": \"\(cw.reason.replacingAll("\"", with: "\\\""))\" }")
         }
-        if committed.after > committed.before { fanOut(committed, origin: s.key) }
         await respond(to: s.key, committed)
         if !outcome.compensating.isEmpty {
             outbox.send(.error(ProtocolError(session: id, code: SyncErrorText.compensatingWriteCode, message: SyncErrorText.compensatingWriteMessage,
@@ -462,23 +506,71 @@ actor SyncHub {
         return outcome.compensating
     }
 
+    /// Fans out one group's commits in version order (`GroupCommit` calls it after the group's
+    /// transaction committed, before answering its uploaders).
+    private func fanOut(_ group: [Committed]) {
+        for committed in group {
+            knownHead = max(knownHead, committed.after)
+            if committed.after > committed.before { fanOut(committed, origin: committed.origin) }
+        }
+    }
+
     /// Sends a commit of this node from memory to every other session with a query that is
     /// idle and exactly at the version before it: what entered or changed in its view, and
     /// erases of what left it. Any other session is caught up from storage.
+    ///
+    /// Only the sessions the fan-out index names are visited; the others follow the chain
+    /// (`SessionRegistry`). Sessions that get the same instructions share their encoding.
     private func fanOut(_ committed: Committed, origin: SessionKey) {
-        for other in sessions.all where other.hasQuery && other.key != origin {
-            // Others are caught up from storage once no upload is in flight (`headMoved`).
-            guard !other.busy, other.delivered == committed.before else { continue }
-            var batch = DownloadBatch(session: other.id)
-            for (k, e) in committed.outcome.entries where e.changed {
-                guard let os = schema.objectSchema(named: k.table) else { continue }
-                if let current = e.stored.object, other.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
-                else if let b = e.before, other.view.contains(b.values, of: os) { batch.add(.erase(table: k.table, key: k.key)) }
-            }
-            sessions[other.key]?.delivered = committed.after
-            guard !batch.isEmpty else { continue }
-            batch.finish(serverVersion: committed.after, acknowledged: other.acknowledged, subscriptionVersion: other.subscriptionVersion, to: other.outbox)
+        let (before, after) = (committed.before, committed.after)
+        sessions.breakChain(at: before)
+        // The uploader is answered by `respond`, from the version before its commit.
+        sessions.detach(origin)
+        let changed = committed.outcome.entries.filter { $0.value.changed }.map { ($0.key, $0.value) }
+        var concerned: Set<SessionKey> = []
+        for (k, e) in changed {
+            concerned.formUnion(sessions.candidates(table: k.table, before: e.before?.values, after: e.stored.object?.values))
         }
+        concerned.remove(origin)
+        var encoded: [[Int]: [[UInt8]]] = [:]
+        var sent: [SessionKey] = []
+        for key in concerned {
+            guard let other = sessions[key], other.hasQuery else { continue }
+            // Others are caught up from storage once no upload is in flight (`headMoved`).
+            guard !other.busy, other.delivered == before else {
+                sessions.detach(key)
+                continue
+            }
+            // What this session gets, as positions in `changed` (odd: an erase).
+            var picks: [Int] = []
+            for (n, (k, e)) in changed.enumerated() {
+                guard let os = schema.objectSchema(named: k.table) else { continue }
+                if let current = e.stored.object, other.view.contains(current.values, of: os) { picks.append(2 * n) }
+                else if let b = e.before, other.view.contains(b.values, of: os) { picks.append(2 * n + 1) }
+            }
+            sent.append(key)
+            guard !picks.isEmpty else { continue }
+            let chunks: [[UInt8]]
+            if let known = encoded[picks] { chunks = known } else {
+                var batch = DownloadBatch(session: other.id)
+                for p in picks {
+                    let (k, e) = changed[p / 2]
+                    if p % 2 == 0, let current = e.stored.object, let os = schema.objectSchema(named: k.table) { batch.add(current.fullState(os)) }
+                    else { batch.add(.erase(table: k.table, key: k.key)) }
+                }
+                chunks = batch.sealed()
+                encoded[picks] = chunks
+            }
+            var shared = DownloadBatch(session: other.id, sealed: chunks)
+            shared.finish(serverVersion: after, acknowledged: other.acknowledged, subscriptionVersion: other.subscriptionVersion, to: other.outbox)
+        }
+        // Idle sessions left out of the chain but exactly at `before` had nothing in this
+        // commit either.
+        for key in sessions.detachedKeys where !concerned.contains(key) && key != origin {
+            if let s = sessions[key], s.hasQuery, !s.busy, s.delivered == before { sent.append(key) }
+        }
+        sessions.advanceChain(to: after)
+        for key in sent { sessions[key]?.delivered = after }
     }
 
     /// The uploader's answer: the acknowledgement, its reverts, and the merged state of every
@@ -540,7 +632,7 @@ actor SyncHub {
 }
 
 /// Why a session ends with an error.
-struct SessionFailure: Error {
+struct SessionFailure: Error, Sendable {
     let session: UInt64
     let code: Int32
     let message: String

@@ -49,9 +49,38 @@ struct UploadIntegration: Sendable {
         }
     }
 
+    /// One uploaded changeset, decoded before the upload reaches the hub (on the connection's
+    /// own task, so decoding runs in parallel for different connections).
+    struct Decoded: Sendable {
+        let upload: UploadChangeset
+        let changeset: Result<Changeset, DecodeFailure>
+
+        init(_ upload: UploadChangeset) {
+            self.upload = upload
+            do { changeset = .success(try ChangesetCodec.decode(upload.changeset)) } catch {
+                changeset = .failure(DecodeFailure(description: "\(error)"))
+            }
+        }
+
+        static func all(_ changesets: [UploadChangeset]) -> [Decoded] { changesets.map(Decoded.init) }
+    }
+
+    /// Why a changeset could not be decoded.
+    struct DecodeFailure: Error, Sendable, CustomStringConvertible {
+        let description: String
+    }
+
     /// Decodes the changesets (a malformed one ends the session with error 212).
     init(session: UInt64, clientFile: UInt64, user: UserContext, view: SessionView, app: AppConfiguration, schema: Schema,
          acknowledged: UInt64, changesets: [UploadChangeset]) throws {
+        try self.init(session: session, clientFile: clientFile, user: user, view: view, app: app, schema: schema,
+                      acknowledged: acknowledged, decoded: Decoded.all(changesets))
+    }
+
+    /// Takes changesets decoded beforehand (a malformed fresh one ends the session with error
+    /// 212; one already acknowledged is only read for the objects it names).
+    init(session: UInt64, clientFile: UInt64, user: UserContext, view: SessionView, app: AppConfiguration, schema: Schema,
+         acknowledged: UInt64, decoded changesets: [Decoded]) throws {
         self.session = session
         self.clientFile = clientFile
         self.user = user
@@ -61,13 +90,16 @@ struct UploadIntegration: Sendable {
         self.acknowledged = acknowledged
         var resend: Set<ObjectKey> = []
         var fresh: [(UploadChangeset, Changeset)] = []
-        for upload in changesets {
+        for d in changesets {
+            let upload = d.upload
             if upload.clientVersion <= acknowledged {
-                guard let known = try? ChangesetCodec.decode(upload.changeset) else { continue }
+                guard case .success(let known) = d.changeset else { continue }
                 for i in known.instructions { resend.insert(ObjectKey(table: i.table, key: i.key)) }
                 continue
             }
-            do { fresh.append((upload, try ChangesetCodec.decode(upload.changeset))) } catch {
+            switch d.changeset {
+            case .success(let c): fresh.append((upload, c))
+            case .failure(let error):
                 throw SessionFailure(session, SyncHub.badChangesetCode, "client version \(upload.clientVersion): a malformed changeset (\(error))", .protocolViolation)
             }
         }
