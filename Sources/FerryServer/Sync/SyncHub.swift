@@ -586,7 +586,8 @@ actor SyncHub {
         let entries = committed.outcome.entries
         var target = committed.after
         var extras: [ObjectKey] = []
-        if s.delivered == committed.before || !s.hasQuery && s.delivered <= committed.before {
+        let inMemory = s.delivered == committed.before || !s.hasQuery && s.delivered <= committed.before
+        if inMemory {
             for (k, e) in entries {
                 guard let os = schema.objectSchema(named: k.table) else { continue }
                 let current = e.stored.object
@@ -615,12 +616,23 @@ actor SyncHub {
             for (k, e) in entries where e.rejected || !e.changed { extras.append(k) }
         }
         extras += committed.integration.resend.filter { entries[$0] == nil }
+        // Not exactly at this commit, the session may get (or have) a later state of an object
+        // the upload touched (a commit after it, possibly of the same group): an extra is then
+        // read from storage, never taken from this commit, which would take that state back.
+        let readCurrent = !inMemory
         // A revert, a write the merge did not take, or an object sent again: the server's
         // object when the user may see it (never another user's data), else an erase.
         for k in extras {
             guard let os = schema.objectSchema(named: k.table) else { continue }
             let current: StampedObject?
-            if let e = entries[k] { current = e.stored.object } else { current = try? await storage.object(k, schema: os)?.object }
+            if let e = entries[k], !readCurrent { current = e.stored.object } else {
+                do { current = try await storage.object(k, schema: os)?.object } catch {
+                    logger.error("connection \(s.outbox.id) session \(s.id): cannot read \(k.table) \(k.key) for the uploader: \(error)")
+                    s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
+                    closeConnection(s.outbox)
+                    return
+                }
+            }
             if let current, s.view.contains(current.values, of: os) { batch.add(current.fullState(os)) }
             else { batch.add(.erase(table: k.table, key: k.key)) }
         }

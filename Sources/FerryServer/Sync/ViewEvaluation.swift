@@ -80,12 +80,12 @@ struct ViewEvaluation: @unchecked Sendable {
         let outbox = self.outbox, limits = self.limits
         var chunks = DownloadChunker()
         var sizes: [Int] = []
-        try await visit(newView, from: snapshot) { i in
+        try await visit(newView, from: snapshot, each: {
             visited += 1
-            if visited % Self.checkEvery == 0 {
-                if outbox.isClosed { throw ConnectionGone(afterInstall: false) }
-                if Date() > deadline { throw SubscriptionError("the subscription set took longer than \(Int(limits.viewEvaluationSeconds)) s to evaluate; make its queries narrower") }
-            }
+            guard visited % Self.checkEvery == 0 else { return }
+            if outbox.isClosed { throw ConnectionGone(afterInstall: false) }
+            if Date() > deadline { throw SubscriptionError("the subscription set took longer than \(Int(limits.viewEvaluationSeconds)) s to evaluate; make its queries narrower") }
+        }) { i in
             if let c = chunks.add(i) { sizes.append(c.count) }
         }
         if let c = chunks.cut() { sizes.append(c.count) }
@@ -117,7 +117,7 @@ struct ViewEvaluation: @unchecked Sendable {
             sent += 1
         }
         var chunks = DownloadChunker()
-        try await visit(newView, from: snapshot) { i in
+        try await visit(newView, from: snapshot, each: {}) { i in
             if let c = chunks.add(i) { try await send(c) }
         }
         if let c = chunks.cut() { try await send(c) }
@@ -127,13 +127,16 @@ struct ViewEvaluation: @unchecked Sendable {
     /// Every instruction of the bootstrap, in one order: for each subscribed or previously
     /// subscribed class, state for what is in the new view and new to the client (entered, or
     /// changed since it last synced), an erase for what left it.
-    private func visit(_ newView: SessionView, from snapshot: any SyncSnapshot, _ emit: (Instruction) async throws -> Void) async throws {
+    /// `each` runs for every object read (the first pass checks its deadline there).
+    private func visit(_ newView: SessionView, from snapshot: any SyncSnapshot, each: () throws -> Void,
+                       _ emit: (Instruction) async throws -> Void) async throws {
         let app = self.app, since = self.since, oldView = self.oldView
         let classes = Set(newView.classes).union(oldView.classes)
         for name in classes.sorted() {
             guard let os = schema.objectSchema(named: name) else { continue }
             if since == 0 || setChanged {
                 try await snapshot.forEachObject(schema: os) { key, o in
+                    try each()
                     let inNew = newView.contains(o.values, of: os)
                     let inOld = since > 0 && oldView.contains(o.values, of: os)
                     if inNew && !inOld { try await emit(o.fullState(os)) }
@@ -142,6 +145,7 @@ struct ViewEvaluation: @unchecked Sendable {
             }
             if since > 0 {
                 try await snapshot.changes(since: since, schema: os) { c in
+                    try each()
                     if let i = newView.catchUp(c, of: os, app: app) { try await emit(i) }
                 }
             }
