@@ -102,6 +102,20 @@ struct FanOutIndexTests {
         registry.breakChain(at: 15)
         #expect(registry[s.key]?.delivered == 13)
         #expect(registry.detachedKeys == [s.key])
+        // Behind the chain's start it stays out whatever changes; caught up, it joins.
+        registry[s.key]?.acknowledged = 3
+        #expect(registry.detachedKeys == [s.key])
+        registry[s.key]?.delivered = 15
+        #expect(registry.detachedKeys.isEmpty)
+        // A commit it could not be sent: it owes it, and stays out until it has it.
+        registry.skip(s.key, owing: 16)
+        registry.advanceChain(to: 16)
+        registry[s.key]?.acknowledged = 4
+        #expect(registry[s.key]?.delivered == 15)
+        #expect(registry.detachedKeys == [s.key])
+        registry[s.key]?.delivered = 16
+        registry.advanceChain(to: 17)
+        #expect(registry[s.key]?.delivered == 17)
         #expect(registry.keys(ofClientFile: 7) == [s.key])
         registry.remove(s.key)
         #expect(registry.keys(ofClientFile: 7).isEmpty)

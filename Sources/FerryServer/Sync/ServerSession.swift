@@ -17,6 +17,10 @@ struct ServerSession: Sendable {
     /// history after it, so a session's downloads never skip a version, whichever node
     /// committed it.
     var delivered: UInt64
+    /// The newest commit fanned out on this node that concerned the session while it could
+    /// not be sent to it (busy, behind, or its own upload awaiting its answer): while it is
+    /// newer than `delivered`, the session owes a catch-up and cannot follow the chain.
+    var lastSkipped: UInt64 = 0
     /// Whether a task is sending to this session from storage (a QUERY's evaluation, a
     /// catch-up): then an upload's fan-out leaves it to that task (`SessionRegistry`).
     var busy = false

@@ -12,7 +12,10 @@ import FerryCore
 /// the chain's head, whatever is stored, until it leaves the chain (it becomes busy, a
 /// commit concerned it while it could not be sent to, or the chain breaks because a commit
 /// was not fanned out here, such as another node's). Reading a session through the subscript
-/// gives its effective `delivered`; writing it back decides whether it follows.
+/// gives its effective `delivered`; writing it back decides whether it follows: an idle
+/// session with a query joins the chain when it owes nothing (`lastSkipped`) and has every
+/// commit up to the chain's start, since every commit after that was fanned out here and
+/// none that concerned it was missed.
 final class SessionRegistry {
     private var sessions: [SessionKey: ServerSession] = [:]
     private var waiting: [SessionKey: [CheckedContinuation<Bool, Never>]] = [:]
@@ -21,6 +24,8 @@ final class SessionRegistry {
     private var index = FanOutIndex()
     /// The newest version of the chain (every follower has everything up to it).
     private(set) var chainHead: UInt64 = 0
+    /// Where the chain started: every commit after it was fanned out on this node.
+    private(set) var chainStart: UInt64 = 0
     /// Sessions that do not follow the chain: their stored `delivered` is what they have.
     private(set) var detached: Set<SessionKey> = []
 
@@ -40,7 +45,12 @@ final class SessionRegistry {
             } else {
                 sessions[key] = newValue
             }
-            if newValue.hasQuery && !newValue.busy && newValue.delivered == chainHead { detached.remove(key) } else { detached.insert(key) }
+            if newValue.hasQuery && !newValue.busy && newValue.lastSkipped <= newValue.delivered
+                && newValue.delivered >= chainStart && newValue.delivered <= chainHead {
+                detached.remove(key)
+            } else {
+                detached.insert(key)
+            }
         }
     }
 
@@ -66,11 +76,16 @@ final class SessionRegistry {
     var detachedKeys: [SessionKey] { Array(detached) }
 
     /// Takes a session out of the chain at its current version (it has everything up to the
-    /// chain's head now, and nothing after).
-    func detach(_ key: SessionKey) {
-        guard !detached.contains(key), sessions[key] != nil else { return }
-        sessions[key]?.delivered = chainHead
-        detached.insert(key)
+    /// chain's head now, and nothing after), owing the commit to `version`: it concerned the
+    /// session, which could not be sent it now.
+    func skip(_ key: SessionKey, owing version: UInt64) {
+        guard sessions[key] != nil else { return }
+        if !detached.contains(key) {
+            sessions[key]?.delivered = chainHead
+            detached.insert(key)
+        }
+        let owed = max(sessions[key]?.lastSkipped ?? 0, version)
+        sessions[key]?.lastSkipped = owed
     }
 
     /// A commit from `before` to `after` was fanned out from memory: followers have it.
@@ -88,6 +103,7 @@ final class SessionRegistry {
             detached.insert(key)
         }
         chainHead = head
+        chainStart = head
     }
 
     /// Forgets a session; tasks waiting for its turn learn that it is gone.

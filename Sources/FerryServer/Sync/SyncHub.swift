@@ -40,6 +40,11 @@ actor SyncHub {
     /// a head signal only raises `knownHead` (their own commits would otherwise be read back
     /// from storage); the last one to finish catches up whoever is still behind.
     private var uploadsInFlight = 0
+    /// The sessions with an upload between its transaction and its answer: never caught up
+    /// from storage meanwhile, which would send one its own commit's state before the
+    /// acknowledgement (its local changes, still pending, would then be laid over the
+    /// server's merge instead of being replaced by it).
+    private var uploading: [SessionKey: Int] = [:]
     /// Uploads that arrive together share one storage transaction; each group's commits are
     /// fanned out, in version order, before any of its uploaders hears back.
     private lazy var commits = GroupCommit<Committed>(storage: storage) { [weak self] group in await self?.fanOut(group) }
@@ -402,6 +407,9 @@ actor SyncHub {
             logger.info("client file \(started.clientFile): subscription set \(setVersion) rejected: \(message)")
             outbox.send(.error(ProtocolError(session: id, code: Self.badQueryCode, message: message, tryAgain: false, action: .warning)))
             sessions[key]?.hasQuery = true
+            // Commits of its previous view were not kept for it while it had no query: it
+            // owes a catch-up to the head before it may follow the chain.
+            if let s = sessions[key] { sessions[key]?.lastSkipped = max(s.lastSkipped, knownHead) }
             return message
         case .sent(let newView, let snapshotVersion):
             // What was committed after the snapshot (on any node): the current state of each
@@ -468,8 +476,10 @@ actor SyncHub {
         let s = try session(outbox, id)
         let (view, user, app, schema, clientFile, known) = (s.view, outbox.user, self.app, self.schema, s.clientFile, s.acknowledged)
         uploadsInFlight += 1
+        uploading[s.key, default: 0] += 1
         defer {
             uploadsInFlight -= 1
+            if let n = uploading[s.key], n > 1 { uploading[s.key] = n - 1 } else { uploading[s.key] = nil }
             if uploadsInFlight == 0 { headMoved(to: knownHead) }
         }
         // Reads, merge, validation and writes of one upload run in a storage transaction under
@@ -524,8 +534,9 @@ actor SyncHub {
     private func fanOut(_ committed: Committed, origin: SessionKey) {
         let (before, after) = (committed.before, committed.after)
         sessions.breakChain(at: before)
-        // The uploader is answered by `respond`, from the version before its commit.
-        sessions.detach(origin)
+        // The uploader is answered by `respond`, from the version before its commit: it owes
+        // this commit until then.
+        sessions.skip(origin, owing: after)
         let changed = committed.outcome.entries.filter { $0.value.changed }.map { ($0.key, $0.value) }
         var concerned: Set<SessionKey> = []
         for (k, e) in changed {
@@ -534,11 +545,13 @@ actor SyncHub {
         concerned.remove(origin)
         var encoded: [[Int]: [[UInt8]]] = [:]
         var sent: [SessionKey] = []
+        var skippedIdle: [SessionKey] = []
         for key in concerned {
             guard let other = sessions[key], other.hasQuery else { continue }
             // Others are caught up from storage once no upload is in flight (`headMoved`).
             guard !other.busy, other.delivered == before else {
-                sessions.detach(key)
+                sessions.skip(key, owing: after)
+                if !other.busy { skippedIdle.append(key) }
                 continue
             }
             // What this session gets, as positions in `changed` (odd: an erase).
@@ -564,13 +577,16 @@ actor SyncHub {
             var shared = DownloadBatch(session: other.id, sealed: chunks)
             shared.finish(serverVersion: after, acknowledged: other.acknowledged, subscriptionVersion: other.subscriptionVersion, to: other.outbox)
         }
-        // Idle sessions left out of the chain but exactly at `before` had nothing in this
-        // commit either.
-        for key in sessions.detachedKeys where !concerned.contains(key) && key != origin {
-            if let s = sessions[key], s.hasQuery, !s.busy, s.delivered == before { sent.append(key) }
-        }
         sessions.advanceChain(to: after)
         for key in sent { sessions[key]?.delivered = after }
+        // An idle session that was not at `before`: ahead (a catch-up read past the chain) it
+        // joins the chain once the chain reaches it; behind, it is caught up now, not when
+        // this node's uploads pause, unless its own upload awaits its answer (`respond`
+        // catches it up after that).
+        for key in skippedIdle where uploading[key] == nil {
+            guard let s = sessions[key], !s.busy else { continue }
+            if s.lastSkipped <= s.delivered { sessions[key] = s } else { startCatchUp(key) }
+        }
     }
 
     /// The uploader's answer: the acknowledgement, its reverts, and the merged state of every
