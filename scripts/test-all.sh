@@ -4,7 +4,8 @@
 # stack and sync engine against an in-process ferry-server, 200 seeds of the randomized convergence
 # test; also under ASan, and the concurrent ones under TSan), the C ABI tests under CTest (also
 # under valgrind; the sync test starts build/ferry-server), the install and pkg-config check,
-# Python (pytest), Rust (cargo test), and a short run of every fuzz target. Exits non-zero on
+# Python (pytest), Rust (cargo test), a tiny run of the load tool (bench/load) on SQLite and
+# PostgreSQL, and a short run of every fuzz target. Exits non-zero on
 # the first failing suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +41,11 @@ echo "==> the sync suites again on two nodes over PostgreSQL"
 # which hands each new connection (device, login, admin call) to the next node.
 FERRY_TEST_CLUSTER=postgres FERRY_CONVERGENCE_SEEDS=${FERRY_CLUSTER_CONVERGENCE_SEEDS:-40} swift test --skip-build \
   --filter "SyncEndToEnd|RandomConvergence|ClientResetMatrix|WriteOrderSync|ClientResetSync|SyncProgress|HostileSync"
+
+echo "==> the load tool, every scenario tiny (bench/load/run --quick) on SQLite and PostgreSQL"
+# A smoke run against the debug server: checks that the tool and the server's many-device
+# paths work and that no write is lost; the figures come from release builds (bench/README.md).
+FERRY_SERVER_BIN=.build/debug/ferry-server FERRY_LIBRARY=build/libferry.so bench/load/run --quick --stores sqlite,pg1
 
 echo "==> Swift tests under AddressSanitizer, and the concurrent ones under ThreadSanitizer"
 # Leak reports here would be the test harness's own statics; valgrind checks leaks on the C side.

@@ -20,6 +20,10 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     public var description: String { "SQLite \(path)" }
     public var changeFeed: any ChangeFeed { feed }
 
+    /// Snapshots open at once, at most (`SnapshotSlots`).
+    public static let maxOpenSnapshots = 64
+    private let snapshotSlots = SnapshotSlots(SQLiteSyncStorage.maxOpenSnapshots)
+
     public init(path: String) throws {
         writer = try SQLiteConnection(creatingAt: path, description: "the server's sync store \(path)")
         self.path = path
@@ -252,9 +256,11 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         // A snapshot opens a connection of its own by path: refused once the store is closed,
         // like every other call.
         try readerLock.withLock { guard !readerClosed else { throw FerryError(.closed, "the sync store \(path) is closed") } }
-        let snapshot = try await BlockingReads.run { try SQLiteSyncSnapshot(path: path) }
-        defer { snapshot.close() }
-        return try await body(snapshot)
+        return try await snapshotSlots.withSlot {
+            let snapshot = try await BlockingReads.run { try SQLiteSyncSnapshot(path: path) }
+            defer { snapshot.close() }
+            return try await body(snapshot)
+        }
     }
 
     public func close() async {

@@ -52,6 +52,7 @@ struct FerryServerCommand: AsyncParsableCommand {
     var authLimits: AuthLimitOptions
 
     func run() async throws {
+        MallocArenas.cap()
         var logger = Logger(label: "ferry-server")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         var config = ServerConfiguration(appDirectory: appDir, dataDirectory: data, host: host, port: port,

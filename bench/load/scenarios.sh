@@ -183,7 +183,15 @@ run_pairs() {
 }
 
 scenario_active() { run_pairs active "$1" "$pairs" "$rate" "$active_seconds"; }
-scenario_firehose() { run_pairs firehose "$1" "$firehose_writers" 0 "$firehose_seconds"; }
+# One writer thread per worker unless --threads says otherwise: a thread per writer (100
+# threads committing, each commit an fsync, on 2 cores) starves the workers' own sync threads,
+# so nothing is uploaded until the writers stop, and the run measures the scheduler.
+scenario_firehose() {
+  local saved=$writer_threads
+  writer_threads=${writer_threads:-1}
+  run_pairs firehose "$1" "$firehose_writers" 0 "$firehose_seconds"
+  writer_threads=$saved
+}
 
 # ---- fan-out: one writer, M observers of the same user --------------------------------------
 
