@@ -6,16 +6,27 @@ import PostgresNIO
 /// Reads of `client_files` shared by the store and its write transactions.
 enum PostgresClientFiles {
     static func clientFile(_ connection: PostgresConnection, _ ident: UInt64, logger: Logger) async throws -> ClientFileRecord? {
-        let rows = try await PostgresFailure.run("reading client file \(ident)") {
+        try await clientFiles(connection, [ident], logger: logger)[ident]
+    }
+
+    /// Several client files in one query (a group commit's uploaders).
+    static func clientFiles(_ connection: PostgresConnection, _ idents: [UInt64], logger: Logger) async throws -> [UInt64: ClientFileRecord] {
+        guard !idents.isEmpty else { return [:] }
+        let ids = idents.map { Int64(bitPattern: $0) }
+        let rows = try await PostgresFailure.run("reading client files \(idents.prefix(3).map(String.init).joined(separator: ", "))\(idents.count > 3 ? "…" : "")") {
             try await connection.guardedQuery("""
-                SELECT salt, user_id, acked, sub_version, subs, last_seen FROM client_files WHERE ident = \(Int64(bitPattern: ident))
+                SELECT ident, salt, user_id, acked, sub_version, subs, last_seen FROM client_files WHERE ident = ANY(\(ids))
                 """, logger: logger).collect()
         }
-        guard let row = rows.first else { return nil }
-        let (salt, userId, acked, subVersion, subs, lastSeen) = try PostgresObjectReads.decodeRow(
-            row, (Int64, String, Int64, Int64, ByteBuffer?, Int64).self, "client_files")
-        return ClientFileRecord(ident: ident, salt: UInt64(bitPattern: salt), userId: userId,
-                                acknowledgedClientVersion: UInt64(bitPattern: acked), subscriptionVersion: UInt64(bitPattern: subVersion),
-                                subscriptions: try subs.map { try SubscriptionCodec.decode($0.bytes) } ?? [], lastSeen: Int(lastSeen))
+        var out: [UInt64: ClientFileRecord] = [:]
+        for row in rows {
+            let (ident, salt, userId, acked, subVersion, subs, lastSeen) = try PostgresObjectReads.decodeRow(
+                row, (Int64, Int64, String, Int64, Int64, ByteBuffer?, Int64).self, "client_files")
+            out[UInt64(bitPattern: ident)] = ClientFileRecord(
+                ident: UInt64(bitPattern: ident), salt: UInt64(bitPattern: salt), userId: userId,
+                acknowledgedClientVersion: UInt64(bitPattern: acked), subscriptionVersion: UInt64(bitPattern: subVersion),
+                subscriptions: try subs.map { try SubscriptionCodec.decode($0.bytes) } ?? [], lastSeen: Int(lastSeen))
+        }
+        return out
     }
 }

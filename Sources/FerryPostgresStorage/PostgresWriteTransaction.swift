@@ -6,8 +6,14 @@ import PostgresNIO
 
 /// The inside of one PostgreSQL write transaction (see `SyncStorage.writeTransaction`): every
 /// call runs on the transaction's one connection, which holds the app's write lock.
+///
+/// A group commit runs many uploads in one transaction, and round trips, not PostgreSQL's
+/// work, bound it: so what the group will read is read ahead in one query per table
+/// (`prefetch`), reads are answered from that as changed by the transaction's writes, and the
+/// writes are kept until the body returns and then sent in one INSERT per thousand objects and
+/// one UPDATE of the client files (`finish`), each row at its own version.
 final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable {
-    /// Rows per INSERT of `write`: one statement for a typical upload, bounded for a huge one.
+    /// Rows per INSERT of `finish`: one statement for a typical group, bounded for a huge one.
     static let insertBatch = 1_000
 
     private let connection: PostgresConnection
@@ -17,6 +23,13 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     private var _written = 0
     private var _failed = false
     private var _ended = false
+    /// Objects read or written in this transaction (nil: known not to exist).
+    private var objectCache: [ObjectKey: StoredObject?] = [:]
+    /// Client files read in this transaction, with the acknowledgements written since.
+    private var clientFileCache: [UInt64: ClientFileRecord?] = [:]
+    /// Writes not yet sent: each object's last state and version, each client file's ack.
+    private var pendingObjects: [ObjectKey: (stored: StoredObject, version: UInt64)] = [:]
+    private var pendingAcks: [UInt64: UInt64] = [:]
 
     init(connection: PostgresConnection, logger: Logger, headVersion: UInt64) {
         self.connection = connection
@@ -35,13 +48,23 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     /// transaction must not report success even if the body swallowed the error.
     var failed: Bool { lock.withLock { _failed } }
 
-    /// Called when the body returned: records the new head and tells every node (the
-    /// NOTIFY is delivered after COMMIT), once for all the transaction's writes (group
-    /// commit); then the connection goes back to the pool, so later calls fail.
+    /// Called when the body returned: sends the writes, records the new head and tells every
+    /// node (the NOTIFY is delivered after COMMIT), once for all the transaction's writes;
+    /// then the connection goes back to the pool, so later calls fail.
     func finish(readHead: UInt64) async throws {
-        let head = newHead
-        if head > readHead {
-            try await onConnection {
+        let (objects, acks, head) = lock.withLock { (pendingObjects, pendingAcks, _newHead) }
+        try await onConnection {
+            try await flush(objects)
+            if !acks.isEmpty {
+                let idents = acks.keys.map { Int64(bitPattern: $0) }, versions = acks.keys.map { Int64(bitPattern: acks[$0]!) }
+                try await PostgresFailure.run("recording \(acks.count) client files' versions") {
+                    try await connection.guardedQuery("""
+                        UPDATE client_files c SET acked = greatest(c.acked, u.v), last_seen = \(Int64(ServerClock.secondsSinceEpoch()))
+                        FROM unnest(\(idents)::bigint[], \(versions)::bigint[]) AS u(i, v) WHERE c.ident = u.i
+                        """, logger: logger)
+                }
+            }
+            if head > readHead {
                 try await PostgresSyncMeta.set(connection, "server_version", Int64(bitPattern: head), logger: logger)
                 try await PostgresSyncMeta.notify(connection, head: head, logger: logger)
             }
@@ -62,54 +85,102 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
         }
     }
 
+    func prefetch(clientFiles: [UInt64], keys: [ObjectKey], schema: Schema) async throws {
+        let (files, objects) = lock.withLock {
+            (Array(Set(clientFiles.filter { clientFileCache[$0] == nil })), Array(Set(keys.filter { objectCache[$0] == nil })))
+        }
+        try await onConnection {
+            let readFiles = try await PostgresClientFiles.clientFiles(connection, files, logger: logger)
+            let readObjects = try await PostgresObjectReads.objects(connection, objects, schema: schema, logger: logger)
+            lock.withLock {
+                for f in files where clientFileCache[f] == nil { clientFileCache[f] = .some(readFiles[f]) }
+                for k in objects where objectCache[k] == nil { objectCache[k] = .some(readObjects[k]) }
+            }
+        }
+    }
+
     func clientFile(_ ident: UInt64) async throws -> ClientFileRecord? {
-        try await onConnection { try await PostgresClientFiles.clientFile(connection, ident, logger: logger) }
+        if let cached = lock.withLock({ clientFileCache[ident] }) { return cached.map(withPendingAck) }
+        let read = try await onConnection { try await PostgresClientFiles.clientFile(connection, ident, logger: logger) }
+        lock.withLock { if clientFileCache[ident] == nil { clientFileCache[ident] = .some(read) } }
+        return read.map(withPendingAck)
+    }
+
+    private func withPendingAck(_ r: ClientFileRecord) -> ClientFileRecord {
+        guard let ack = lock.withLock({ pendingAcks[r.ident] }), ack > r.acknowledgedClientVersion else { return r }
+        var r = r
+        r.acknowledgedClientVersion = ack
+        return r
     }
 
     func objects(_ keys: [ObjectKey], schema: Schema) async throws -> [ObjectKey: StoredObject] {
-        try await onConnection { try await PostgresObjectReads.objects(connection, keys, schema: schema, logger: logger) }
+        var out: [ObjectKey: StoredObject] = [:]
+        let missing: [ObjectKey] = lock.withLock {
+            var missing: [ObjectKey] = []
+            for k in keys {
+                if let cached = objectCache[k] { if let o = cached { out[k] = o } } else { missing.append(k) }
+            }
+            return missing
+        }
+        guard !missing.isEmpty else { return out }
+        let read = try await onConnection { try await PostgresObjectReads.objects(connection, missing, schema: schema, logger: logger) }
+        lock.withLock {
+            for k in missing {
+                if objectCache[k] == nil { objectCache[k] = .some(read[k]) }
+                if let o = objectCache[k] ?? nil { out[k] = o }
+            }
+        }
+        return out
     }
 
     func write(objects: [ObjectKey: StoredObject], clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64 {
         try await onConnection {
-            let head = headVersion
-            let version = objects.isEmpty ? head : head + 1
-            let v = Int64(bitPattern: version)
-            let entries = Array(objects)
-            for start in stride(from: 0, to: entries.count, by: Self.insertBatch) {
-                let batch = entries[start..<min(start + Self.insertBatch, entries.count)]
-                // postgres-nio arrays cannot hold NULL, so an empty bytea stands for NULL
-                // (every stored encoding has at least its count byte).
-                var tables: [String] = [], pks: [ByteBuffer] = [], docs: [ByteBuffer] = [], lists: [ByteBuffer] = [], erased: [ByteBuffer] = []
-                for (key, stored) in batch {
-                    tables.append(key.table)
-                    pks.append(ValueCodec.encode(key.key).buffer)
-                    docs.append(stored.object.map { $0.encode().buffer } ?? ByteBuffer())
-                    if stored.lists.entries.isEmpty { lists.append(ByteBuffer()) } else {
-                        var w = ByteWriter()
-                        stored.lists.encode(into: &w)
-                        lists.append(w.bytes.buffer)
-                    }
-                    if stored.object == nil, let e = stored.erasedState { erased.append(e.encode().buffer) } else { erased.append(ByteBuffer()) }
+            lock.withLock {
+                let version = objects.isEmpty ? _newHead : _newHead + 1
+                for (k, o) in objects {
+                    pendingObjects[k] = (o, version)
+                    objectCache[k] = .some(o)
                 }
-                try await PostgresFailure.run("writing \(batch.count) objects at version \(version)") {
-                    try await connection.guardedQuery("""
-                        INSERT INTO objects (tbl, pk, version, doc, lists, erased_doc)
-                        SELECT t, p, \(v), NULLIF(d, ''::bytea), NULLIF(l, ''::bytea), NULLIF(e, ''::bytea)
-                        FROM unnest(\(tables)::text[], \(pks)::bytea[], \(docs)::bytea[], \(lists)::bytea[], \(erased)::bytea[]) AS u(t, p, d, l, e)
-                        ON CONFLICT (tbl, pk) DO UPDATE SET version = excluded.version, doc = excluded.doc, lists = excluded.lists,
-                            erased_doc = excluded.erased_doc
-                        """, logger: logger)
-                }
+                pendingAcks[clientFile] = max(pendingAcks[clientFile] ?? 0, clientVersion)
+                _newHead = version
+                _written += objects.count
+                return version
             }
-            try await PostgresFailure.run("recording client file \(clientFile)'s version \(clientVersion)") {
+        }
+    }
+
+    /// Sends the kept object writes, a thousand rows per INSERT, each row at its version.
+    private func flush(_ objects: [ObjectKey: (stored: StoredObject, version: UInt64)]) async throws {
+        let entries = Array(objects)
+        for start in stride(from: 0, to: entries.count, by: Self.insertBatch) {
+            let batch = entries[start..<min(start + Self.insertBatch, entries.count)]
+            // postgres-nio arrays cannot hold NULL, so an empty bytea stands for NULL (every
+            // stored encoding has at least its count byte).
+            var tables: [String] = [], pks: [ByteBuffer] = [], versions: [Int64] = [], docs: [ByteBuffer] = [], lists: [ByteBuffer] = [],
+                erased: [ByteBuffer] = []
+            for (key, entry) in batch {
+                let stored = entry.stored
+                tables.append(key.table)
+                pks.append(ValueCodec.encode(key.key).buffer)
+                versions.append(Int64(bitPattern: entry.version))
+                docs.append(stored.object.map { $0.encode().buffer } ?? ByteBuffer())
+                if stored.lists.entries.isEmpty { lists.append(ByteBuffer()) } else {
+                    var w = ByteWriter()
+                    stored.lists.encode(into: &w)
+                    lists.append(w.bytes.buffer)
+                }
+                if stored.object == nil, let e = stored.erasedState { erased.append(e.encode().buffer) } else { erased.append(ByteBuffer()) }
+            }
+            try await PostgresFailure.run("writing \(batch.count) objects") {
                 try await connection.guardedQuery("""
-                    UPDATE client_files SET acked = greatest(acked, \(Int64(bitPattern: clientVersion))),
-                        last_seen = \(Int64(ServerClock.secondsSinceEpoch())) WHERE ident = \(Int64(bitPattern: clientFile))
+                    INSERT INTO objects (tbl, pk, version, doc, lists, erased_doc)
+                    SELECT t, p, v, NULLIF(d, ''::bytea), NULLIF(l, ''::bytea), NULLIF(e, ''::bytea)
+                    FROM unnest(\(tables)::text[], \(pks)::bytea[], \(versions)::bigint[], \(docs)::bytea[], \(lists)::bytea[], \(erased)::bytea[])
+                        AS u(t, p, v, d, l, e)
+                    ON CONFLICT (tbl, pk) DO UPDATE SET version = excluded.version, doc = excluded.doc, lists = excluded.lists,
+                        erased_doc = excluded.erased_doc
                     """, logger: logger)
             }
-            lock.withLock { _newHead = version; _written += objects.count }
-            return version
         }
     }
 }

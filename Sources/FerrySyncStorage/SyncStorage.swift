@@ -83,6 +83,15 @@ public protocol SyncWriteTransaction: AnyObject, Sendable {
     /// at its own version); reads after a write see it, and every write becomes durable with
     /// the one commit.
     func write(objects: [ObjectKey: StoredObject], clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64
+    /// Reads ahead what a group of uploads will read (their client files and objects), in as
+    /// few round trips as the backend can; later reads of them come from what was read here,
+    /// as changed by the transaction's writes. Optional: a backend whose reads are cheap does
+    /// nothing.
+    func prefetch(clientFiles: [UInt64], keys: [ObjectKey], schema: Schema) async throws
+}
+
+extension SyncWriteTransaction {
+    public func prefetch(clientFiles: [UInt64], keys: [ObjectKey], schema: Schema) async throws {}
 }
 
 /// A consistent read-only view of the store at one version. The hub evaluates a new

@@ -41,6 +41,9 @@ struct HistoryTests {
             let s = store.storage
             let a = try await s.newClientFile(userId: "u1"), b = try await s.newClientFile(userId: "u2")
             let seen = try await s.writeTransaction { tx -> [UInt64] in
+                // Read ahead (a group's uploads): later reads see the writes, not what was read.
+                try await tx.prefetch(clientFiles: [a.ident, b.ident], keys: [Fixtures.itemKey(1), Fixtures.itemKey(9)], schema: Fixtures.schema)
+                #expect(try await tx.objects([Fixtures.itemKey(1)], schema: Fixtures.schema).isEmpty)
                 var heads = [tx.headVersion]
                 heads.append(try await tx.write(objects: [Fixtures.itemKey(1): StoredObject(object: Fixtures.item(1, version: 1))], clientFile: a.ident, clientVersion: 3))
                 // The second write reads the first one's object.
@@ -50,6 +53,9 @@ struct HistoryTests {
                                                 clientFile: b.ident, clientVersion: 5))
                 heads.append(try await tx.write(objects: [:], clientFile: a.ident, clientVersion: 4))
                 heads.append(tx.headVersion)
+                #expect(try await tx.clientFile(a.ident)?.acknowledgedClientVersion == 4)
+                #expect(try await tx.clientFile(b.ident)?.acknowledgedClientVersion == 5)
+                #expect(try await tx.objects([Fixtures.itemKey(1)], schema: Fixtures.schema)[Fixtures.itemKey(1)]?.object == Fixtures.item(1, complexity: 7, version: 2))
                 return heads
             }
             #expect(seen == [0, 1, 1, 2, 2, 2])

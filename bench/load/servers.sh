@@ -85,10 +85,10 @@ servers_up() {
       PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 "$pg_base_url/ferry" \
         -c "DROP DATABASE IF EXISTS $scenario_db" -c "CREATE DATABASE $scenario_db"
       # Node 1 first: it migrates the database, node 2 finds it done.
-      start_node "$scenario-$store-node1" --database "$pg_base_url/$scenario_db"
+      start_node "$scenario-$store-node1" --database "$pg_base_url/$scenario_db" --database-connections "${FERRY_LOAD_DB_CONNECTIONS:-20}"
       node_pids=("$started_pid") node_urls=("$started_url")
       if [ "$store" = pg2 ]; then
-        start_node "$scenario-$store-node2" --database "$pg_base_url/$scenario_db"
+        start_node "$scenario-$store-node2" --database "$pg_base_url/$scenario_db" --database-connections "${FERRY_LOAD_DB_CONNECTIONS:-20}"
         node_pids+=("$started_pid") node_urls+=("$started_url")
       fi
       ;;

@@ -15,7 +15,14 @@ final class GroupCommit<Result: Sendable>: @unchecked Sendable {
     /// One upload's reads, merge and write inside the group's transaction.
     typealias Work = @Sendable (any SyncWriteTransaction) async throws -> Result
 
+    /// What a job will read: the group reads them ahead together (`prefetch`).
+    struct Reads: Sendable {
+        let clientFile: UInt64
+        let keys: [ObjectKey]
+    }
+
     private struct Job {
+        let reads: Reads?
         let work: Work
         let answer: CheckedContinuation<Result, any Error>
     }
@@ -34,17 +41,21 @@ final class GroupCommit<Result: Sendable>: @unchecked Sendable {
     /// Groups committed and jobs in them, for tests and the load tool's figures.
     private var counts = (groups: 0, jobs: 0)
 
-    init(storage: any SyncStorage, maxGroup: Int = 256, afterCommit: @escaping @Sendable ([Result]) async -> Void = { _ in }) {
+    /// The schema the objects of `Reads` belong to.
+    private let schema: Schema?
+
+    init(storage: any SyncStorage, schema: Schema? = nil, maxGroup: Int = 256, afterCommit: @escaping @Sendable ([Result]) async -> Void = { _ in }) {
         self.storage = storage
+        self.schema = schema
         self.maxGroup = max(1, maxGroup)
         self.afterCommit = afterCommit
     }
 
     /// Runs `work` in the next group's transaction; returns once that transaction committed.
-    func commit(_ work: @escaping Work) async throws -> Result {
+    func commit(reads: Reads? = nil, _ work: @escaping Work) async throws -> Result {
         try await withCheckedThrowingContinuation { answer in
             let lead: Bool = lock.withLock {
-                queued.append(Job(work: work, answer: answer))
+                queued.append(Job(reads: reads, work: work, answer: answer))
                 guard !leading else { return false }
                 leading = true
                 return true
@@ -78,9 +89,14 @@ final class GroupCommit<Result: Sendable>: @unchecked Sendable {
 
     private func run(_ group: [Job]) async {
         let works = group.map(\.work)
+        let reads = group.compactMap(\.reads)
+        let schema = self.schema
         let outcomes: [Swift.Result<Result, SessionFailure>]
         do {
             outcomes = try await storage.writeTransaction { tx in
+                if let schema, !reads.isEmpty {
+                    try await tx.prefetch(clientFiles: reads.map(\.clientFile), keys: reads.flatMap(\.keys), schema: schema)
+                }
                 var out: [Swift.Result<Result, SessionFailure>] = []
                 out.reserveCapacity(works.count)
                 for work in works {

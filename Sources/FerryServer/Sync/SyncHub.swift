@@ -47,7 +47,7 @@ actor SyncHub {
     private var uploading: [SessionKey: Int] = [:]
     /// Uploads that arrive together share one storage transaction; each group's commits are
     /// fanned out, in version order, before any of its uploaders hears back.
-    private lazy var commits = GroupCommit<Committed>(storage: storage) { [weak self] group in await self?.fanOut(group) }
+    private lazy var commits = GroupCommit<Committed>(storage: storage, schema: schema) { [weak self] group in await self?.fanOut(group) }
     /// Download messages are cut at about this many changeset bytes: small enough that a
     /// bootstrap of 100,000 objects (about 1.1 MB) arrives in a handful of steps the client's
     /// progress estimate can show, large enough that the per-message cost stays negligible.
@@ -486,7 +486,10 @@ actor SyncHub {
         // the app's write lock, with the uploads that arrived meanwhile (`GroupCommit`): the
         // version is assigned there, and it is durable when this returns. The merge runs off
         // the hub; the group's fan-out ran before this returns.
-        let committed = try await commits.commit { tx -> Committed in
+        // What the transaction will read, read ahead with the rest of its group.
+        var keys: [ObjectKey] = []
+        for d in changesets { if case .success(let c) = d.changeset { keys += c.instructions.map { ObjectKey(table: $0.table, key: $0.key) } } }
+        let committed = try await commits.commit(reads: GroupCommit.Reads(clientFile: clientFile, keys: keys)) { tx -> Committed in
             // The durable acknowledgement, not the session's copy: another session of the same
             // file (a reconnect racing an upload still in flight on another connection or
             // node) may have moved it. Nothing is applied twice.
