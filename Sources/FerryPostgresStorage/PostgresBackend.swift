@@ -41,7 +41,7 @@ public final class PostgresBackend: Sendable {
         do {
             try await PostgresMigrations.run(client, logger: logger)
             let state = try await PostgresSyncMeta.readState(client, logger: logger)
-            let storage = PostgresSyncStorage(client: client, location: location, logger: logger, initial: state,
+            let storage = PostgresSyncStorage(client: client, location: location, logger: logger, initial: state, maximumConnections: max(2, maximumConnections),
                                               feedPollInterval: feedPollInterval, stopClient: stop)
             let users = PostgresUserDirectory(client: client, logger: logger)
             logger.info("PostgreSQL: opened \(location) at version \(state.headVersion)")

@@ -27,9 +27,13 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
     public var description: String { "PostgreSQL \(location.hostAndPort)/\(location.database)" }
     public var changeFeed: any ChangeFeed { feed }
 
-    init(client: PostgresClient, location: PostgresLocation, logger: Logger, initial: SyncState, feedPollInterval: Duration,
+    /// Snapshots take at most half the pool (`SnapshotSlots`).
+    private let snapshotSlots: SnapshotSlots
+
+    init(client: PostgresClient, location: PostgresLocation, logger: Logger, initial: SyncState, maximumConnections: Int, feedPollInterval: Duration,
          stopClient: @escaping @Sendable () async -> Void) {
         self.client = client
+        snapshotSlots = SnapshotSlots(maximumConnections / 2)
         self.location = location
         self.logger = logger
         self.stopClient = stopClient
@@ -234,7 +238,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     public func withSnapshot<T: Sendable>(_ body: @Sendable (any SyncSnapshot) async throws -> T) async throws -> T {
         // A snapshot lives as long as its reader (a view evaluation has its own deadline).
-        try await withConnection("a read snapshot", deadline: .seconds(600)) { connection in
+        try await snapshotSlots.withSlot { try await withConnection("a read snapshot", deadline: .seconds(600)) { connection in
             try await PostgresTransaction.run(connection, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger) {
                 // The snapshot is fixed by this first query: the head and every later page agree.
                 let head = try await PostgresSyncMeta.readState(connection, logger: logger).headVersion
@@ -242,7 +246,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
                 defer { snapshot.end() }
                 return try await body(snapshot)
             }
-        }
+        } }
     }
 
     public func close() async {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import FerrySQLiteStorage
+import FerrySyncStorage
 
 /// The SQLite store opens at most `SnapshotSlots`' count of snapshots at once; the others
 /// wait their turn, in order, and run when one closes.

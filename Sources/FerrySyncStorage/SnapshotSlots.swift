@@ -1,19 +1,22 @@
 import FerryCore
 
 /// How many snapshots of the store are open at once, at most; the rest wait their turn in
-/// order. Each snapshot is a connection of its own (descriptors for the file and its WAL, and
-/// a page cache): 10,000 devices subscribing at once opened enough of them to run the process
-/// out of descriptors (the load tool's idle run: 85 devices were refused with 503), and a
-/// streamed bootstrap keeps its snapshot while its client reads.
-final class SnapshotSlots: @unchecked Sendable {
+/// order. Each snapshot is a connection of its own, and a streamed bootstrap keeps it while its
+/// client reads. SQLite: descriptors for the file and its WAL, and a page cache (10,000
+/// devices subscribing at once ran the process out of descriptors: the load tool's idle run
+/// refused 85 devices with 503). PostgreSQL: a connection of the pool, and the hub stores the
+/// new set through another one while the snapshot is open, so snapshots may take only half the
+/// pool (with all of it, 1,000 devices subscribing at once waited on each other until the
+/// pool's 5 s deadline, and logins failed with 500).
+public final class SnapshotSlots: @unchecked Sendable {
     private let lock = ThreadLock()
     private var free: Int
     private var waiting: [CheckedContinuation<Void, Never>] = []
 
-    init(_ count: Int) { free = max(1, count) }
+    public init(_ count: Int) { free = max(1, count) }
 
     /// Runs `body` holding a slot.
-    func withSlot<T>(_ body: () async throws -> T) async throws -> T {
+    public func withSlot<T>(_ body: () async throws -> T) async throws -> T {
         await acquire()
         defer { release() }
         return try await body()
