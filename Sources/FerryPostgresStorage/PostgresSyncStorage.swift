@@ -17,7 +17,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
     private let location: PostgresLocation
     private let feed: PostgresChangeFeed
     private let stopClient: @Sendable () async -> Void
-    private let turn = WriterTurn()
+    private let turn = TurnQueue()
     private let lock = NSLock()
     private var closed = false
     /// Objects written since the planner's statistics were last refreshed (see
@@ -27,13 +27,13 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
     public var description: String { "PostgreSQL \(location.hostAndPort)/\(location.database)" }
     public var changeFeed: any ChangeFeed { feed }
 
-    /// Snapshots take at most half the pool (`SnapshotSlots`).
-    private let snapshotSlots: SnapshotSlots
+    /// Snapshots take at most half the pool (`TurnQueue`).
+    private let snapshotSlots: TurnQueue
 
     init(client: PostgresClient, location: PostgresLocation, logger: Logger, initial: SyncState, maximumConnections: Int, feedPollInterval: Duration,
          stopClient: @escaping @Sendable () async -> Void) {
         self.client = client
-        snapshotSlots = SnapshotSlots(maximumConnections / 2)
+        snapshotSlots = TurnQueue(maximumConnections / 2)
         self.location = location
         self.logger = logger
         self.stopClient = stopClient
@@ -190,7 +190,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
         try await withConnection("reading a \(key.table) object") { try await PostgresObjectReads.object($0, key, schema: schema, logger: logger) }
     }
 
-    /// Writers of this node take turns (`WriterTurn`) before they lease a connection; across
+    /// Writers of this node take turns (`TurnQueue`) before they lease a connection; across
     /// nodes, the `server_version` row lock orders them.
     public func writeTransaction<T: Sendable>(_ body: @Sendable (any SyncWriteTransaction) async throws -> T) async throws -> T {
         let (result, head, written) = try await turn.run { try await withConnection("a write transaction") { connection -> (T, UInt64, Int) in
@@ -238,7 +238,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     public func withSnapshot<T: Sendable>(_ body: @Sendable (any SyncSnapshot) async throws -> T) async throws -> T {
         // A snapshot lives as long as its reader (a view evaluation has its own deadline).
-        try await snapshotSlots.withSlot { try await withConnection("a read snapshot", deadline: .seconds(600)) { connection in
+        try await snapshotSlots.run { try await withConnection("a read snapshot", deadline: .seconds(600)) { connection in
             try await PostgresTransaction.run(connection, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger) {
                 // The snapshot is fixed by this first query: the head and every later page agree.
                 let head = try await PostgresSyncMeta.readState(connection, logger: logger).headVersion

@@ -4,7 +4,7 @@ import FerrySyncStorage
 
 /// The embedded store: one SQLite file (`sync.sqlite` in the data directory), WAL with
 /// synchronous=FULL so a committed upload survives a power cut before it is acknowledged.
-/// One process writes it: writers take turns (`WriterTurn`) on one connection; reads outside a
+/// One process writes it: writers take turns (`TurnQueue`) on one connection; reads outside a
 /// transaction use a second connection, so they never see a transaction that is still open;
 /// snapshots open a connection each. Its change feed is in-process.
 public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
@@ -13,16 +13,16 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     private let reader: SQLiteConnection
     private let readerLock = ServerLock()
     private var readerClosed = false
-    private let turn = WriterTurn()
+    private let turn = TurnQueue()
     private let path: String
     private let feed: FeedBroadcast
 
     public var description: String { "SQLite \(path)" }
     public var changeFeed: any ChangeFeed { feed }
 
-    /// Snapshots open at once, at most (`SnapshotSlots`).
+    /// Snapshots open at once, at most (`TurnQueue`).
     public static let maxOpenSnapshots = 64
-    private let snapshotSlots = SnapshotSlots(SQLiteSyncStorage.maxOpenSnapshots)
+    private let snapshotSlots = TurnQueue(SQLiteSyncStorage.maxOpenSnapshots)
 
     public init(path: String) throws {
         writer = try SQLiteConnection(creatingAt: path, description: "the server's sync store \(path)")
@@ -256,7 +256,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         // A snapshot opens a connection of its own by path: refused once the store is closed,
         // like every other call.
         try readerLock.withLock { guard !readerClosed else { throw FerryError(.closed, "the sync store \(path) is closed") } }
-        return try await snapshotSlots.withSlot {
+        return try await snapshotSlots.run {
             let snapshot = try await BlockingReads.run { try SQLiteSyncSnapshot(path: path) }
             defer { snapshot.close() }
             return try await body(snapshot)

@@ -2,24 +2,24 @@ import Foundation
 import Testing
 import FerrySyncStorage
 
-/// The SQLite store opens at most `SnapshotSlots`' count of snapshots at once; the others
-/// wait their turn, in order, and run when one closes.
-@Suite("Storage: SQLite snapshot slots")
-struct SnapshotSlotsTests {
+/// The stores' queue of turns (snapshots, writers): at most its count at once; the others wait
+/// their turn, in order, and run when one ends.
+@Suite("Storage: turn queue")
+struct TurnQueueTests {
     @Test func pastTheSlotsSnapshotsWaitForOneToClose() async throws {
-        let slots = SnapshotSlots(2)
+        let slots = TurnQueue(2)
         let open = Arrivals()
         let gate = AsyncStream<Void>.makeStream()
         let holders = (0..<2).map { n in
             Task {
-                try await slots.withSlot {
+                try await slots.run {
                     open.add(n)
                     for await _ in gate.stream { break }
                 }
             }
         }
         try await open.wait(count: 2)
-        let third = Task { try await slots.withSlot { open.add(2) } }
+        let third = Task { try await slots.run { open.add(2) } }
         // The third cannot open while both slots are held.
         try await Task.sleep(for: .milliseconds(100))
         #expect(open.values == [0, 1] || open.values == [1, 0])
