@@ -57,7 +57,7 @@ public enum FerryServer {
             onServerRunning: { channel in
                 // First on the listening socket: a failed accept must pause, not spin.
                 try? await channel.eventLoop.submit {
-                    try channel.pipeline.syncOperations.addHandler(DescriptorShortageBackoff(logger: logger), position: .first)
+                    try channel.pipeline.syncOperations.addHandler(DescriptorShortageBackoff(reserve: configuration.descriptorReserve, logger: logger), position: .first)
                 }.get()
                 let port = channel.localAddress?.port ?? configuration.port
                 logger.info("ferry-server listening on \(scheme)://\(configuration.host):\(port)")

@@ -31,6 +31,9 @@ public struct ServerConfiguration: Sendable {
     /// Connection count, timeouts and the bytes a connection may make the server hold
     /// (docs/server-config.md, "Limits and timeouts").
     public var connectionLimits = ConnectionLimits()
+    /// Descriptors held back to give the process when `accept` finds none left
+    /// (`DescriptorReserve`). Tests that run dozens of servers in one process set it to 0.
+    public var descriptorReserve = 16
 
     public init(appDirectory: String, dataDirectory: String, host: String = "127.0.0.1", port: Int = 0,
                 secrets: [String: String] = [:], tlsCertificatePath: String? = nil, tlsKeyPath: String? = nil) {

@@ -58,6 +58,10 @@ enum SyncTestServer {
         var config = ServerConfiguration(appDirectory: appDirectory, dataDirectory: dataDirectory ?? temporaryDirectory("server"), port: port,
                                          secrets: secrets.merging(["jwtSigningKey": "a-host-signing-key-of-at-least-32-bytes!"]) { a, _ in a },
                                          tlsCertificatePath: tls?.certificate, tlsKeyPath: tls?.key)
+        // Dozens of servers run at once in the test process: without their descriptor
+        // reserves (16 each) it stays below the ~1,300 descriptors past which Foundation's
+        // Process.run reads out of bounds (ASan). The reserve is tested on the executable.
+        config.descriptorReserve = 0
         configure(&config)
         let app = try await FerryServer.make(config, logger: logger) { port in
             portSink.yield(port)

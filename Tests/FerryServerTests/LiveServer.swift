@@ -13,6 +13,10 @@ enum LiveServer {
         var config = ServerConfiguration(appDirectory: AuthAPITests.example,
                                          dataDirectory: NSTemporaryDirectory() + "ferry-live-\(UInt64.random(in: 0...UInt64.max))",
                                          secrets: ["jwtSigningKey": AuthAPITests.jwtKey, "FERRY_ADMIN_TOKEN": adminToken])
+        // Dozens of servers run at once in the test process: without their descriptor
+        // reserves (16 each) it stays below the ~1,300 descriptors past which Foundation's
+        // Process.run reads out of bounds (ASan). The reserve is tested on the executable.
+        config.descriptorReserve = 0
         configure(&config)
         var logger = Logger(label: "ferry-server-test")
         logger.logLevel = ProcessInfo.processInfo.environment["FERRY_TEST_SERVER_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical

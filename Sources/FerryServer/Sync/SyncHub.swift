@@ -210,7 +210,7 @@ actor SyncHub {
             let target = knownHead
             var batch = DownloadBatch(session: s.id)
             do {
-                try await readChanges(since: s.delivered, view: s.view, classes: s.view.classes, into: &batch)
+                try await readChanges(since: s.delivered, through: target, view: s.view, classes: s.view.classes, into: &batch)
             } catch {
                 logger.error("connection \(s.outbox.id) session \(s.id): cannot catch up from version \(s.delivered): \(error)")
                 s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
@@ -225,19 +225,25 @@ actor SyncHub {
         }
     }
 
-    /// What a device catching up from `version` with `view` is sent, for `classes`.
-    private func readChanges(since version: UInt64, view: SessionView, classes: [String], into batch: inout DownloadBatch) async throws {
-        for i in try await Self.changes(in: storage, since: version, view: view, classes: classes, schema: schema, app: app) { batch.add(i) }
+    /// What a device catching up from `version` to `target` with `view` is sent, for
+    /// `classes`. Objects changed after `target` are left for the next catch-up: a session
+    /// whose own upload committed after `target` must not get that commit's state before its
+    /// acknowledgement (the device would lay its pending changes over it again).
+    private func readChanges(since version: UInt64, through target: UInt64, view: SessionView, classes: [String],
+                             into batch: inout DownloadBatch) async throws {
+        for i in try await Self.changes(in: storage, since: version, through: target, view: view, classes: classes, schema: schema, app: app) {
+            batch.add(i)
+        }
     }
 
     /// The catch-up instructions themselves, read off the hub.
-    private nonisolated static func changes(in storage: any SyncStorage, since version: UInt64, view: SessionView, classes: [String],
-                                            schema: Schema, app: AppConfiguration) async throws -> [Instruction] {
+    private nonisolated static func changes(in storage: any SyncStorage, since version: UInt64, through target: UInt64, view: SessionView,
+                                            classes: [String], schema: Schema, app: AppConfiguration) async throws -> [Instruction] {
         var found: [Instruction] = []
         for name in classes.sorted() {
             guard let os = schema.objectSchema(named: name) else { continue }
             try await storage.changes(since: version, schema: os) { c in
-                if let i = view.catchUp(c, of: os, app: app) { found.append(i) }
+                if c.version <= target, let i = view.catchUp(c, of: os, app: app) { found.append(i) }
             }
         }
         return found
@@ -417,7 +423,8 @@ actor SyncHub {
             let target = max(knownHead, snapshotVersion)
             guard target > snapshotVersion else { return nil }
             var batch = DownloadBatch(session: id)
-            try await readChanges(since: snapshotVersion, view: newView, classes: Array(Set(newView.classes).union(started.view.classes)), into: &batch)
+            try await readChanges(since: snapshotVersion, through: target, view: newView, classes: Array(Set(newView.classes).union(started.view.classes)),
+                                  into: &batch)
             guard let s = sessions[key], !outbox.isClosed else { return nil }
             sessions[key]?.delivered = target
             if !batch.isEmpty { batch.finish(serverVersion: target, acknowledged: s.acknowledged, subscriptionVersion: setVersion, to: outbox) }
@@ -622,7 +629,7 @@ actor SyncHub {
             // the objects the merge did not take as sent.
             target = max(knownHead, committed.after)
             do {
-                try await readChanges(since: s.delivered, view: s.view, classes: s.view.classes, into: &batch)
+                try await readChanges(since: s.delivered, through: target, view: s.view, classes: s.view.classes, into: &batch)
                 for (k, e) in entries where e.changed {
                     if !s.view.classes.contains(k.table) { batch.add(.erase(table: k.table, key: k.key)) }
                 }
@@ -632,6 +639,13 @@ actor SyncHub {
                 closeConnection(s.outbox)
                 return
             }
+            // Every object of the upload too, as it is now, in this message that carries the
+            // acknowledgement: a catch-up that ran between the commit and this answer may have
+            // sent the session its own commit's state while its changes were still pending, and
+            // the device laid them over that state again (a counter incremented twice: the
+            // convergence oracle under load). After the acknowledgement the device takes the
+            // state as it is.
+            for (k, e) in entries where e.changed && s.view.classes.contains(k.table) { extras.append(k) }
             for (k, e) in entries where e.rejected || !e.changed { extras.append(k) }
         }
         extras += committed.integration.resend.filter { entries[$0] == nil }
