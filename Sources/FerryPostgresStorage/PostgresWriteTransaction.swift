@@ -56,7 +56,8 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
         try await onConnection {
             try await flush(objects)
             if !acks.isEmpty {
-                let idents = acks.keys.map { Int64(bitPattern: $0) }, versions = acks.keys.map { Int64(bitPattern: acks[$0]!) }
+                let pairs = Array(acks)
+                let idents = pairs.map { Int64(bitPattern: $0.key) }, versions = pairs.map { Int64(bitPattern: $0.value) }
                 try await PostgresFailure.run("recording \(acks.count) client files' versions") {
                     try await connection.guardedQuery("""
                         UPDATE client_files c SET acked = greatest(c.acked, u.v), last_seen = \(Int64(ServerClock.secondsSinceEpoch()))

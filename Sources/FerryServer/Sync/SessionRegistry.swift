@@ -54,8 +54,6 @@ final class SessionRegistry {
         }
     }
 
-    var count: Int { sessions.count }
-
     /// Re-registers a session's view with the fan-out index (after it changed).
     func reindex(_ key: SessionKey) {
         guard let s = sessions[key] else { return }

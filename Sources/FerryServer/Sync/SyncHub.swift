@@ -30,8 +30,6 @@ actor SyncHub {
     private var stateRevision: UInt64
     /// The newest head this node knows was committed.
     private var knownHead: UInt64
-    /// The sync connections open now.
-    var connectionCount: Int { connections.count }
     private var connections: [UInt64: ConnectionOutbox] = [:] { didSet { status.connections = connections.count } }
     private let sessions = SessionRegistry()
     private var nextConnection: UInt64 = 1
@@ -652,13 +650,12 @@ actor SyncHub {
         // Not exactly at this commit, the session may get (or have) a later state of an object
         // the upload touched (a commit after it, possibly of the same group): an extra is then
         // read from storage, never taken from this commit, which would take that state back.
-        let readCurrent = !inMemory
         // A revert, a write the merge did not take, or an object sent again: the server's
         // object when the user may see it (never another user's data), else an erase.
         for k in extras {
             guard let os = schema.objectSchema(named: k.table) else { continue }
             let current: StampedObject?
-            if let e = entries[k], !readCurrent { current = e.stored.object } else {
+            if let e = entries[k], inMemory { current = e.stored.object } else {
                 do { current = try await storage.object(k, schema: os)?.object } catch {
                     logger.error("connection \(s.outbox.id) session \(s.id): cannot read \(k.table) \(k.key) for the uploader: \(error)")
                     s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
