@@ -190,6 +190,11 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
         try await withConnection("reading a \(key.table) object") { try await PostgresObjectReads.object($0, key, schema: schema, logger: logger) }
     }
 
+    public func objects(_ keys: [ObjectKey], schema: Schema) async throws -> [ObjectKey: StoredObject] {
+        guard !keys.isEmpty else { return [:] }
+        return try await withConnection("reading \(keys.count) objects") { try await PostgresObjectReads.objects($0, keys, schema: schema, logger: logger) }
+    }
+
     /// Writers of this node take turns (`TurnQueue`) before they lease a connection; across
     /// nodes, the `server_version` row lock orders them.
     public func writeTransaction<T: Sendable>(_ body: @Sendable (any SyncWriteTransaction) async throws -> T) async throws -> T {

@@ -228,6 +228,17 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         try read { try SQLiteObjectReads.object($0, key, schema: schema) }
     }
 
+    public func objects(_ keys: [ObjectKey], schema: Schema) async throws -> [ObjectKey: StoredObject] {
+        try read { db in
+            var out: [ObjectKey: StoredObject] = [:]
+            for k in keys {
+                guard out[k] == nil, let os = schema.objectSchema(named: k.table) else { continue }
+                if let o = try SQLiteObjectReads.object(db, k, schema: os) { out[k] = o }
+            }
+            return out
+        }
+    }
+
     public func writeTransaction<T: Sendable>(_ body: @Sendable (any SyncWriteTransaction) async throws -> T) async throws -> T {
         let (result, head) = try await turn.run { () async throws -> (T, UInt64) in
             let head = try writerLock.withLock { () throws -> UInt64 in

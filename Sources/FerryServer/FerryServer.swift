@@ -35,7 +35,8 @@ public enum FerryServer {
         router.get("health") { _, _ in "ok" }
         AuthRoutes(appId: app.appId, auth: auth).add(to: router)
         let events = ServerEventLog()
-        let hub = try await SyncHub(app: app, storage: store.sync, directory: directory, logger: logger, events: events, limits: configuration.syncLimits)
+        let hub = try await SyncHub(app: app, storage: store.sync, directory: directory, logger: logger, events: events, limits: configuration.syncLimits,
+                                beforeUploadMerge: configuration.beforeUploadMerge)
         AdminRoutes(token: configuration.secrets["FERRY_ADMIN_TOKEN"], directory: directory, hub: hub, events: events).add(to: router)
         let sync = SyncRoutes(appId: app.appId, auth: auth, hub: hub, limits: configuration.connectionLimits,
                               userLimits: configuration.syncLimits, logger: logger)

@@ -34,6 +34,11 @@ public struct ServerConfiguration: Sendable {
     /// Descriptors held back to give the process when `accept` finds none left
     /// (`DescriptorReserve`). Tests that run dozens of servers in one process set it to 0.
     public var descriptorReserve = 16
+    /// Awaited with the uploader's user id when an upload has read the objects it merges and
+    /// is about to merge them, outside the app's write lock (`PremergedUpload`). For tests: a
+    /// merge held here holds up nobody else's upload, and one whose objects moved meanwhile
+    /// is merged again. nil in production.
+    public var beforeUploadMerge: (@Sendable (String) async -> Void)?
 
     public init(appDirectory: String, dataDirectory: String, host: String = "127.0.0.1", port: Int = 0,
                 secrets: [String: String] = [:], tlsCertificatePath: String? = nil, tlsKeyPath: String? = nil) {

@@ -15,4 +15,13 @@ public struct StoredObject: Sendable, Equatable {
         self.lists = lists
         self.erasedState = erasedState
     }
+
+    /// Moves what was written at server version `provisional` to `version`: the object's
+    /// properties, a tombstone's last values and the list operations (see
+    /// `StampedObject.restamp`).
+    public mutating func restamp(_ provisional: UInt64, to version: UInt64) {
+        object?.restamp(provisional, to: version)
+        erasedState?.restamp(provisional, to: version)
+        lists.restamp(provisional, to: version)
+    }
 }

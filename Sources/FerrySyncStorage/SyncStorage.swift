@@ -56,6 +56,10 @@ public protocol SyncStorage: AnyObject, Sendable {
     func writeTransaction<T: Sendable>(_ body: @Sendable (any SyncWriteTransaction) async throws -> T) async throws -> T
     /// One object's stored state, outside any transaction.
     func object(_ key: ObjectKey, schema: ObjectSchema) async throws -> StoredObject?
+    /// The stored state of each of `keys` that exists, outside any transaction, in as few
+    /// round trips as the backend can (missing keys are absent). An upload is merged on what
+    /// this reads before it takes the write lock; the transaction checks it is still current.
+    func objects(_ keys: [ObjectKey], schema: Schema) async throws -> [ObjectKey: StoredObject]
     /// The objects of `schema`'s class changed after `version` (tombstones included), in
     /// version order, read in pages so memory does not grow with the history.
     func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) throws -> Void) async throws

@@ -22,6 +22,12 @@ public struct ListOperationLog: Sendable, Equatable {
         if entries.count > Self.limit { entries.removeFirst(entries.count - Self.limit) }
     }
 
+    /// Moves the operations recorded at server version `provisional` to `version` (see
+    /// `StampedObject.restamp`).
+    public mutating func restamp(_ provisional: UInt64, to version: UInt64) {
+        for i in entries.indices where entries[i].version == provisional { entries[i].version = version }
+    }
+
     /// The index `op` should apply at after the operations on `property` that came after
     /// `base` from other clients; nil when a concurrent operation removed its target (an
     /// erase or set of an erased element, anything before a concurrent clear).

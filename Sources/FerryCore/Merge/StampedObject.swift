@@ -21,6 +21,15 @@ public struct StampedObject: Sendable, Equatable {
         self.versions = versions
     }
 
+    /// Moves every property written at server version `provisional` to `version`. The server
+    /// merges an upload before it knows the version its commit will get (outside the app's
+    /// write lock), at a provisional version above every real one, and stamps the real one
+    /// when it commits. The merge only ever compares versions with the uploader's base, which
+    /// is below both, so its outcome is the same as a merge at `version`.
+    public mutating func restamp(_ provisional: UInt64, to version: UInt64) {
+        for i in versions.indices where versions[i] == provisional { versions[i] = version }
+    }
+
     /// The object as a create instruction carrying every property (how downloads send it).
     public func fullState(_ os: ObjectSchema) -> Instruction {
         var fields: [FieldValue] = []

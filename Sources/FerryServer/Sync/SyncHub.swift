@@ -23,6 +23,8 @@ actor SyncHub {
     let logger: Logger
     let events: ServerEventLog
     let limits: SyncLimits
+    /// `ServerConfiguration.beforeUploadMerge` (tests).
+    let beforeUploadMerge: (@Sendable (String) async -> Void)?
     /// False between an admin's terminate and enable (on any node): nothing syncs.
     private(set) var syncEnabled: Bool { didSet { status.syncEnabled = syncEnabled } }
     /// `syncEnabled` and the connection count for the admin API, readable without the actor.
@@ -45,7 +47,9 @@ actor SyncHub {
     private var uploading: [SessionKey: Int] = [:]
     /// Uploads that arrive together share one storage transaction; each group's commits are
     /// fanned out, in version order, before any of its uploaders hears back.
-    private lazy var commits = GroupCommit<Committed>(storage: storage, schema: schema) { [weak self] group in await self?.fanOut(group) }
+    private lazy var commits = GroupCommit<UploadAttempt>(storage: storage, schema: schema) { [weak self] group in
+        await self?.fanOut(group.compactMap { if case .committed(let c) = $0 { c } else { nil } })
+    }
     /// Download messages are cut at about this many changeset bytes: small enough that a
     /// bootstrap of 100,000 objects (about 1.1 MB) arrives in a handful of steps the client's
     /// progress estimate can show, large enough that the per-message cost stays negligible.
@@ -59,7 +63,8 @@ actor SyncHub {
     static let storageUnavailableCode: Int32 = 503
 
     init(app: AppConfiguration, storage: any SyncStorage, directory: any UserDirectory, logger: Logger, events: ServerEventLog,
-         limits: SyncLimits = SyncLimits()) async throws {
+         limits: SyncLimits = SyncLimits(), beforeUploadMerge: (@Sendable (String) async -> Void)? = nil) async throws {
+        self.beforeUploadMerge = beforeUploadMerge
         self.events = events
         self.limits = limits
         self.app = app
@@ -476,10 +481,20 @@ actor SyncHub {
         let after: UInt64
     }
 
+    /// What an upload's turn in a group's transaction did: committed, or found that what its
+    /// merge read outside the lock has moved (it merges again and takes the next group).
+    private enum UploadAttempt: Sendable {
+        case committed(Committed)
+        case stale
+    }
+
+    /// How many times an upload is merged outside the write lock before it is merged under it.
+    static let maxPremerges = 3
+
     /// Returns the compensating writes (already sent to the client).
     private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ changesets: [UploadIntegration.Decoded]) async throws -> [CompensatingWrite] {
         let s = try session(outbox, id)
-        let (view, user, app, schema, clientFile, known) = (s.view, outbox.user, self.app, self.schema, s.clientFile, s.acknowledged)
+        let (view, user, clientFile, known) = (s.view, outbox.user, s.clientFile, s.acknowledged)
         uploadsInFlight += 1
         uploading[s.key, default: 0] += 1
         defer {
@@ -487,26 +502,11 @@ actor SyncHub {
             if let n = uploading[s.key], n > 1 { uploading[s.key] = n - 1 } else { uploading[s.key] = nil }
             if uploadsInFlight == 0 { headMoved(to: knownHead) }
         }
-        // Reads, merge, validation and writes of one upload run in a storage transaction under
-        // the app's write lock, with the uploads that arrived meanwhile (`GroupCommit`): the
-        // version is assigned there, and it is durable when this returns. The merge runs off
-        // the hub; the group's fan-out ran before this returns.
         // What the transaction will read, read ahead with the rest of its group.
         var keys: [ObjectKey] = []
         for d in changesets { if case .success(let c) = d.changeset { keys += c.instructions.map { ObjectKey(table: $0.table, key: $0.key) } } }
-        let committed = try await commits.commit(reads: GroupCommit.Reads(clientFile: clientFile, keys: keys)) { tx -> Committed in
-            // The durable acknowledgement, not the session's copy: another session of the same
-            // file (a reconnect racing an upload still in flight on another connection or
-            // node) may have moved it. Nothing is applied twice.
-            let acknowledged = max(known, try await tx.clientFile(clientFile)?.acknowledgedClientVersion ?? 0)
-            let integration = try UploadIntegration(session: id, clientFile: clientFile, user: user, view: view, app: app, schema: schema,
-                                                    acknowledged: acknowledged, decoded: changesets)
-            let stored = try await tx.objects(integration.keys, schema: schema)
-            let before = tx.headVersion
-            let outcome = try integration.integrate(stored: stored, version: before + 1)
-            let after = try await tx.write(objects: outcome.toStore, clientFile: clientFile, clientVersion: outcome.lastClientVersion)
-            return Committed(origin: SessionKey(connection: outbox.id, session: id), integration: integration, outcome: outcome, before: before, after: after)
-        }
+        let committed = try await commitUpload(from: SessionKey(connection: outbox.id, session: id), clientFile: clientFile, user: user,
+                                               view: view, known: known, changesets: changesets, keys: keys)
         // Only now is it durable.
         let outcome = committed.outcome
         knownHead = max(knownHead, committed.after)
@@ -522,6 +522,47 @@ actor SyncHub {
                                              tryAgain: true, action: .warning, compensatingWrites: outcome.compensating)))
         }
         return outcome.compensating
+    }
+
+    /// Merges and validates an upload, then commits it: the merge runs first, off the hub and
+    /// outside the app's write lock, beside other users' uploads (`PremergedUpload`); the
+    /// version is assigned and the upload made durable in a storage transaction under the
+    /// lock, with the uploads that arrived meanwhile (`GroupCommit`). When what the merge read
+    /// moved before the lock, it merges again; the last try merges under the lock. The group's
+    /// fan-out ran before this returns.
+    private func commitUpload(from origin: SessionKey, clientFile: UInt64, user: UserContext, view: SessionView, known: UInt64,
+                              changesets: [UploadIntegration.Decoded], keys: [ObjectKey]) async throws -> Committed {
+        let (app, schema, storage) = (self.app, self.schema, self.storage)
+        var tries = 0
+        while true {
+            tries += 1
+            let lastTry = tries >= Self.maxPremerges
+            let premerged = try await PremergedUpload.make(storage: storage, session: origin.session, clientFile: clientFile, user: user, view: view,
+                                                           app: app, schema: schema, known: known, changesets: changesets, beforeMerge: beforeUploadMerge)
+            let attempt = try await commits.commit(reads: GroupCommit.Reads(clientFile: clientFile, keys: keys)) { tx -> UploadAttempt in
+                // The durable acknowledgement, not the session's copy: another session of the same
+                // file (a reconnect racing an upload still in flight on another connection or
+                // node) may have moved it. Nothing is applied twice.
+                let acknowledged = max(known, try await tx.clientFile(clientFile)?.acknowledgedClientVersion ?? 0)
+                let before = tx.headVersion
+                let integration: UploadIntegration
+                let outcome: UploadIntegration.Outcome
+                if let premerged, premerged.isCurrent(acknowledged: acknowledged, stored: try await tx.objects(premerged.integration.keys, schema: schema)) {
+                    integration = premerged.integration
+                    outcome = premerged.outcome(at: before + 1)
+                } else if premerged != nil, !lastTry {
+                    return .stale
+                } else {
+                    integration = try UploadIntegration(session: origin.session, clientFile: clientFile, user: user, view: view, app: app, schema: schema,
+                                                        acknowledged: acknowledged, decoded: changesets)
+                    let stored = try await tx.objects(integration.keys, schema: schema)
+                    outcome = try integration.integrate(stored: stored, version: before + 1)
+                }
+                let after = try await tx.write(objects: outcome.toStore, clientFile: clientFile, clientVersion: outcome.lastClientVersion)
+                return .committed(Committed(origin: origin, integration: integration, outcome: outcome, before: before, after: after))
+            }
+            if case .committed(let committed) = attempt { return committed }
+        }
     }
 
     /// Fans out one group's commits in version order (`GroupCommit` calls it after the group's
@@ -551,9 +592,9 @@ actor SyncHub {
             concerned.formUnion(sessions.candidates(table: k.table, before: e.before?.values, after: e.stored.object?.values))
         }
         concerned.remove(origin)
-        var encoded: [[Int]: [[UInt8]]] = [:]
         var sent: [SessionKey] = []
         var skippedIdle: [SessionKey] = []
+        var receivers: [FanOutEncoding.Receiver] = []
         for key in concerned {
             guard let other = sessions[key], other.hasQuery else { continue }
             // Others are caught up from storage once no upload is in flight (`headMoved`).
@@ -562,29 +603,11 @@ actor SyncHub {
                 if !other.busy { skippedIdle.append(key) }
                 continue
             }
-            // What this session gets, as positions in `changed` (odd: an erase).
-            var picks: [Int] = []
-            for (n, (k, e)) in changed.enumerated() {
-                guard let os = schema.objectSchema(named: k.table) else { continue }
-                if let current = e.stored.object, other.view.contains(current.values, of: os) { picks.append(2 * n) }
-                else if let b = e.before, other.view.contains(b.values, of: os) { picks.append(2 * n + 1) }
-            }
             sent.append(key)
-            guard !picks.isEmpty else { continue }
-            let chunks: [[UInt8]]
-            if let known = encoded[picks] { chunks = known } else {
-                var batch = DownloadBatch(session: other.id)
-                for p in picks {
-                    let (k, e) = changed[p / 2]
-                    if p % 2 == 0, let current = e.stored.object, let os = schema.objectSchema(named: k.table) { batch.add(current.fullState(os)) }
-                    else { batch.add(.erase(table: k.table, key: k.key)) }
-                }
-                chunks = batch.sealed()
-                encoded[picks] = chunks
-            }
-            var shared = DownloadBatch(session: other.id, sealed: chunks)
-            shared.finish(serverVersion: after, acknowledged: other.acknowledged, subscriptionVersion: other.subscriptionVersion, to: other.outbox)
+            receivers.append(FanOutEncoding.Receiver(session: other.id, view: other.view, acknowledged: other.acknowledged,
+                                            subscriptionVersion: other.subscriptionVersion, outbox: other.outbox))
         }
+        FanOutEncoding(changed: changed, schema: schema).send(after, to: receivers)
         sessions.advanceChain(to: after)
         for key in sent { sessions[key]?.delivered = after }
         // An idle session that was not at `before`: ahead (a catch-up read past the chain) it
