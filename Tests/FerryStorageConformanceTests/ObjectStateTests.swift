@@ -26,6 +26,9 @@ struct ObjectStateTests {
             let keys = [Fixtures.itemKey(1), Fixtures.itemKey(3), Fixtures.noteKey("n1"), Fixtures.noteKey("missing")]
             let read = try await s.writeTransaction { tx in try await tx.objects(keys, schema: Fixtures.schema) }
             #expect(read == [Fixtures.itemKey(1): withLists, Fixtures.noteKey("n1"): note])
+            // Outside any transaction (an upload's merge before it takes the write lock): the same.
+            #expect(try await s.objects(keys, schema: Fixtures.schema) == read)
+            #expect(try await s.objects([], schema: Fixtures.schema).isEmpty)
 
             let changes = try await s.allChanges(since: 0, Fixtures.item)
             #expect(changes.count == 2)
