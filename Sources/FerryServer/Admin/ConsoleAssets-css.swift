@@ -24,6 +24,7 @@ extension ConsoleAssets {
   background: var(--bg);
 }
 * { box-sizing: border-box; }
+html { scroll-padding-top: 4rem; }
 body { margin: 0; min-height: 100vh; }
 [hidden] { display: none !important; }
 code, pre, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu Sans Mono", monospace; font-size: 0.9em; }
@@ -135,16 +136,17 @@ ul.chips li { background: #eaf1fd; border-radius: 6px; padding: 0.15rem 0.5rem; 
 .confirm p { line-height: 1.45; }
 
 .toast {
-  position: fixed; bottom: 1rem; left: 50%; transform: translateX(-50%); z-index: 20;
+  position: fixed; bottom: 1rem; left: 0; right: 0; margin: 0 auto; width: max-content; z-index: 20;
   background: #111827; color: #fff; padding: 0.6rem 1rem; border-radius: 8px; max-width: calc(100vw - 2rem);
 }
 .toast.bad { background: var(--bad); }
 
 @media (max-width: 720px) {
-  .shell { grid-template-columns: 1fr; }
+  .shell { grid-template-columns: minmax(0, 1fr); }
   .nav-toggle { display: inline-block; }
   .topbar { gap: 0.5rem; padding: 0.5rem 0.7rem; }
   .topbar .brand .muted { display: none; }
+  .topbar .pill { min-width: 0; overflow: hidden; text-overflow: ellipsis; font-size: 0.75rem; }
   .topbar button.quiet { padding: 0.45rem 0.3rem; }
   .nav { display: none; border-right: none; border-bottom: 1px solid var(--line); padding: 0.3rem 0; }
   .nav.open { display: block; }
