@@ -50,6 +50,7 @@ input, select {
   border: 1px solid var(--line); border-radius: 6px; padding: 0.4rem 0.5rem; background: #fff; color: var(--ink);
   min-height: 2.3rem; max-width: 100%;
 }
+input[type="checkbox"] { min-height: 0; }
 label { font-weight: 600; display: block; margin: 0.6rem 0 0.25rem; }
 
 /* Sign-in */
@@ -118,7 +119,7 @@ details summary { cursor: pointer; color: var(--accent); }
 .filters { display: flex; flex-wrap: wrap; gap: 0.8rem; align-items: flex-end; }
 .filters .field { display: flex; flex-direction: column; }
 .filters .field label { margin: 0 0 0.25rem; font-size: 0.85rem; }
-.kinds { display: flex; flex-wrap: wrap; gap: 0.3rem 0.9rem; border: none; margin: 0; padding: 0; }
+.kinds { display: flex; flex-wrap: wrap; gap: 0.3rem 0.9rem; border: none; margin: 0.9rem 0 0; padding: 0; }
 .kinds legend { font-weight: 600; font-size: 0.85rem; padding: 0; margin-bottom: 0.25rem; }
 .kinds label { font-weight: 400; display: inline-flex; gap: 0.3rem; align-items: center; margin: 0; }
 .more { margin-top: 0.8rem; display: flex; gap: 0.8rem; align-items: center; }

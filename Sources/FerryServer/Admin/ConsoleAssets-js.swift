@@ -666,8 +666,12 @@ extension ConsoleAssets {
         .filter((e) => e.user_id === userId && (!kinds.length || kinds.includes(e.kind)))
         .filter((e) => { const t = Date.parse(e.time); return isNaN(t) || (t >= from && t <= to); })
         .reverse();
+      // A rejected write's message, `"Type": { "pk": "reason" }`, as its object and reason.
+      const message = { label: 'Message', cls: 'wrap', value: (e) => (e.kind === 'compensating_write'
+        ? parseRejected(e).map((r) => h('div', null, String(r.object_type) + ' ', code(r.primary_key), ': ' + String(r.reason)))
+        : fmtValue(e.message)) };
       results.append(unavailable('GET ' + API + '/users/:id/sync-log', 'Showing this user\'s entries of the server\'s event log (GET logs) instead.'),
-        entries.length ? table(columns.filter((c) => c.label !== 'Node' && c.label !== 'Connection' && c.label !== 'Details'), entries, { id: 'log-table' })
+        entries.length ? table([columns[0], columns[1], message], entries, { id: 'log-table' })
           : h('p', { class: 'empty' }, 'No event log entry for this user.'));
       return;
     }
