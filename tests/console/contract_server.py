@@ -67,7 +67,8 @@ class State:
         self.upstream = upstream
         self.lock = threading.Lock()
         self.uploads = 0
-        self.calls: list[str] = []
+        self.calls: list[str] = []  # "METHOD path" of every admin API call
+        self.queries: list[dict[str, str]] = []  # and its query parameters
 
 
 def handler(state: State) -> type:
@@ -106,6 +107,7 @@ def handler(state: State) -> type:
             path = url.path[len("/api/admin/v1/"):]
             with state.lock:
                 state.calls.append(f"{method} {path}")
+                state.queries.append(q)
             if method == "GET" and path == "stats":
                 with state.lock:
                     state.uploads += 7

@@ -209,6 +209,10 @@ def test_operate_a_server_from_the_console(server: Server, browser: Any, artifac
     assert device.user.id in row and "Item" in row and "write filter" in row
     shoot_both(browser, artifacts, "rejected-writes", lambda d: d.find_elements(By.CSS_SELECTOR, "#rejected-table td.reason"))
 
+    # The dashboard counts it (from the counters, or the event log on an older server).
+    go(browser, "dashboard")
+    wait(browser, lambda d: re.fullmatch(r"[1-9]\d*", text_of(d, "#tile-compensating .value")), "a compensating write on the dashboard")
+
     # Users: the device's user, enabled, with its actions.
     go(browser, "users")
     wait(browser, lambda d: device.user.id in text_of(d, "#users-table"), "the device's user on Users")
@@ -258,6 +262,18 @@ def test_operate_a_server_from_the_console(server: Server, browser: Any, artifac
     shoot_both(browser, artifacts, "sync-enable-confirmation")
     click(browser, "#confirm-ok")
     wait(browser, lambda d: text_of(d, "#sync-state") == "enabled", "sync enabled again")
+
+    # Disable the user and enable it again, each through its confirmation.
+    go(browser, "users")
+    row = f"//table[@id='users-table']//tr[.//code[text()='{device.user.id}']]"
+    for action, state in [("disable", "disabled"), ("enable", "enabled")]:
+        button = wait(browser, EC.element_to_be_clickable((By.XPATH, f"{row}//button[@data-action='{action}']")), f"{action} button")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+        button.click()
+        dialog = wait(browser, EC.visibility_of_element_located((By.ID, "confirm-dialog")), f"the {action} confirmation")
+        assert device.user.id in dialog.text
+        click(browser, "#confirm-ok")
+        wait(browser, lambda d: d.find_element(By.XPATH, f"{row}//span[contains(@class, 'pill')]").text == state, f"the user {state}")
 
     # Sign out: no data left on the page, and the token is gone.
     click(browser, "#signout")
@@ -328,6 +344,11 @@ def test_the_newer_endpoints_render(contract: Any, browser: Any, artifacts: Path
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, rows) and
          {e.text for e in d.find_elements(By.CSS_SELECTOR, "#log-table .kind")} == {"compensating write"}, "only rejected writes")
     assert any(f"GET users/{first}/sync-log" == c for c in state.calls)
+    # A time range (read as UTC) goes to the API as ISO 8601.
+    browser.execute_script("document.getElementById('log-since').value = '2026-11-26T12:40'")
+    click(browser, "#log-form button[type='submit']")
+    wait(browser, lambda d: any(q.get("since") == "2026-11-26T12:40:00.000Z" and q.get("kind") == "compensating_write"
+                                for q in state.queries), "the time range in the query")
 
     # Rejected writes: reason, rule and role; "Older" pages on.
     go(browser, "rejected")
