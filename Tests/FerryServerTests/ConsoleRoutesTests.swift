@@ -24,8 +24,8 @@ struct ConsoleRoutesTests {
                     #expect(response.status == .ok, "\(path)")
                     #expect(response.headers[.contentType]?.hasPrefix(type) == true, "\(path)")
                     #expect(response.headers[.cacheControl] == "no-store")
-                    #expect(response.headers[HTTPField.Name("Content-Security-Policy")!]?.hasPrefix("default-src 'self';") == true)
-                    #expect(response.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
+                    #expect(response.headers[.contentSecurityPolicy]?.hasPrefix("default-src 'self';") == true)
+                    #expect(response.headers[.xContentTypeOptions] == "nosniff")
                     #expect(response.body.readableBytes > 0)
                 }
             }

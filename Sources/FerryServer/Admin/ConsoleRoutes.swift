@@ -34,10 +34,9 @@ struct ConsoleRoutes {
         var headers = HTTPFields()
         headers[.contentType] = type
         headers[.cacheControl] = "no-store"
-        headers[HTTPField.Name("Content-Security-Policy")!] = contentSecurityPolicy
-        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
-        headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
-        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        // frame-ancestors does what X-Frame-Options did; the page's meta tag sets no-referrer.
+        headers[.contentSecurityPolicy] = contentSecurityPolicy
+        headers[.xContentTypeOptions] = "nosniff"
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 }
