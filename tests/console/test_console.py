@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -28,7 +28,7 @@ PAGES = ["dashboard", "devices", "users", "sync-log", "rejected", "sync", "setti
 
 def wait(driver: Any, condition: Any, message: str = "", timeout: float = TIMEOUT) -> Any:
     return WebDriverWait(driver, timeout, poll_frequency=0.1,
-                         ignored_exceptions=(StaleElementReferenceException,)).until(condition, message)
+                         ignored_exceptions=(StaleElementReferenceException, NoSuchElementException)).until(condition, message)
 
 
 def text_of(driver: Any, css: str) -> str:
@@ -79,10 +79,16 @@ def shoot_both(driver: Any, artifacts: Path, name: str, ready: Any = None) -> No
 
 
 def click(driver: Any, css: str) -> None:
-    """Clicks the element, scrolled to the middle of the screen (clear of the sticky top bar)."""
-    element = wait(driver, EC.element_to_be_clickable((By.CSS_SELECTOR, css)), f"{css} clickable")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
-    element.click()
+    """Clicks the element, scrolled to the middle of the screen (clear of the sticky top bar);
+    found again if a refresh of the page replaced it meanwhile."""
+    def attempt(d: Any) -> bool:
+        element = d.find_element(By.CSS_SELECTOR, css)
+        if not (element.is_displayed() and element.is_enabled()):
+            return False
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+        element.click()
+        return True
+    wait(driver, attempt, f"{css} clicked")
 
 
 def go(driver: Any, page: str, query: str = "") -> None:

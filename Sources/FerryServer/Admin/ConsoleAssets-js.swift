@@ -767,10 +767,14 @@ extension ConsoleAssets {
       } catch (e) { ctx.problem(e); }
     }
 
+    let shown = null;  // what the table shows: it is rebuilt only when that changes
     await ctx.every(POLL_MS, async () => {
       if (pagedOlder) return;
       const page = missing ? null : await optional('rejected-writes', { limit: 50, user });
       if (!ctx.alive() || pagedOlder) return;
+      const key = JSON.stringify(page);
+      if (page && key === shown) { stamp(updated); return; }
+      shown = page ? key : null;
       if (page) {
         const list = Array.isArray(page.entries) ? page.entries : [];
         if (!list.length) { body.replaceChildren(h('p', { class: 'empty', id: 'rejected-empty' }, 'No rejected write.')); tbody = null; more = null; }
