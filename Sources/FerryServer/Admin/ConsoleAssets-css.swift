@@ -91,6 +91,8 @@ label { font-weight: 600; display: block; margin: 0.6rem 0 0.25rem; }
 .section { margin-bottom: 1rem; }
 
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.1rem; margin-bottom: 1rem; }
+.card > p:first-child { margin-top: 0; }
+.card > p:last-child { margin-bottom: 0; }
 .unavailable { background: var(--warn-bg); border: 1px solid #f0d58c; border-radius: 6px; padding: 0.7rem; }
 .error { background: var(--bad-bg); color: var(--bad); border-radius: 6px; padding: 0.7rem; }
 .empty { color: var(--muted); font-style: italic; }
@@ -102,7 +104,8 @@ label { font-weight: 600; display: block; margin: 0.6rem 0 0.25rem; }
 .tile .value { font-size: 1.9rem; font-weight: 700; font-variant-numeric: tabular-nums; margin: 0.2rem 0; }
 .tile .sub { color: var(--muted); font-size: 0.8rem; min-height: 1em; }
 .tile svg { width: 100%; height: 2rem; display: block; }
-.tile svg polyline { fill: none; stroke: var(--accent); stroke-width: 1.5; }
+.tile svg polyline { fill: none; stroke: var(--accent); stroke-width: 1.5; vector-effect: non-scaling-stroke; }
+.tile svg line { stroke: var(--line); stroke-width: 1; vector-effect: non-scaling-stroke; }
 
 /* Tables (stacked into cards on a phone) */
 .table-wrap { overflow-x: auto; background: var(--card); border: 1px solid var(--line); border-radius: 8px; }

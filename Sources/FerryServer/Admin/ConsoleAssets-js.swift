@@ -141,6 +141,10 @@ extension ConsoleAssets {
     svg.setAttribute('viewBox', '0 0 ' + (SPARK_POINTS - 1) + ' 20');
     svg.setAttribute('preserveAspectRatio', 'none');
     svg.setAttribute('aria-hidden', 'true');
+    // A baseline across the whole chart: the history fills it from the right, 2 s a point.
+    const base = document.createElementNS(ns, 'line');
+    for (const [k, v] of [['x1', 0], ['x2', SPARK_POINTS - 1], ['y1', 19.5], ['y2', 19.5]]) base.setAttribute(k, String(v));
+    svg.append(base);
     const finite = values.filter((v) => typeof v === 'number' && isFinite(v));
     if (finite.length > 1) {
       const max = Math.max(1, ...finite);
@@ -310,6 +314,7 @@ extension ConsoleAssets {
       if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
     }
     setNav(false);
+    $('toast').hidden = true;  // an action's result belongs to the page it was taken on
     const main = $('main');
     main.replaceChildren();
     main.setAttribute('data-page', page);
