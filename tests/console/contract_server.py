@@ -101,7 +101,7 @@ def handler(state: State) -> type:
                 self._send(200, body, keep.pop("Content-Type"), keep)
                 return
             if not url.path.startswith("/api/admin/v1/"):
-                return self._send(404, b"{}")
+                return self._send(404, b"")
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return self._json({"error": "invalid admin token", "error_code": "InvalidSession"}, 401)
             path = url.path[len("/api/admin/v1/"):]
@@ -139,6 +139,8 @@ def handler(state: State) -> type:
                 return self._json(SETTINGS)
             parts = path.split("/")
             if len(parts) == 3 and parts[0] == "users" and parts[2] == "sync-log" and method == "GET":
+                if parts[1] == "ghost":
+                    return self._json({"error": "no user with id ghost", "error_code": "UserNotFound"}, 404)
                 entries = sync_log(parts[1])
                 kinds = [k for k in q.get("kind", "").split(",") if k]
                 if kinds:
@@ -152,7 +154,7 @@ def handler(state: State) -> type:
                 return self._send(204)
             if method == "DELETE" and len(parts) == 2 and parts[0] == "users":
                 return self._send(204)
-            return self._json({"error": "not found"}, 404)
+            return self._send(404, b"")  # as Hummingbird answers a route it does not have
 
         def do_GET(self) -> None:
             self._route("GET")

@@ -356,6 +356,11 @@ def test_the_newer_endpoints_render(contract: Any, browser: Any, artifacts: Path
     wait(browser, lambda d: any(q.get("since") == "2026-11-26T12:40:00.000Z" and q.get("kind") == "compensating_write"
                                 for q in state.queries), "the time range in the query")
 
+    # An unknown user is the API's own 404 (with its error), not a missing endpoint.
+    go(browser, "sync-log", "?user=ghost")
+    wait(browser, lambda d: "The server answered 404: no user with id ghost" in text_of(d, ".page-problem .error"), "the API's 404")
+    assert not browser.find_elements(By.CSS_SELECTOR, "[data-unavailable]")
+
     # Rejected writes: reason, rule and role; "Older" pages on.
     go(browser, "rejected")
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rejected-table tbody tr")) == 50, "50 rejected writes")

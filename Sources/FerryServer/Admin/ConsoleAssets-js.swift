@@ -18,8 +18,10 @@ extension ConsoleAssets {
 
   const $ = (id) => document.getElementById(id);
 
+  // `explained`: the answer carried the API's JSON error (a 404 without one is a route this
+  // server does not have; with one, e.g. an unknown user).
   class ApiError extends Error {
-    constructor(status, message) { super(message); this.status = status; }
+    constructor(status, message, explained) { super(message); this.status = status; this.explained = !!explained; }
   }
 
   // Bumped on every page change and on sign-out: an answer that arrives for an older page is dropped.
@@ -183,29 +185,31 @@ extension ConsoleAssets {
       throw new ApiError(0, 'The server did not answer (' + (e && e.message ? e.message : e) + ').');
     }
     if (response.status === 401 || response.status === 403) {
-      const message = await errorText(response);
-      refuse(response.status, message);
-      throw new ApiError(response.status, message);
+      const failure = await failureOf(response);
+      refuse(response.status, failure.message);
+      throw failure;
     }
-    if (!response.ok) throw new ApiError(response.status, await errorText(response));
+    if (!response.ok) throw await failureOf(response);
     if (response.status === 204) return null;
     const text = await response.text();
     if (!text) return null;
     try { return JSON.parse(text); } catch (e) { throw new ApiError(response.status, 'the answer is not JSON'); }
   }
 
-  async function errorText(response) {
+  async function failureOf(response) {
     try {
       const body = await response.json();
-      if (body && typeof body.error === 'string') return body.error;
+      if (body && typeof body.error === 'string') return new ApiError(response.status, body.error, true);
     } catch (e) { /* no JSON body */ }
-    return response.statusText || '';
+    return new ApiError(response.status, response.statusText || '', false);
   }
+
+  function missingRoute(e) { return e instanceof ApiError && e.status === 404 && !e.explained; }
 
   // GET that answers null when the server does not have the endpoint (404).
   async function optional(path, query) {
     try { return await api('GET', path, query); } catch (e) {
-      if (e instanceof ApiError && e.status === 404) return null;
+      if (missingRoute(e)) return null;
       throw e;
     }
   }
@@ -559,7 +563,7 @@ extension ConsoleAssets {
         await api(spec.method, spec.path);
         toast(spec.done);
       } catch (e) {
-        if (e.status === 404) toast('Not available on this server: ' + spec.method + ' ' + API + '/' + spec.path + ' answered 404.', true);
+        if (missingRoute(e)) toast('Not available on this server: ' + spec.method + ' ' + API + '/' + spec.path + ' answered 404.', true);
         else if (e.status !== 401 && e.status !== 403) toast(describe(e), true);
         if (e.status === 401 || e.status === 403) return;
       }
