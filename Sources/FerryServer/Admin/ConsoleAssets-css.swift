@@ -114,7 +114,7 @@ th, td { text-align: left; padding: 0.5rem 0.7rem; border-bottom: 1px solid var(
 th { font-size: 0.85rem; color: var(--muted); font-weight: 600; background: #fafbfc; }
 tr:last-child td { border-bottom: none; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td .actions, .actions { display: flex; gap: 0.4rem; flex-wrap: wrap; }
+td .actions, .actions { display: flex; gap: 0.4rem 0.6rem; flex-wrap: wrap; align-items: center; }
 td.wrap { word-break: break-word; min-width: 14rem; }
 details summary { cursor: pointer; color: var(--accent); }
 

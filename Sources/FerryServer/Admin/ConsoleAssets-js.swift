@@ -578,6 +578,7 @@ extension ConsoleAssets {
       { label: 'Status', value: (u) => h('span', { class: 'pill ' + (u.disabled ? 'bad' : 'ok') }, u.disabled ? 'disabled' : 'enabled') },
       { label: 'Actions', value: (u) => h('div', { class: 'actions' },
         h('a', { href: hashFor('sync-log', { user: u.id }), class: 'small' }, 'Sync log'),
+        h('a', { href: hashFor('rejected', { user: u.id }), class: 'small' }, 'Rejected writes'),
         u.disabled
           ? h('button', { type: 'button', class: 'small', 'data-action': 'enable', onclick: () => act(u, 'enable') }, 'Enable')
           : h('button', { type: 'button', class: 'small', 'data-action': 'disable', onclick: () => act(u, 'disable') }, 'Disable'),
