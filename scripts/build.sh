@@ -13,4 +13,5 @@ ln -sf "$PWD/.build/debug/ferry-server" build/ferry-server
 if [ ! -x build/venv/bin/python ]; then
   python3 -m venv build/venv
 fi
-build/venv/bin/python -m pip install -q --disable-pip-version-check ./bindings/python pytest
+# selenium: the admin console's browser test (tests/console).
+build/venv/bin/python -m pip install -q --disable-pip-version-check ./bindings/python pytest selenium

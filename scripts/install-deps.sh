@@ -2,7 +2,8 @@
 # Installs the Debian packages Ferry builds and tests with, when any is missing. Needs root
 # (or sudo). The Swift toolchain itself is expected on the machine (see README).
 set -euo pipefail
-packages=(libuv1-dev libsqlite3-dev libssl-dev pkg-config cmake valgrind python3 python3-venv postgresql)
+# chromium and chromium-driver: the admin console's browser test (tests/console).
+packages=(libuv1-dev libsqlite3-dev libssl-dev pkg-config cmake valgrind python3 python3-venv postgresql chromium chromium-driver)
 command -v cargo >/dev/null 2>&1 || packages+=(cargo)
 missing=()
 for p in "${packages[@]}"; do

@@ -4,9 +4,9 @@
 # stack and sync engine against an in-process ferry-server, 200 seeds of the randomized convergence
 # test; also under ASan, and the concurrent ones under TSan), the C ABI tests under CTest (also
 # under valgrind; the sync test starts build/ferry-server), the install and pkg-config check,
-# Python (pytest), Rust (cargo test), a tiny run of the load tool (bench/load) on SQLite and
-# PostgreSQL, and a short run of every fuzz target. Exits non-zero on
-# the first failing suite.
+# Python (pytest), the admin console in headless Chromium (tests/console), Rust (cargo test), a
+# tiny run of the load tool (bench/load) on SQLite and PostgreSQL, and a short run of every fuzz
+# target. Exits non-zero on the first failing suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -84,6 +84,12 @@ echo "installed library, header and ferry.pc work"
 
 echo "==> Python tests"
 FERRY_LIBRARY="$root/build/libferry.so" build/venv/bin/python -m pytest -q bindings/python/tests
+
+echo "==> the admin console in headless Chromium (tests/console)"
+# Chromium and its driver are Debian's (install-deps.sh), Selenium is in build/venv (build.sh).
+# Screenshots of every page go to $FERRY_TEST_ARTIFACTS (default build/console-screenshots).
+FERRY_SERVER_BIN="$root/.build/debug/ferry-server" FERRY_LIBRARY="$root/build/libferry.so" \
+  build/venv/bin/python -m pytest -q tests/console
 
 echo "==> Rust tests"
 (cd bindings/rust && FERRY_LIB_DIR="$root/build" cargo test --offline -q)

@@ -38,6 +38,7 @@ public enum FerryServer {
         let hub = try await SyncHub(app: app, storage: store.sync, directory: directory, logger: logger, events: events, limits: configuration.syncLimits,
                                 beforeUploadMerge: configuration.beforeUploadMerge)
         AdminRoutes(token: configuration.secrets["FERRY_ADMIN_TOKEN"], directory: directory, hub: hub, events: events).add(to: router)
+        ConsoleRoutes().add(to: router)
         let sync = SyncRoutes(appId: app.appId, auth: auth, hub: hub, limits: configuration.connectionLimits,
                               userLimits: configuration.syncLimits, logger: logger)
         logger.info("serving app '\(app.name)' (\(app.appId)) from \(store.sync.description): \(app.collections.count) collection(s), providers \(app.authProviders.filter { !$0.disabled }.map(\.type).sorted())")

@@ -1,0 +1,383 @@
+"""The admin console (`/admin`) in headless Chromium against a real ferry-server and a real
+device: sign in, see the device connect, see its rejected write with the seeds' reason,
+terminate sync through the confirmation and see the device get error 240; a bad token is
+refused and shows no data; a server without an admin token says the API is disabled.
+Screenshots of every page, 1280 and 360 px wide, go to the artifacts folder."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+from conftest import ADMIN_TOKEN, TIMEOUT, Server
+
+DESKTOP = 1280
+PHONE = 360
+PAGES = ["dashboard", "devices", "users", "sync-log", "rejected", "sync", "settings"]
+
+
+def wait(driver: Any, condition: Any, message: str = "", timeout: float = TIMEOUT) -> Any:
+    return WebDriverWait(driver, timeout, poll_frequency=0.1,
+                         ignored_exceptions=(StaleElementReferenceException, NoSuchElementException)).until(condition, message)
+
+
+def text_of(driver: Any, css: str) -> str:
+    found = driver.find_elements(By.CSS_SELECTOR, css)
+    return found[0].text if found else ""
+
+
+def set_viewport(driver: Any, width: int, height: int = 900) -> None:
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600})
+
+
+def screenshot(driver: Any, artifacts: Path, name: str) -> None:
+    """The whole page (beyond the viewport) at the current width."""
+    data = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+    (artifacts / f"{name}.png").write_bytes(base64.b64decode(data["data"]))
+
+
+# The elements that reach past the screen's right edge (their tag, id, class and width).
+WIDER_THAN_SCREEN = """
+return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > arguments[0] + 1)
+  .slice(0, 8).map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right));
+"""
+
+
+def shoot_both(driver: Any, artifacts: Path, name: str, ready: Any = None) -> None:
+    """Desktop and phone screenshots of what is shown; on the phone, the navigation is folded
+    and nothing is wider than the screen."""
+    set_viewport(driver, DESKTOP)
+    if ready:
+        wait(driver, ready, f"{name} not ready at {DESKTOP}px")
+    screenshot(driver, artifacts, f"{name}-desktop")
+    set_viewport(driver, PHONE, 780)
+    try:
+        wait(driver, lambda d: d.execute_script("return window.innerWidth") == PHONE, "a 360 px layout viewport")
+    except Exception:
+        wide = driver.execute_script(WIDER_THAN_SCREEN, PHONE)
+        raise AssertionError(f"{name}: the page is wider than a {PHONE}px screen: {wide}")
+    if ready:
+        wait(driver, ready, f"{name} not ready at {PHONE}px")
+    if not driver.find_element(By.ID, "shell").get_attribute("hidden"):
+        assert not driver.find_element(By.ID, "nav").is_displayed(), "the navigation is folded on a phone"
+        assert driver.find_element(By.ID, "nav-toggle").is_displayed()
+    overflow = driver.execute_script("return document.documentElement.scrollWidth")
+    assert overflow <= PHONE, f"{name}: the page is {overflow}px wide on a {PHONE}px screen"
+    screenshot(driver, artifacts, f"{name}-phone")
+    set_viewport(driver, DESKTOP)
+
+
+def click(driver: Any, css: str) -> None:
+    """Clicks the element, scrolled to the middle of the screen (clear of the sticky top bar);
+    found again if a refresh of the page replaced it meanwhile."""
+    def attempt(d: Any) -> bool:
+        element = d.find_element(By.CSS_SELECTOR, css)
+        if not (element.is_displayed() and element.is_enabled()):
+            return False
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+        element.click()
+        return True
+    wait(driver, attempt, f"{css} clicked")
+
+
+def go(driver: Any, page: str, query: str = "") -> None:
+    driver.execute_script("location.hash = arguments[0]", f"#/{page}{query}")
+    wait(driver, lambda d: d.find_element(By.ID, "main").get_attribute("data-page") == page, f"page {page}")
+
+
+def sign_in(driver: Any, url: str, token: str) -> None:
+    driver.get(f"{url}/admin")
+    field = wait(driver, EC.visibility_of_element_located((By.ID, "signin-token")), "the sign-in form")
+    field.clear()
+    field.send_keys(token)
+    driver.find_element(By.ID, "signin-submit").click()
+
+
+def no_script_errors(driver: Any) -> None:
+    severe = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"
+              and "favicon" not in e.get("message", "")
+              # A refused token is a 401 the browser logs as a failed resource: expected.
+              and " 401 " not in e.get("message", "") and " 403 " not in e.get("message", "")
+              # Endpoints an older server does not have yet (the console shows "not available").
+              and " 404 " not in e.get("message", "")]
+    assert not severe, f"the browser logged errors: {severe}"
+
+
+def http_get(url: str) -> tuple[int, dict[str, str], bytes]:
+    with urllib.request.urlopen(url, timeout=TIMEOUT) as r:
+        return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+
+
+def test_console_files_are_served_with_a_strict_policy(server: Server) -> None:
+    for path, kind in [("/admin", "text/html"), ("/admin/", "text/html"), ("/admin/console.js", "text/javascript"),
+                       ("/admin/console.css", "text/css"), ("/admin/favicon.svg", "image/svg+xml")]:
+        status, headers, body = http_get(server.url + path)
+        assert status == 200, path
+        assert headers["content-type"].startswith(kind), (path, headers["content-type"])
+        assert "default-src 'self'" in headers["content-security-policy"]
+        assert headers["cache-control"] == "no-store"
+        assert headers["x-content-type-options"] == "nosniff"
+        assert body
+    _, _, page = http_get(server.url + "/admin")
+    # Nothing inline (the policy would block it) and nothing from elsewhere.
+    assert b"<script>" not in page and b"style=" not in page
+    assert not re.search(rb"(src|href)=\"(https?:)?//", page)
+
+
+def test_a_bad_token_is_refused_and_shows_no_data(server: Server, browser: Any, artifacts: Path,
+                                                  device_factory: Any) -> None:
+    device = device_factory()  # a user exists: its id must not appear
+    sign_in(browser, server.url, "not-the-admin-token")
+    refusal = wait(browser, EC.visibility_of_element_located((By.ID, "signin-error")), "the refusal")
+    assert refusal.text.startswith("The admin token was refused (401)")
+    assert browser.find_element(By.ID, "shell").get_attribute("hidden") is not None
+    assert browser.find_element(By.ID, "main").get_attribute("innerHTML") == ""
+    assert device.user.id not in browser.page_source
+    assert browser.execute_script("return sessionStorage.getItem('ferry.adminToken')") is None
+    # A bad token put into storage by hand is checked before anything is shown.
+    browser.execute_script("sessionStorage.setItem('ferry.adminToken', 'forged'); location.reload()")
+    wait(browser, EC.visibility_of_element_located((By.ID, "signin-error")), "the refusal after a reload")
+    assert device.user.id not in browser.page_source
+    shoot_both(browser, artifacts, "signin-refused")
+    no_script_errors(browser)
+
+
+def test_a_server_without_admin_token_says_the_api_is_disabled(tmp_path: Path, browser: Any, artifacts: Path) -> None:
+    other = Server(tmp_path / "no-admin", admin_token=None)
+    try:
+        sign_in(browser, other.url, ADMIN_TOKEN)
+        refusal = wait(browser, EC.visibility_of_element_located((By.ID, "signin-error")), "the refusal")
+        assert refusal.text.startswith("The admin API is disabled on this server (403)")
+        assert browser.find_element(By.ID, "main").get_attribute("innerHTML") == ""
+        shoot_both(browser, artifacts, "signin-disabled")
+    finally:
+        other.stop()
+
+
+def test_operate_a_server_from_the_console(server: Server, browser: Any, artifacts: Path, device_factory: Any) -> None:
+    browser.get(f"{server.url}/admin")
+    wait(browser, EC.visibility_of_element_located((By.ID, "signin-token")), "the sign-in form")
+    shoot_both(browser, artifacts, "signin")
+
+    # Sign in: the dashboard, live.
+    sign_in(browser, server.url, ADMIN_TOKEN)
+    wait(browser, EC.visibility_of_element_located((By.ID, "shell")), "the console after sign-in")
+    wait(browser, lambda d: d.find_element(By.ID, "main").get_attribute("data-page") == "dashboard", "the dashboard")
+    before = int(wait(browser, lambda d: re.fullmatch(r"\d+", text_of(d, "#tile-connections .value")), "a connection count")[0])
+
+    # A device connects: the dashboard's connection count goes up on its own (polling).
+    device = device_factory()
+    wait(browser, lambda d: text_of(d, "#tile-connections .value") == str(before + 1),
+         f"the dashboard shows {before + 1} connection(s)")
+    wait(browser, lambda d: text_of(d, "#sync-pill") == "sync enabled", "the sync pill")
+    shoot_both(browser, artifacts, "dashboard", lambda d: text_of(d, "#tile-connections .value") == str(before + 1))
+
+    # The nav folds into a menu on a phone, and opens.
+    set_viewport(browser, PHONE, 780)
+    wait(browser, lambda d: d.find_element(By.ID, "nav-toggle").is_displayed(), "the menu button")
+    click(browser, "#nav-toggle")
+    wait(browser, lambda d: d.find_element(By.ID, "nav").is_displayed(), "the open menu")
+    screenshot(browser, artifacts, "menu-phone")
+    click(browser, "#nav a[data-page='devices']")
+    wait(browser, lambda d: d.find_element(By.ID, "main").get_attribute("data-page") == "devices", "devices from the menu")
+    wait(browser, lambda d: not d.find_element(By.ID, "nav").is_displayed(), "the menu closes after a choice")
+    set_viewport(browser, DESKTOP)
+
+    # Devices: the device (GET devices), or the connection count of GET sync on an older server.
+    go(browser, "devices")
+    wait(browser, lambda d: device.user.id in text_of(d, "#devices-table") or
+         text_of(d, "#device-count").startswith(f"Sync connections open now: {before + 1}"), "the device on Devices")
+    shoot_both(browser, artifacts, "devices", lambda d: text_of(d, "#device-count"))
+
+    # A write the server rejects: another owner's item. The device's handler gets the seeds'
+    # reason (231), and the console shows the same reason.
+    key = device.write_item(owner="someone-else", name="Not mine", complexity=2)
+    error = device.wait_error(231)
+    reasons = [w.reason for w in error.compensating_writes]
+    assert len(reasons) == 1
+    reason = reasons[0]
+    assert re.fullmatch(r'write to "[^"]+" in table "Item" was denied by write filter in role "owner-read-write"', reason), reason
+    go(browser, "rejected")
+    wait(browser, lambda d: any(c.text == reason for c in d.find_elements(By.CSS_SELECTOR, "#rejected-table td.reason")),
+         f"the console shows the rejected write: {reason}")
+    row = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#rejected-table tbody tr") if reason in r.text][0]
+    assert device.user.id in row and "Item" in row and "write filter" in row
+    shoot_both(browser, artifacts, "rejected-writes", lambda d: d.find_elements(By.CSS_SELECTOR, "#rejected-table td.reason"))
+
+    # The dashboard counts it (from the counters, or the event log on an older server).
+    go(browser, "dashboard")
+    wait(browser, lambda d: re.fullmatch(r"[1-9]\d*", text_of(d, "#tile-compensating .value")), "a compensating write on the dashboard")
+
+    # Users: the device's user, enabled, with its actions.
+    go(browser, "users")
+    wait(browser, lambda d: device.user.id in text_of(d, "#users-table"), "the device's user on Users")
+    shoot_both(browser, artifacts, "users", lambda d: device.user.id in text_of(d, "#users-table"))
+
+    # The user's sync log (or its event log entries on an older server): the rejected write.
+    go(browser, "sync-log", f"?user={device.user.id}")
+    wait(browser, lambda d: "denied by write filter" in text_of(d, "#log-table"), "the rejected write in the user's log")
+    shoot_both(browser, artifacts, "sync-log", lambda d: text_of(d, "#log-table"))
+
+    # Settings (or "not available" on an older server).
+    go(browser, "settings")
+    wait(browser, lambda d: text_of(d, "#settings-fields") or d.find_elements(By.CSS_SELECTOR, "[data-unavailable]"), "settings")
+    if browser.find_elements(By.ID, "settings-fields"):
+        assert "complexity" in text_of(browser, "#settings-fields") and "ownerId" in text_of(browser, "#settings-fields")
+    shoot_both(browser, artifacts, "settings", lambda d: d.find_elements(By.CSS_SELECTOR, "#settings-fields, [data-unavailable]"))
+
+    # Sync: terminate through the confirmation, which says what happens to the devices.
+    go(browser, "sync")
+    wait(browser, lambda d: text_of(d, "#sync-state") == "enabled", "sync enabled")
+    assert not browser.find_element(By.ID, "sync-terminate").get_attribute("disabled")
+    assert browser.find_element(By.ID, "sync-enable").get_attribute("disabled") is not None
+    shoot_both(browser, artifacts, "sync", lambda d: text_of(d, "#sync-state") == "enabled")
+    click(browser, "#sync-terminate")
+    dialog = wait(browser, EC.visibility_of_element_located((By.ID, "confirm-dialog")), "the terminate confirmation")
+    assert "error 240" in dialog.text and "keep their local data" in dialog.text and "client reset" in dialog.text
+    shoot_both(browser, artifacts, "sync-terminate-confirmation")
+    # Cancel does nothing.
+    click(browser, "#confirm-cancel")
+    wait(browser, EC.invisibility_of_element_located((By.ID, "confirm-dialog")), "the dialog closes")
+    assert text_of(browser, "#sync-state") == "enabled"
+    assert not [e for e in device.errors if e.code == 240]
+    click(browser, "#sync-terminate")
+    wait(browser, EC.visibility_of_element_located((By.ID, "confirm-ok")), "the confirmation again").click()
+    wait(browser, lambda d: text_of(d, "#sync-state") == "terminated", "sync terminated")
+    wait(browser, lambda d: text_of(d, "#sync-pill") == "sync terminated", "the pill says terminated")
+    terminated = device.wait_error(240)
+    assert not terminated.is_fatal
+    wait(browser, lambda d: text_of(d, "#sync-connections") == "0", "no connection left")
+    shoot_both(browser, artifacts, "sync-terminated", lambda d: text_of(d, "#sync-state") == "terminated")
+
+    # Enable again: the confirmation says every known device resets.
+    device.close()
+    click(browser, "#sync-enable")
+    dialog = wait(browser, EC.visibility_of_element_located((By.ID, "confirm-dialog")), "the enable confirmation")
+    assert "new sync identity" in dialog.text and "client reset" in dialog.text
+    shoot_both(browser, artifacts, "sync-enable-confirmation")
+    click(browser, "#confirm-ok")
+    wait(browser, lambda d: text_of(d, "#sync-state") == "enabled", "sync enabled again")
+
+    # Disable the user and enable it again, each through its confirmation.
+    go(browser, "users")
+    row = f"//table[@id='users-table']//tr[.//code[text()='{device.user.id}']]"
+    for action, state in [("disable", "disabled"), ("enable", "enabled")]:
+        button = wait(browser, EC.element_to_be_clickable((By.XPATH, f"{row}//button[@data-action='{action}']")), f"{action} button")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+        button.click()
+        dialog = wait(browser, EC.visibility_of_element_located((By.ID, "confirm-dialog")), f"the {action} confirmation")
+        assert device.user.id in dialog.text
+        click(browser, "#confirm-ok")
+        wait(browser, lambda d: d.find_element(By.XPATH, f"{row}//span[contains(@class, 'pill')]").text == state, f"the user {state}")
+
+    # Sign out: no data left on the page, and the token is gone.
+    click(browser, "#signout")
+    wait(browser, EC.visibility_of_element_located((By.ID, "signin-token")), "the sign-in form after sign-out")
+    assert browser.find_element(By.ID, "main").get_attribute("innerHTML") == ""
+    assert browser.execute_script("return sessionStorage.getItem('ferry.adminToken')") is None
+    no_script_errors(browser)
+    assert key is not None
+
+
+@pytest.fixture
+def contract(server: Server) -> Any:
+    """The newer endpoints, from the stand-in (tests/console/contract_server.py); the console's
+    files from the real server."""
+    import contract_server
+    httpd, state = contract_server.start(server.url)
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", state
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_the_newer_endpoints_render(contract: Any, browser: Any, artifacts: Path) -> None:
+    import contract_server
+    url, state = contract
+    sign_in(browser, url, contract_server.TOKEN)
+    wait(browser, EC.visibility_of_element_located((By.ID, "shell")), "the console after sign-in")
+
+    # Dashboard: the rates come from the counters' deltas between two polls.
+    wait(browser, lambda d: re.fullmatch(r"[\d.,]+", text_of(d, "#tile-uploads .value")), "an upload rate")
+    assert text_of(browser, "#tile-sessions .value") == "4"
+    assert text_of(browser, "#tile-compensating .value") == "60"
+    assert text_of(browser, "#tile-resets .value") == "2"
+    shoot_both(browser, artifacts, "contract-dashboard", lambda d: re.fullmatch(r"[\d.,]+", text_of(d, "#tile-downloads .value")))
+
+    # Devices: data that looks like markup is shown as text, never run.
+    go(browser, "devices")
+    wait(browser, lambda d: "<script>alert(1)</script>" in text_of(d, "#devices-table"), "the devices table")
+    assert "ferry-python/0.9" in text_of(browser, "#devices-table")
+    assert browser.execute_script("return document.querySelectorAll('#main script, #main img, #main b').length") == 0
+    shoot_both(browser, artifacts, "contract-devices", lambda d: text_of(d, "#devices-table"))
+
+    # Users: delete and revoke sessions go to their endpoints after the confirmation.
+    go(browser, "users")
+    wait(browser, lambda d: "<img src=x onerror=alert(1)>" in text_of(d, "#users-table"), "the users table")
+    shoot_both(browser, artifacts, "contract-users", lambda d: text_of(d, "#users-table"))
+    first = contract_server.USERS[0]["id"]
+    for action, call in [("revoke", f"POST users/{first}/revoke-sessions"), ("delete", f"DELETE users/{first}"),
+                         ("disable", f"POST users/{first}/disable")]:
+        click(browser, f"#users-table tbody tr:first-child button[data-action='{action}']")
+        dialog = wait(browser, EC.visibility_of_element_located((By.ID, "confirm-dialog")), f"the {action} confirmation")
+        assert first in dialog.text
+        if action == "delete":
+            shoot_both(browser, artifacts, "contract-users-delete-confirmation")
+        click(browser, "#confirm-ok")
+        wait(browser, lambda d: call in state.calls, f"{call} was called")
+        wait(browser, EC.visibility_of_element_located((By.ID, "toast")), "the result")
+
+    # Sync log: every kind by default, paging with "Older", and the kind filter.
+    go(browser, "sync-log", f"?user={first}")
+    rows = "#log-table tbody tr"
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, rows)) == 50, "the first 50 entries")
+    shoot_both(browser, artifacts, "contract-sync-log", lambda d: d.find_elements(By.CSS_SELECTOR, rows))
+    click(browser, "#log-older")
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, rows)) == 100, "the next 50 entries")
+    click(browser, "#log-form input[value='compensating_write']")
+    click(browser, "#log-form button[type='submit']")
+    wait(browser, lambda d: "kind=compensating_write" in d.current_url, "the filter in the address")
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, rows) and
+         {e.text for e in d.find_elements(By.CSS_SELECTOR, "#log-table .kind")} == {"compensating write"}, "only rejected writes")
+    assert any(f"GET users/{first}/sync-log" == c for c in state.calls)
+    # A time range (read as UTC) goes to the API as ISO 8601.
+    browser.execute_script("document.getElementById('log-since').value = '2026-11-26T12:40'")
+    click(browser, "#log-form button[type='submit']")
+    wait(browser, lambda d: any(q.get("since") == "2026-11-26T12:40:00.000Z" and q.get("kind") == "compensating_write"
+                                for q in state.queries), "the time range in the query")
+
+    # An unknown user is the API's own 404 (with its error), not a missing endpoint.
+    go(browser, "sync-log", "?user=ghost")
+    wait(browser, lambda d: "The server answered 404: no user with id ghost" in text_of(d, ".page-problem .error"), "the API's 404")
+    assert not browser.find_elements(By.CSS_SELECTOR, "[data-unavailable]")
+
+    # Rejected writes: reason, rule and role; "Older" pages on.
+    go(browser, "rejected")
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rejected-table tbody tr")) == 50, "50 rejected writes")
+    assert "owner-read-write" in text_of(browser, "#rejected-table")
+    shoot_both(browser, artifacts, "contract-rejected-writes", lambda d: d.find_elements(By.CSS_SELECTOR, "#rejected-table"))
+    click(browser, "#rejected-older")
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rejected-table tbody tr")) == 60, "all 60")
+    wait(browser, lambda d: "No older rejected writes." in d.find_element(By.ID, "main").text, "the end of the list")
+
+    # Settings: fields, roles, max offline days, recovery mode, and the files as text.
+    go(browser, "settings")
+    wait(browser, lambda d: text_of(d, "#roles-table"), "the roles")
+    assert "complexity" in text_of(browser, "#settings-fields")
+    assert "30" in text_of(browser, "#settings-sync") and "enabled" in text_of(browser, "#settings-sync")
+    for summary in browser.find_elements(By.CSS_SELECTOR, "#settings-files summary"):
+        summary.click()
+    wait(browser, lambda d: "<script>alert(1)</script>" in text_of(d, "#settings-files"), "the files' text")
+    assert browser.execute_script("return document.querySelectorAll('#main script').length") == 0
+    shoot_both(browser, artifacts, "contract-settings", lambda d: text_of(d, "#roles-table"))
+    no_script_errors(browser)
