@@ -54,6 +54,11 @@ public protocol UserDirectory: Sendable {
     func allUsers() async throws -> [User]
     /// Disables or enables a user: a disabled user cannot log in, refresh or sync.
     func setDisabled(userId: String, _ disabled: Bool) async throws
+    /// Admin: forgets a user with its identities, password hash, API keys and refresh tokens
+    /// (its sync data stays: objects belong to the app, not to a user record).
+    func deleteUser(id: String) async throws
+    /// Admin: revokes every refresh token of a user (its access tokens run out on their own).
+    func revokeRefreshTokens(userId: String) async throws
 }
 
 /// A `UserDirectory` in memory (tests, development).
@@ -97,4 +102,14 @@ public actor InMemoryUserDirectory: UserDirectory {
     public func revokeRefreshToken(hash: String) { refreshTokens[hash] = nil }
     public func allUsers() -> [User] { users.values.sorted { $0.id < $1.id } }
     public func setDisabled(userId: String, _ disabled: Bool) { users[userId]?.disabled = disabled }
+    public func deleteUser(id: String) {
+        guard let u = users.removeValue(forKey: id) else { return }
+        for i in u.identities {
+            byIdentity[i] = nil
+            if i.provider == "local-userpass" { passwords[i.providerUserId] = nil }
+        }
+        apiKeys = apiKeys.filter { $0.value != id }
+        revokeRefreshTokens(userId: id)
+    }
+    public func revokeRefreshTokens(userId: String) { refreshTokens = refreshTokens.filter { $0.value.user != userId } }
 }

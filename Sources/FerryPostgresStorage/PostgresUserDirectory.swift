@@ -166,6 +166,22 @@ public final class PostgresUserDirectory: UserDirectory, Sendable {
     public func setDisabled(userId: String, _ disabled: Bool) async throws {
         _ = try await rows("disabling user \(userId)", "UPDATE users SET disabled = \(disabled) WHERE id = \(userId)")
     }
+
+    public func deleteUser(id: String) async throws {
+        // One statement: every part goes, or none.
+        _ = try await rows("deleting user \(id)", """
+            WITH p AS (DELETE FROM passwords WHERE email IN (SELECT provider_user_id FROM identities WHERE user_id = \(id)
+                    AND provider = 'local-userpass')),
+                i AS (DELETE FROM identities WHERE user_id = \(id)),
+                k AS (DELETE FROM api_keys WHERE user_id = \(id)),
+                r AS (DELETE FROM refresh_tokens WHERE user_id = \(id))
+            DELETE FROM users WHERE id = \(id)
+            """)
+    }
+
+    public func revokeRefreshTokens(userId: String) async throws {
+        _ = try await rows("revoking user \(userId)'s refresh tokens", "DELETE FROM refresh_tokens WHERE user_id = \(userId)")
+    }
 }
 
 /// Thrown inside `createUser`'s transaction when another node created the identity first.

@@ -175,4 +175,25 @@ public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
     public func setDisabled(userId: String, _ disabled: Bool) async throws {
         try lock.withLock { try run("UPDATE users SET disabled = ? WHERE id = ?") { $0.bind(1, Int64(disabled ? 1 : 0)); $0.bind(2, userId) } }
     }
+
+    public func deleteUser(id: String) async throws {
+        try lock.withLock {
+            try db.exec("BEGIN IMMEDIATE")
+            do {
+                try run("DELETE FROM passwords WHERE email IN (SELECT provider_user_id FROM identities WHERE user_id = ? AND provider = 'local-userpass')") { $0.bind(1, id) }
+                try run("DELETE FROM identities WHERE user_id = ?") { $0.bind(1, id) }
+                try run("DELETE FROM api_keys WHERE user_id = ?") { $0.bind(1, id) }
+                try run("DELETE FROM refresh_tokens WHERE user_id = ?") { $0.bind(1, id) }
+                try run("DELETE FROM users WHERE id = ?") { $0.bind(1, id) }
+                try db.exec("COMMIT")
+            } catch {
+                try? db.exec("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public func revokeRefreshTokens(userId: String) async throws {
+        try lock.withLock { try run("DELETE FROM refresh_tokens WHERE user_id = ?") { $0.bind(1, userId) } }
+    }
 }

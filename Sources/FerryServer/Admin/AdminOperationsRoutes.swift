@@ -1,0 +1,252 @@
+import FerryAppConfig
+import FerryAuth
+import FerrySyncStorage
+import Foundation
+import Hummingbird
+
+/// The admin API's operations part under `/api/admin/v1` (issue 14; the contract the console
+/// is built on): this node's counters, the cluster's devices, each user's sync log, the
+/// rejected writes, user deletion and session revocation, and a read-only view of the app.
+/// Same Bearer admin token as `AdminRoutes`.
+struct AdminOperationsRoutes {
+    let admin: AdminToken
+    let directory: any UserDirectory
+    let hub: SyncHub
+    let telemetry: SyncTelemetry
+    let operations: any OperationsStorage
+    let events: ServerEventLog
+    /// How long a node's published connections count as live (`LiveConnectionPublisher`).
+    let connectionFreshness: Duration
+    let settings: AdminSettings
+
+    struct StatsJSON: ResponseEncodable {
+        var node: String
+        var sync_enabled: Bool
+        var connections: Int
+        var sessions: Int
+        var uploads_total: Int
+        var downloads_total: Int
+        var upload_bytes_total: Int
+        var download_bytes_total: Int
+        var compensating_writes_total: Int
+        var client_resets_total: Int
+        var bootstraps_total: Int
+    }
+
+    struct DeviceJSON: Encodable {
+        var user_id: String
+        var node: String
+        var connection_id: UInt64
+        var client_file: UInt64?
+        var sdk: String?
+        var connected_since: String
+        var bytes_up: Int64
+        var bytes_down: Int64
+        var sessions: Int
+
+        // Encoded by hand: a nil client file or SDK is an explicit null, not a missing key.
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(user_id, forKey: .user_id); try c.encode(node, forKey: .node); try c.encode(connection_id, forKey: .connection_id)
+            try c.encode(client_file, forKey: .client_file); try c.encode(sdk, forKey: .sdk)
+            try c.encode(connected_since, forKey: .connected_since); try c.encode(bytes_up, forKey: .bytes_up)
+            try c.encode(bytes_down, forKey: .bytes_down); try c.encode(sessions, forKey: .sessions)
+        }
+        enum CodingKeys: String, CodingKey { case user_id, node, connection_id, client_file, sdk, connected_since, bytes_up, bytes_down, sessions }
+    }
+    struct DevicesJSON: ResponseEncodable { var devices: [DeviceJSON] }
+
+    struct EntryJSON: Encodable {
+        var id: Int64
+        var time: String
+        var kind: String
+        var user_id: String
+        var node: String
+        var connection_id: UInt64
+        var message: String
+        var details: StoredJSON
+    }
+    struct SyncLogJSON: ResponseEncodable {
+        var entries: [EntryJSON]
+        var next: Int64?
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(entries, forKey: .entries); try c.encode(next, forKey: .next)
+        }
+        enum CodingKeys: String, CodingKey { case entries, next }
+    }
+
+    struct RejectedJSON: Encodable {
+        var id: Int64
+        var time: String
+        var user_id: String
+        var object_type: String
+        var primary_key: String
+        var reason: String
+        var rule: String
+        var role: String?
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id); try c.encode(time, forKey: .time); try c.encode(user_id, forKey: .user_id)
+            try c.encode(object_type, forKey: .object_type); try c.encode(primary_key, forKey: .primary_key); try c.encode(reason, forKey: .reason)
+            try c.encode(rule, forKey: .rule); try c.encode(role, forKey: .role)
+        }
+        enum CodingKeys: String, CodingKey { case id, time, user_id, object_type, primary_key, reason, rule, role }
+    }
+    struct RejectedListJSON: ResponseEncodable {
+        var entries: [RejectedJSON]
+        var next: Int64?
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(entries, forKey: .entries); try c.encode(next, forKey: .next)
+        }
+        enum CodingKeys: String, CodingKey { case entries, next }
+    }
+
+    /// How long a read waits for this node's queued sync log entries to be written first.
+    static let flushWait: Duration = .seconds(2)
+
+    func add(to router: Router<ServerRequestContext>) {
+        let group = router.group("api/admin/v1")
+        group.get("stats") { request, _ -> StatsJSON in
+            try admin.authorize(request)
+            // From the telemetry and the hub's status: never waits on the hub or the store.
+            let totals = telemetry.metrics.snapshot
+            let counts = telemetry.live.counts
+            return StatsJSON(node: telemetry.node, sync_enabled: hub.status.syncEnabled, connections: counts.connections,
+                             sessions: counts.sessions.values.reduce(0, +), uploads_total: totals.uploads, downloads_total: totals.downloads,
+                             upload_bytes_total: totals.uploadBytes, download_bytes_total: totals.downloadBytes,
+                             compensating_writes_total: totals.compensatingWrites, client_resets_total: totals.clientResets,
+                             bootstraps_total: totals.bootstraps)
+        }
+        group.get("devices") { request, _ -> DevicesJSON in
+            try admin.authorize(request)
+            // This node's from memory (exact, at once); the other nodes' as they last published.
+            var records = telemetry.live.records(node: telemetry.node)
+            let fresh = SyncLogRecorder.nowMilliseconds() - Int64(connectionFreshness.components.seconds * 1000)
+            do {
+                records += try await operations.liveConnections(freshSinceMilliseconds: fresh).filter { $0.node != telemetry.node }
+            } catch {
+                throw APIError(status: .serviceUnavailable, code: "ServiceUnavailable", message: "cannot read the other nodes' connections: \(error)")
+            }
+            return DevicesJSON(devices: records.map {
+                DeviceJSON(user_id: $0.userId, node: $0.node, connection_id: $0.connectionId, client_file: $0.clientFile, sdk: $0.sdk,
+                           connected_since: ISOTime.string(milliseconds: $0.connectedSinceMilliseconds), bytes_up: $0.bytesUp,
+                           bytes_down: $0.bytesDown, sessions: $0.sessions)
+            })
+        }
+        group.get("users/:id/sync-log") { request, context -> SyncLogJSON in
+            try admin.authorize(request)
+            var query = try page(request)
+            query.userId = try userId(context)
+            let p = request.uri.queryParameters
+            if let kinds = p.get("kind"), !kinds.isEmpty {
+                query.kinds = try kinds.split(separator: ",").map {
+                    guard let k = SyncLogKind(rawValue: String($0)) else {
+                        throw APIError(status: .badRequest, code: "InvalidParameter",
+                                       message: "unknown kind '\($0)'; kinds: \(SyncLogKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                    }
+                    return k
+                }
+            }
+            query.sinceMilliseconds = try time(p.get("since"), "since")
+            query.untilMilliseconds = try time(p.get("until"), "until")
+            let found = try await read(query)
+            return SyncLogJSON(entries: found.map {
+                EntryJSON(id: $0.id, time: ISOTime.string(milliseconds: $0.timeMilliseconds), kind: $0.kind.rawValue, user_id: $0.userId,
+                          node: $0.node, connection_id: $0.connectionId, message: $0.message, details: Self.details($0))
+            }, next: found.count == query.limit ? found.last?.id : nil)
+        }
+        group.get("rejected-writes") { request, _ -> RejectedListJSON in
+            try admin.authorize(request)
+            var query = try page(request)
+            query.kinds = [.compensatingWrite]
+            query.userId = request.uri.queryParameters.get("user").flatMap { $0.isEmpty ? nil : $0 }
+            let found = try await read(query)
+            return RejectedListJSON(entries: found.map { e in
+                let d = Self.details(e)
+                return RejectedJSON(id: e.id, time: ISOTime.string(milliseconds: e.timeMilliseconds), user_id: e.userId,
+                                    object_type: d["object_type"] ?? "", primary_key: d["primary_key"] ?? "", reason: d["reason"] ?? e.message,
+                                    rule: d["rule"] ?? CompensatingWriteRule.queryView.rawValue, role: d["role"])
+            }, next: found.count == query.limit ? found.last?.id : nil)
+        }
+        group.delete("users/:id") { request, context -> HTTPResponse.Status in
+            try admin.authorize(request)
+            let id = try userId(context)
+            guard try await directory.user(id: id) != nil else {
+                throw APIError(status: .notFound, code: "UserNotFound", message: "no user \(id)")
+            }
+            try await directory.deleteUser(id: id)
+            try await hub.userDeleted(id)
+            await events.record(kind: "user_deleted", userId: id, message: "user deleted by an admin")
+            return .noContent
+        }
+        group.post("users/:id/revoke-sessions") { request, context -> HTTPResponse.Status in
+            try admin.authorize(request)
+            let id = try userId(context)
+            guard try await directory.user(id: id) != nil else {
+                throw APIError(status: .notFound, code: "UserNotFound", message: "no user \(id)")
+            }
+            try await directory.revokeRefreshTokens(userId: id)
+            await hub.disconnect(userId: id, message: "the user's sessions were revoked by an admin; log in again")
+            await events.record(kind: "sessions_revoked", userId: id, message: "sessions revoked by an admin")
+            return .noContent
+        }
+        group.get("settings") { request, _ -> Response in
+            try admin.authorize(request)
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: settings.json)))
+        }
+    }
+
+    /// Reads the sync log after this node's queued entries are written.
+    private func read(_ query: SyncLogQuery) async throws -> [SyncLogEntry] {
+        await telemetry.log?.flush(within: Self.flushWait)
+        do { return try await operations.syncLog(query) } catch {
+            throw APIError(status: .serviceUnavailable, code: "ServiceUnavailable", message: "cannot read the sync log: \(error)")
+        }
+    }
+
+    /// `limit` (1…1000, default 100) and `before` (an entry id).
+    private func page(_ request: Request) throws -> SyncLogQuery {
+        let p = request.uri.queryParameters
+        var query = SyncLogQuery()
+        if let l = p.get("limit") {
+            guard let n = Int(l), n > 0 else { throw APIError(status: .badRequest, code: "InvalidParameter", message: "limit must be a positive number") }
+            query.limit = min(n, 1000)
+        }
+        if let b = p.get("before"), !b.isEmpty {
+            guard let n = Int64(b) else { throw APIError(status: .badRequest, code: "InvalidParameter", message: "before must be an entry id") }
+            query.beforeId = n
+        }
+        return query
+    }
+
+    private func time(_ text: String?, _ name: String) throws -> Int64? {
+        guard let text, !text.isEmpty else { return nil }
+        guard let ms = ISOTime.milliseconds(text) else {
+            throw APIError(status: .badRequest, code: "InvalidParameter", message: "\(name) must be an ISO 8601 time such as 2026-11-26T13:00:00Z")
+        }
+        return ms
+    }
+
+    private func userId(_ context: ServerRequestContext) throws -> String {
+        guard let id = context.parameters.get("id"), !id.isEmpty else {
+            throw APIError(status: .badRequest, code: "InvalidParameter", message: "a user id is required")
+        }
+        return id
+    }
+
+    static func details(_ e: SyncLogEntry) -> StoredJSON {
+        (try? JSONDecoder().decode(StoredJSON.self, from: Data(e.details.utf8))) ?? .object([])
+    }
+}
+
+extension StoredJSON {
+    /// A string member of an object.
+    subscript(key: String) -> String? {
+        guard case .object(let members) = self, let v = members.first(where: { $0.0 == key })?.1, case .string(let s) = v else { return nil }
+        return s
+    }
+}
