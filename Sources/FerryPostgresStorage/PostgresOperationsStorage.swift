@@ -39,7 +39,7 @@ public final class PostgresOperationsStorage: OperationsStorage, Sendable {
         let messages = entries.map(\.message), details = entries.map(\.details)
         _ = try await rows("writing \(entries.count) sync log entries", """
             INSERT INTO sync_log (time, kind, user_id, node, connection_id, message, details)
-            SELECT * FROM unnest(\(times)::bigint[], \(kinds)::text[], \(users)::text[], \(nodes)::text[], \(connections)::bigint[],
+            SELECT a, b, c, d, e, f, g FROM unnest(\(times)::bigint[], \(kinds)::text[], \(users)::text[], \(nodes)::text[], \(connections)::bigint[],
                 \(messages)::text[], \(details)::text[]) WITH ORDINALITY AS t(a, b, c, d, e, f, g, n) ORDER BY n
             """)
     }

@@ -5,6 +5,8 @@ import Prometheus
 /// This server's metrics (docs/operations.md lists each), through swift-metrics objects made
 /// by a Prometheus factory over a registry of this server's own. Not the global
 /// `MetricsSystem`: it can be bootstrapped once per process, and tests run many servers in one.
+/// A name is either labelled or not (the registry refuses both): the open sessions are
+/// `sum(ferry_sessions)` over their states.
 ///
 /// Counters also keep their totals here (`Totals`), for the admin API's `stats`, which must
 /// answer without the hub and cannot read a Prometheus counter back.
@@ -26,7 +28,6 @@ final class ServerMetrics: Sendable {
     var snapshot: Totals { totals.withLock { $0 } }
 
     private let connections: Meter
-    private let sessions: Meter
     private let sessionsByState: [SessionState: Meter]
     private let uploadBytes: CoreMetrics.Counter
     private let downloadBytes: CoreMetrics.Counter
@@ -52,7 +53,6 @@ final class ServerMetrics: Sendable {
                                                    .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60)]
         self.factory = factory
         connections = Meter(label: "ferry_connections", factory: factory)
-        sessions = Meter(label: "ferry_sessions", factory: factory)
         var byState: [SessionState: Meter] = [:]
         for s in SessionState.allCases { byState[s] = Meter(label: "ferry_sessions", dimensions: [("state", s.rawValue)], factory: factory) }
         sessionsByState = byState
@@ -137,7 +137,6 @@ final class ServerMetrics: Sendable {
     /// Sets the gauges that are read rather than counted, just before a scrape.
     func refresh(live: LiveConnections.Counts, headVersion: UInt64?, pool: (inUse: Int, size: Int)?) {
         connections.set(live.connections)
-        sessions.set(live.sessions.values.reduce(0, +))
         for (state, meter) in sessionsByState { meter.set(live.sessions[state] ?? 0) }
         if let headVersion { historyHead.set(Int64(clamping: headVersion)) }
         if let pool {
