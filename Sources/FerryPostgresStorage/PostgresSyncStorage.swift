@@ -26,6 +26,8 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     public var description: String { "PostgreSQL \(location.hostAndPort)/\(location.database)" }
     public var changeFeed: any ChangeFeed { feed }
+    /// How late this node heard the last commit notification (`PostgresChangeFeed.lagSeconds`).
+    public var changeFeedLagSeconds: Double? { feed.lagSeconds }
 
     /// Snapshots take at most half the pool (`TurnQueue`).
     private let snapshotSlots: TurnQueue

@@ -30,7 +30,7 @@ public enum FerryServer {
         let directory = store.users
         let auth = AuthService(providers: app.authProviders, directory: directory, tokens: tokens, customJWT: customJWT,
                                limits: configuration.authLimits)
-        let metrics = ServerMetrics()
+        let metrics = ServerMetrics(postgres: store.database != nil)
         let syncLog = SyncLogRecorder(node: configuration.nodeId, storage: store.operations, retention: configuration.syncLogRetention,
                                       metrics: metrics, logger: logger)
         let telemetry = SyncTelemetry(node: configuration.nodeId, metrics: metrics, live: LiveConnections(), log: syncLog)
@@ -48,7 +48,7 @@ public enum FerryServer {
         AdminRoutes(token: admin.token, directory: directory, hub: hub, events: events).add(to: router)
         AdminOperationsRoutes(admin: admin, directory: directory, hub: hub, telemetry: telemetry, operations: store.operations, events: events,
                               connectionFreshness: publisher.freshness, settings: AdminSettings(app: app, directory: configuration.appDirectory)).add(to: router)
-        let metricsRoutes = MetricsRoutes(telemetry: telemetry, storage: store.sync, pool: store.pool)
+        let metricsRoutes = MetricsRoutes(telemetry: telemetry, storage: store.sync, database: store.database)
         metricsRoutes.add(to: router, admin: admin)
         var services: [any Service] = [StoreService(hub: hub, store: store, syncLog: syncLog, publisher: publisher)]
         if let metricsPort = configuration.metricsPort {

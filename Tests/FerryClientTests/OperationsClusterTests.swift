@@ -86,6 +86,10 @@ struct OperationsClusterTests {
             #expect(metrics.status == 200)
             #expect(text.contains("ferry_db_pool_connections{state=\"in_use\"}"))
             #expect(text.contains("ferry_db_pool_max_connections 4"))
+            // Node b heard node a's commit through NOTIFY, a moment after it was sent.
+            let b = String(decoding: try await Self.scrape(nodes[1]).body, as: UTF8.self)
+            let lag = b.split(separator: "\n").first { $0.hasPrefix("ferry_change_feed_lag_seconds ") }.flatMap { Double($0.split(separator: " ")[1]) }
+            #expect(lag.map { $0 >= 0 && $0 < 30 } == true, "\(b)")
         }
     }
 }

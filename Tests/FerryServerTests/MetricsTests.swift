@@ -51,6 +51,8 @@ struct MetricsTests {
             #expect((Self.value(text, "ferry_history_head_version") ?? 0) >= 1)
             #expect(Self.value(text, "ferry_auth_total{provider=\"anon-user\",result=\"success\"}") == 1)
             #expect(Self.value(text, "ferry_auth_total{provider=\"access-token\",result=\"success\"}") == 1)
+            // The embedded store has no pool nor change feed to report.
+            #expect(!text.contains("ferry_db_pool") && !text.contains("ferry_change_feed_lag_seconds"))
         }
     }
 

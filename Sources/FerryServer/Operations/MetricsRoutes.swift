@@ -6,7 +6,7 @@ import Hummingbird
 struct MetricsRoutes: Sendable {
     let telemetry: SyncTelemetry
     let storage: any SyncStorage
-    let pool: (@Sendable () -> (inUse: Int, size: Int))?
+    let database: (@Sendable () -> DatabaseGauges)?
 
     func add(to router: Router<some RequestContext>, admin: AdminToken?) {
         router.get("metrics") { request, _ -> Response in
@@ -18,7 +18,7 @@ struct MetricsRoutes: Sendable {
     func scrape() async -> Response {
         // The head from the store (what every node agrees on); absent if the store is down.
         let head = try? await storage.syncState().headVersion
-        telemetry.metrics.refresh(live: telemetry.live.counts, headVersion: head, pool: pool?())
+        telemetry.metrics.refresh(live: telemetry.live.counts, headVersion: head, database: database?())
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: telemetry.metrics.render())))

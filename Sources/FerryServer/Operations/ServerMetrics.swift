@@ -40,11 +40,13 @@ final class ServerMetrics: Sendable {
     private let bootstrapTime: CoreMetrics.Timer
     private let historyHead: Meter
     private let syncLogDropped: CoreMetrics.Counter
-    private let poolInUse: Meter
-    private let poolIdle: Meter
-    private let poolSize: Meter
+    private let poolInUse: Meter?
+    private let poolIdle: Meter?
+    private let poolSize: Meter?
+    private let feedLag: Meter?
 
-    init() {
+    /// `postgres`: the store is PostgreSQL, whose pool and change feed have metrics of their own.
+    init(postgres: Bool = false) {
         var factory = PrometheusMetricsFactory(registry: registry)
         // Sync latencies run from a millisecond (an ack on an idle server) to many seconds (a
         // bootstrap of a large view, a write under overload).
@@ -67,9 +69,10 @@ final class ServerMetrics: Sendable {
         bootstrapTime = CoreMetrics.Timer(label: "ferry_bootstrap_seconds", factory: factory)
         historyHead = Meter(label: "ferry_history_head_version", factory: factory)
         syncLogDropped = CoreMetrics.Counter(label: "ferry_sync_log_dropped_total", factory: factory)
-        poolInUse = Meter(label: "ferry_db_pool_connections", dimensions: [("state", "in_use")], factory: factory)
-        poolIdle = Meter(label: "ferry_db_pool_connections", dimensions: [("state", "idle")], factory: factory)
-        poolSize = Meter(label: "ferry_db_pool_max_connections", factory: factory)
+        poolInUse = postgres ? Meter(label: "ferry_db_pool_connections", dimensions: [("state", "in_use")], factory: factory) : nil
+        poolIdle = postgres ? Meter(label: "ferry_db_pool_connections", dimensions: [("state", "idle")], factory: factory) : nil
+        poolSize = postgres ? Meter(label: "ferry_db_pool_max_connections", factory: factory) : nil
+        feedLag = postgres ? Meter(label: "ferry_change_feed_lag_seconds", factory: factory) : nil
         // Every labelled series exists from the start (at 0), so a rate() sees its first event.
         for r in CompensatingWriteRule.allCases { _ = CoreMetrics.Counter(label: "ferry_compensating_writes_total", dimensions: [("reason", r.rawValue)], factory: factory) }
         for t in ClientResetTrigger.allCases { _ = CoreMetrics.Counter(label: "ferry_client_resets_total", dimensions: [("trigger", t.rawValue)], factory: factory) }
@@ -135,14 +138,15 @@ final class ServerMetrics: Sendable {
     // MARK: Read at scrape time
 
     /// Sets the gauges that are read rather than counted, just before a scrape.
-    func refresh(live: LiveConnections.Counts, headVersion: UInt64?, pool: (inUse: Int, size: Int)?) {
+    func refresh(live: LiveConnections.Counts, headVersion: UInt64?, database: DatabaseGauges?) {
         connections.set(live.connections)
         for (state, meter) in sessionsByState { meter.set(live.sessions[state] ?? 0) }
         if let headVersion { historyHead.set(Int64(clamping: headVersion)) }
-        if let pool {
-            poolInUse.set(pool.inUse)
-            poolIdle.set(max(0, pool.size - pool.inUse))
-            poolSize.set(pool.size)
+        if let database {
+            poolInUse?.set(database.poolInUse)
+            poolIdle?.set(max(0, database.poolSize - database.poolInUse))
+            poolSize?.set(database.poolSize)
+            if let lag = database.changeFeedLagSeconds { feedLag?.set(lag) }
         }
     }
 

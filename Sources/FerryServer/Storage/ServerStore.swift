@@ -11,8 +11,8 @@ struct ServerStore: Sendable {
     let users: any UserDirectory
     /// The sync log and the cluster's live connections.
     let operations: any OperationsStorage
-    /// PostgreSQL's pool: its size and the connections in use now (nil on the embedded store).
-    let pool: (@Sendable () -> (inUse: Int, size: Int))?
+    /// PostgreSQL's pool and change feed as the metrics show them (nil on the embedded store).
+    let database: (@Sendable () -> DatabaseGauges)?
     private let closeBackend: @Sendable () async -> Void
 
     static func open(_ configuration: ServerConfiguration, logger: Logger) async throws -> ServerStore {
@@ -21,7 +21,7 @@ struct ServerStore: Sendable {
             let sync = try SQLiteSyncStorage(path: configuration.dataDirectory + "/sync.sqlite")
             let users = try SQLiteUserDirectory(path: configuration.dataDirectory + "/users.sqlite")
             let operations = try SQLiteOperationsStorage(path: configuration.dataDirectory + "/operations.sqlite")
-            return ServerStore(sync: sync, users: users, operations: operations, pool: nil, closeBackend: {
+            return ServerStore(sync: sync, users: users, operations: operations, database: nil, closeBackend: {
                 await sync.close()
                 users.close()
                 await operations.closeOperations()
@@ -36,7 +36,10 @@ struct ServerStore: Sendable {
                 throw ServerStartError("cannot open the PostgreSQL database \(location): \(error)")
             }
             return ServerStore(sync: backend.storage, users: backend.users, operations: backend.operations,
-                               pool: { (backend.poolConnectionsInUse, backend.poolSize) }, closeBackend: { await backend.close() })
+                               database: {
+                                   DatabaseGauges(poolInUse: backend.poolConnectionsInUse, poolSize: backend.poolSize,
+                                                  changeFeedLagSeconds: backend.storage.changeFeedLagSeconds)
+                               }, closeBackend: { await backend.close() })
         }
     }
 
