@@ -66,6 +66,12 @@ enum PostgresMigrations {
                 published bigint NOT NULL, PRIMARY KEY (node, connection_id))
             """,
         ]),
+        // The server version each client file had at its last bind (`oldestBoundVersion`);
+        // files from before count as at 0.
+        Migration(version: 3, statements: [
+            "ALTER TABLE client_files ADD COLUMN bound_version bigint NOT NULL DEFAULT 0",
+            "CREATE INDEX client_files_by_bound_version ON client_files (bound_version)",
+        ]),
     ]
 
     /// Applies every migration the database has not recorded yet; returns how many it applied.

@@ -49,6 +49,8 @@ struct MetricsTests {
             #expect(Self.value(text, "ferry_bootstraps_total") == 1)
             #expect(Self.value(text, "ferry_bootstrap_seconds_count") == 1)
             #expect((Self.value(text, "ferry_history_head_version") ?? 0) >= 1)
+            // The device's file was made at head 0 and has not bound again since.
+            #expect(Self.value(text, "ferry_oldest_needed_version") == 0)
             #expect(Self.value(text, "ferry_auth_total{provider=\"anon-user\",result=\"success\"}") == 1)
             #expect(Self.value(text, "ferry_auth_total{provider=\"access-token\",result=\"success\"}") == 1)
             // The embedded store has no pool nor change feed to report.

@@ -39,6 +39,7 @@ final class ServerMetrics: Sendable {
     private let bootstraps: CoreMetrics.Counter
     private let bootstrapTime: CoreMetrics.Timer
     private let historyHead: Meter
+    private let oldestNeeded: Meter
     private let syncLogDropped: CoreMetrics.Counter
     private let poolInUse: Meter?
     private let poolIdle: Meter?
@@ -68,6 +69,7 @@ final class ServerMetrics: Sendable {
         bootstraps = CoreMetrics.Counter(label: "ferry_bootstraps_total", factory: factory)
         bootstrapTime = CoreMetrics.Timer(label: "ferry_bootstrap_seconds", factory: factory)
         historyHead = Meter(label: "ferry_history_head_version", factory: factory)
+        oldestNeeded = Meter(label: "ferry_oldest_needed_version", factory: factory)
         syncLogDropped = CoreMetrics.Counter(label: "ferry_sync_log_dropped_total", factory: factory)
         poolInUse = postgres ? Meter(label: "ferry_db_pool_connections", dimensions: [("state", "in_use")], factory: factory) : nil
         poolIdle = postgres ? Meter(label: "ferry_db_pool_connections", dimensions: [("state", "idle")], factory: factory) : nil
@@ -138,10 +140,11 @@ final class ServerMetrics: Sendable {
     // MARK: Read at scrape time
 
     /// Sets the gauges that are read rather than counted, just before a scrape.
-    func refresh(live: LiveConnections.Counts, headVersion: UInt64?, database: DatabaseGauges?) {
+    func refresh(live: LiveConnections.Counts, headVersion: UInt64?, oldestNeededVersion: UInt64?, database: DatabaseGauges?) {
         connections.set(live.connections)
         for (state, meter) in sessionsByState { meter.set(live.sessions[state] ?? 0) }
         if let headVersion { historyHead.set(Int64(clamping: headVersion)) }
+        if let oldestNeededVersion { oldestNeeded.set(Int64(clamping: oldestNeededVersion)) }
         if let database {
             poolInUse?.set(database.poolInUse)
             poolIdle?.set(max(0, database.poolSize - database.poolInUse))

@@ -386,7 +386,7 @@ actor SyncHub {
                 throw SessionFailure(id, Self.badClientFileCode, "client file \(ident) was last seen \((now - r.lastSeen) / 86_400) days ago, longer than the client maximum offline time of \(maxOfflineDays) days: the device must reset", resetAction,
                                      trigger: .maxOfflineTime)
             }
-            try await storage.touchClientFile(ident, at: now)
+            try await storage.clientFileBound(ident, at: now, serverVersion: lastServerVersion)
             if lastServerVersion > knownHead { knownHead = max(knownHead, try await storage.syncState().headVersion) }
             guard lastServerVersion <= knownHead else {
                 throw SessionFailure(id, Self.badClientFileCode, "the client has server version \(lastServerVersion), newer than the server's \(knownHead): the device must reset", resetAction,
