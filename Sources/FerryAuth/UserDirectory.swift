@@ -8,14 +8,18 @@ public struct User: Sendable, Equatable {
     /// Identity metadata (`%%user.data`), e.g. claims of a custom JWT.
     public var data: [String: FerryValue]
     public var disabled: Bool
+    /// Access tokens issued before this time (seconds since the epoch) are refused: an admin
+    /// revoked the user's sessions then (0: never).
+    public var sessionsValidAfter: Int64
 
     public var context: UserContext { UserContext(id: id, data: data) }
 
-    public init(id: String, identities: [Identity], data: [String: FerryValue], disabled: Bool) {
+    public init(id: String, identities: [Identity], data: [String: FerryValue], disabled: Bool, sessionsValidAfter: Int64 = 0) {
         self.id = id
         self.identities = identities
         self.data = data
         self.disabled = disabled
+        self.sessionsValidAfter = sessionsValidAfter
     }
 }
 
@@ -57,8 +61,9 @@ public protocol UserDirectory: Sendable {
     /// Admin: forgets a user with its identities, password hash, API keys and refresh tokens
     /// (its sync data stays: objects belong to the app, not to a user record).
     func deleteUser(id: String) async throws
-    /// Admin: revokes every refresh token of a user (its access tokens run out on their own).
-    func revokeRefreshTokens(userId: String) async throws
+    /// Admin: ends every session of a user: its refresh tokens are revoked, and access tokens
+    /// issued before `validAfter` (seconds since the epoch) are refused from now on.
+    func revokeSessions(userId: String, validAfter: Int64) async throws
 }
 
 /// A `UserDirectory` in memory (tests, development).
@@ -109,7 +114,10 @@ public actor InMemoryUserDirectory: UserDirectory {
             if i.provider == "local-userpass" { passwords[i.providerUserId] = nil }
         }
         apiKeys = apiKeys.filter { $0.value != id }
-        revokeRefreshTokens(userId: id)
+        refreshTokens = refreshTokens.filter { $0.value.user != id }
     }
-    public func revokeRefreshTokens(userId: String) { refreshTokens = refreshTokens.filter { $0.value.user != userId } }
+    public func revokeSessions(userId: String, validAfter: Int64) {
+        refreshTokens = refreshTokens.filter { $0.value.user != userId }
+        users[userId]?.sessionsValidAfter = validAfter
+    }
 }

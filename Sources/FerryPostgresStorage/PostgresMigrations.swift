@@ -67,10 +67,12 @@ enum PostgresMigrations {
             """,
         ]),
         // The server version each client file had at its last bind (`oldestBoundVersion`);
-        // files from before count as at 0.
+        // files from before count as at 0. When an admin last revoked a user's sessions
+        // (seconds since the epoch; access tokens issued before are refused).
         Migration(version: 3, statements: [
             "ALTER TABLE client_files ADD COLUMN bound_version bigint NOT NULL DEFAULT 0",
             "CREATE INDEX client_files_by_bound_version ON client_files (bound_version)",
+            "ALTER TABLE users ADD COLUMN sessions_valid_after bigint NOT NULL DEFAULT 0",
         ]),
     ]
 

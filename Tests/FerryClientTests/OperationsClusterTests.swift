@@ -92,4 +92,17 @@ struct OperationsClusterTests {
             #expect(lag.map { $0 >= 0 && $0 < 30 } == true, "\(b)")
         }
     }
+
+    @Test(.enabled(if: SyncTestCluster.isAvailable, "FERRY_TEST_POSTGRES_URL is not set"))
+    func revokingSessionsThroughOneNodeEndsTheConnectionOnTheOther() async throws {
+        try await SyncTestCluster.withNodes(2, secrets: AdminAPI.secrets) { nodes in
+            let device = try await TestDevice(baseURL: nodes[1], credentials: .jwt(testJWT(subject: "revoke-\(UInt64.random(in: 0...UInt64.max))")))
+            defer { device.close() }
+            try await device.subscribe("ownerId == \"\(device.user.id)\"")
+            try await AdminAPI.post(nodes[0], "users/\(device.user.id)/revoke-sessions")
+            // Node 2 hears the revision move and ends the connection opened before (401, log out).
+            let errors = await device.errors.wait(count: 1, seconds: 30)
+            #expect(errors.first?.code == 401)
+        }
+    }
 }

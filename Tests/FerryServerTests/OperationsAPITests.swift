@@ -126,6 +126,14 @@ struct OperationsAPITests {
             try await device.waitFor("the logout error") { if case .error(let e) = $0 { return e.action == .logOutUser } else { return false } }
             let again = try await LiveServer.request(port: port, "POST", "/api/client/v2.0/auth/session", headers: ["Authorization": "Bearer \(refresh)"])
             #expect(WireFormat.response(again)?.status == 401)
+            // The access token issued before is refused too, for HTTP and for sync.
+            let profile = try await LiveServer.request(port: port, "GET", "/api/client/v2.0/auth/profile", headers: ["Authorization": "Bearer \(user.token)"])
+            #expect(WireFormat.response(profile)?.status == 401)
+            let socket = try await RawClient.connect(port: port)
+            try await socket.send(WireFormat.upgradeRequest(token: user.token))
+            _ = await socket.wait(seconds: 60) { received, _ in WireFormat.response(received) != nil }
+            #expect(WireFormat.response(socket.received)?.status == 401)
+            await socket.close()
             #expect(try await AdminCall.call(port: port, "POST", "/api/admin/v1/users/nobody/revoke-sessions").status == 404)
         }
     }

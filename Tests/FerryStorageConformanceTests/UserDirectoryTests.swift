@@ -143,7 +143,7 @@ struct UserDeletionTests {
     }
 
     @Test(arguments: Backend.all)
-    func revokingSessionsEndsEveryRefreshTokenOfTheUserOnly(_ backend: Backend) async throws {
+    func revokingSessionsEndsEveryRefreshTokenOfTheUserAndDatesTheRevocation(_ backend: Backend) async throws {
         try await backend.withStore { store throws in
             let d = store.users
             let ann = try await d.createUser(identity: Identity(provider: "anon-user", providerUserId: "a"), data: [:])
@@ -152,11 +152,13 @@ struct UserDeletionTests {
             try await d.storeRefreshToken(hash: "a1", userId: ann.id, expires: later)
             try await d.storeRefreshToken(hash: "a2", userId: ann.id, expires: later)
             try await d.storeRefreshToken(hash: "b1", userId: bob.id, expires: later)
-            try await d.revokeRefreshTokens(userId: ann.id)
+            try await d.revokeSessions(userId: ann.id, validAfter: 1_900_000_000)
             #expect(try await d.refreshTokenUser(hash: "a1", now: Date()) == nil)
             #expect(try await d.refreshTokenUser(hash: "a2", now: Date()) == nil)
             #expect(try await d.refreshTokenUser(hash: "b1", now: Date()) == bob.id)
-            #expect(try await d.user(id: ann.id) != nil)
+            #expect(try await d.user(id: ann.id)?.sessionsValidAfter == 1_900_000_000)
+            #expect(try await d.allUsers().first { $0.id == ann.id }?.sessionsValidAfter == 1_900_000_000)
+            #expect(try await d.user(id: bob.id)?.sessionsValidAfter == 0)
         }
     }
 }

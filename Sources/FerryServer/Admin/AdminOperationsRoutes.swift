@@ -187,8 +187,8 @@ struct AdminOperationsRoutes {
             guard try await directory.user(id: id) != nil else {
                 throw APIError(status: .notFound, code: "UserNotFound", message: "no user \(id)")
             }
-            try await directory.revokeRefreshTokens(userId: id)
-            await hub.disconnect(userId: id, message: "the user's sessions were revoked by an admin; log in again")
+            try await directory.revokeSessions(userId: id, validAfter: Int64(Date().timeIntervalSince1970.rounded(.down)))
+            try await hub.sessionsRevoked(id)
             await events.record(kind: "sessions_revoked", userId: id, message: "sessions revoked by an admin")
             return .noContent
         }

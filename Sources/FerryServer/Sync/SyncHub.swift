@@ -177,6 +177,26 @@ actor SyncHub {
         }
     }
 
+    /// Admin: a user's sessions were revoked (in the user directory): this node ends the user's
+    /// connections, and every other node ends those opened before the revocation when it
+    /// hears the state revision move.
+    func sessionsRevoked(_ userId: String) async throws {
+        disconnect(userId: userId, message: Self.sessionsRevokedMessage)
+        try await storage.bumpStateRevision()
+    }
+
+    static let sessionsRevokedMessage = "the user's sessions were revoked by an admin; log in again"
+
+    /// Ends the user's connections opened in or before `second` (seconds since the epoch): a
+    /// device that logged in again after a revocation keeps its new connection.
+    private func disconnect(userId: String, openedBySecond second: Int64) {
+        for c in connections.values where c.userId == userId {
+            guard let opened = telemetry.live.connection(c.id)?.connectedSinceMilliseconds, opened / 1000 <= second else { continue }
+            c.send(.error(ProtocolError(session: 0, code: 401, message: Self.sessionsRevokedMessage, tryAgain: false, action: .logOutUser)))
+            closeConnection(c)
+        }
+    }
+
     /// Admin: a user was deleted from the directory: ended here, and on every other node when
     /// it hears the state revision move (the user is no longer found).
     func userDeleted(_ userId: String) async throws {
@@ -191,6 +211,7 @@ actor SyncHub {
             do {
                 let user = try await directory.user(id: userId)
                 if user?.disabled ?? true { disconnect(userId: userId, message: user == nil ? "the user was deleted" : "the user was disabled") }
+                else if let user, user.sessionsValidAfter > 0 { disconnect(userId: userId, openedBySecond: user.sessionsValidAfter) }
             } catch {
                 logger.warning("cannot read user \(userId) to check whether an admin disabled it: \(error)")
             }
