@@ -39,10 +39,10 @@ struct SyncLogAPITests {
             #expect((sd["queries"] as? Entries)?.first?["query"] as? String == "complexity <= 4")
             // The upload, summarised per object: type, operation, key, count.
             let upload = try #require(log.first { $0["kind"] as? String == "upload" })
-            let changesets = try #require((upload["details"] as? [String: Any])?["changesets"] as? Entries)
-            let changes = try #require(changesets.first?["changes"] as? Entries)
+            let changes = try #require((upload["details"] as? [String: Any])?["changesets"] as? Entries)
             #expect(changes.map { $0["primary_key"] as? String } == keys.map { $0.description })
-            #expect(changes.allSatisfy { $0["object_type"] as? String == "Item" && $0["operation"] as? String == "create" && $0["count"] as? Int == 1 })
+            #expect(changes.allSatisfy { $0["object_type"] as? String == "Item" && $0["operation"] as? String == "create" && $0["count"] as? Int == 1
+                && $0["client_version"] as? Int == 1 })
             // Every reason, each with its rule.
             let rejected = log.filter { $0["kind"] as? String == "compensating_write" }.compactMap { $0["details"] as? [String: Any] }
             #expect(Set(rejected.compactMap { $0["rule"] as? String }) == ["query_view", "write_filter"])

@@ -72,34 +72,42 @@ struct SyncTelemetry: Sendable {
 
     // MARK: Uploads
 
-    /// An UPLOAD arrived: its changesets, summarised per object (type, operation, key, count).
+    /// The most summary lines an upload's log entry keeps.
+    static let maxUploadLines = 200
+
+    /// An UPLOAD arrived: its changesets, summarised per changeset and object: one line per
+    /// run of instructions on one object with one operation (client version, object type,
+    /// operation, primary key, count).
     func uploadReceived(_ outbox: ConnectionOutbox, session: UInt64, _ changesets: [UploadIntegration.Decoded]) {
         metrics.uploadReceived(changesets: changesets.count)
         guard let log else { return }
-        var summary: [StoredJSON] = []
+        var lines: [(version: UInt64, table: String, operation: String, key: String, count: Int)] = []
+        var undecodable: [StoredJSON] = []
         for d in changesets {
-            var changes: [StoredJSON] = []
             switch d.changeset {
             case .failure(let e):
-                changes = [.object([("error", .string(e.description))])]
+                undecodable.append(.object([("client_version", .int(Int64(clamping: d.upload.clientVersion))), ("error", .string(e.description))]))
             case .success(let c):
-                // Runs of instructions on one object and operation become one line with a count.
-                var runs: [(table: String, operation: String, key: String, count: Int)] = []
                 for i in c.instructions {
-                    let op = Self.operation(i)
-                    if let last = runs.last, last.table == i.table, last.key == i.key.keyText, last.operation == op { runs[runs.count - 1].count += 1 }
-                    else { runs.append((i.table, op, i.key.keyText, 1)) }
+                    let op = Self.operation(i), v = d.upload.clientVersion
+                    if let last = lines.last, last.version == v, last.table == i.table, last.key == i.key.keyText, last.operation == op {
+                        lines[lines.count - 1].count += 1
+                    } else {
+                        lines.append((v, i.table, op, i.key.keyText, 1))
+                    }
                 }
-                changes = runs.prefix(100).map { .object([("object_type", .string($0.table)), ("operation", .string($0.operation)),
-                                                          ("primary_key", .string($0.key)), ("count", .int(Int64($0.count)))]) }
-                if runs.count > 100 { changes.append(.object([("more", .int(Int64(runs.count - 100)))])) }
             }
-            summary.append(.object([("client_version", .int(Int64(clamping: d.upload.clientVersion))), ("changes", .array(changes))]))
         }
+        var summary: [StoredJSON] = lines.prefix(Self.maxUploadLines).map {
+            .object([("client_version", .int(Int64(clamping: $0.version))), ("object_type", .string($0.table)), ("operation", .string($0.operation)),
+                     ("primary_key", .string($0.key)), ("count", .int(Int64($0.count)))])
+        }
+        summary += undecodable
         let instructions = changesets.reduce(0) { n, d in if case .success(let c) = d.changeset { return n + c.instructions.count } else { return n } }
         log.record(.upload, userId: outbox.userId, connection: outbox.id,
                    "upload of \(changesets.count) changeset(s), \(instructions) instruction(s) in session \(session)",
-                   details: [("session", .int(Int64(session))), ("changesets", .array(summary))])
+                   details: [("session", .int(Int64(session))), ("changesets", .array(summary)),
+                             ("lines_omitted", .int(Int64(max(0, lines.count - Self.maxUploadLines))))])
     }
 
     static func operation(_ i: Instruction) -> String {
