@@ -105,4 +105,18 @@ struct OperationsClusterTests {
             #expect(errors.first?.code == 401)
         }
     }
+
+    @Test(.enabled(if: SyncTestCluster.isAvailable, "FERRY_TEST_POSTGRES_URL is not set"))
+    func deletingAUserThroughOneNodeEndsItsConnectionOnTheOther() async throws {
+        try await SyncTestCluster.withNodes(2, secrets: AdminAPI.secrets) { nodes in
+            let device = try await TestDevice(baseURL: nodes[1], credentials: .jwt(testJWT(subject: "delete-\(UInt64.random(in: 0...UInt64.max))")))
+            defer { device.close() }
+            try await device.subscribe("ownerId == \"\(device.user.id)\"")
+            let response = try await AdminAPI.call(nodes[0], "DELETE", "users/\(device.user.id)")
+            #expect(response.status == 204)
+            let errors = await device.errors.wait(count: 1, seconds: 30)
+            #expect(errors.first?.code == 401)
+            #expect(errors.first?.message.contains("deleted") == true)
+        }
+    }
 }
