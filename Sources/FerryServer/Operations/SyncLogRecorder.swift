@@ -29,6 +29,8 @@ final class SyncLogRecorder: Sendable {
         var flushes: [(upTo: UInt64, waiter: CheckedContinuation<Void, Never>)] = []
         var touched: Set<String> = []
         var forceTrim = false
+        /// `settled` when the last trim began: flushes up to it are done.
+        var trimmedUpTo: UInt64 = 0
         var stopped = false
     }
     private let state = LockedValue(State())
@@ -62,7 +64,7 @@ final class SyncLogRecorder: Sendable {
     func flush() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let (done, wake) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
-                if s.stopped || s.settled >= s.recorded && !s.forceTrim && s.touched.isEmpty { return (true, nil) }
+                if s.stopped || s.trimmedUpTo >= s.recorded { return (true, nil) }
                 s.flushes.append((s.recorded, c))
                 s.forceTrim = true
                 defer { s.wake = nil }
@@ -96,23 +98,25 @@ final class SyncLogRecorder: Sendable {
                     for _ in batch { metrics.syncLogEntryDropped() }
                 }
             }
-            let (users, force) = state.withLock { s -> ([String], Bool) in
+            let (users, trim, settled) = state.withLock { s -> ([String], Bool, UInt64) in
                 s.settled += UInt64(batch.count)
-                let due = s.forceTrim || ContinuousClock.now - lastTrim >= Self.trimInterval
-                guard due, s.queue.isEmpty else { return ([], false) }
+                guard s.forceTrim || stopped || ContinuousClock.now - lastTrim >= Self.trimInterval else { return ([], false, s.settled) }
                 defer { s.touched = []; s.forceTrim = false }
-                return (Array(s.touched), true)
+                return (Array(s.touched), true, s.settled)
             }
-            if force {
+            if trim {
                 lastTrim = ContinuousClock.now
                 do { try await storage.trimSyncLog(retention, users: users, nowMilliseconds: Self.nowMilliseconds()) } catch {
                     logger.warning("cannot trim the sync log: \(error)")
                 }
             }
+            // A flush returns once its entries are written and a trim ran after them; one
+            // whose entries are still queued asks for another trim.
             let ready = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-                guard !s.forceTrim || s.queue.isEmpty && s.touched.isEmpty else { return [] }
-                let ready = s.flushes.filter { $0.upTo <= s.settled }.map(\.waiter)
-                s.flushes.removeAll { $0.upTo <= s.settled }
+                if trim { s.trimmedUpTo = settled }
+                let ready = s.flushes.filter { $0.upTo <= s.trimmedUpTo }.map(\.waiter)
+                s.flushes.removeAll { $0.upTo <= s.trimmedUpTo }
+                if !s.flushes.isEmpty { s.forceTrim = true }
                 return ready
             }
             for r in ready { r.resume() }
@@ -150,13 +154,12 @@ final class SyncLogRecorder: Sendable {
 
     /// No more entries are taken; `run` writes what is queued and returns.
     func stop() {
-        let (wake, waiters) = state.withLock { s -> (CheckedContinuation<Void, Never>?, [CheckedContinuation<Void, Never>]) in
+        let wake = state.withLock { s -> CheckedContinuation<Void, Never>? in
             s.stopped = true
             defer { s.wake = nil }
-            return (s.wake, [])
+            return s.wake
         }
         wake?.resume()
-        for w in waiters { w.resume() }
     }
 
     static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
