@@ -689,7 +689,7 @@ actor SyncHub {
                     if !s.view.classes.contains(k.table) { batch.add(.erase(table: k.table, key: k.key)) }
                 }
             } catch {
-                logger.error("connection \(s.outbox.id) session \(s.id): cannot read the uploader's catch-up: \(error)")
+                s.outbox.logger.error("connection \(s.outbox.id) session \(s.id): cannot read the uploader's catch-up: \(error)")
                 s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
                 closeConnection(s.outbox)
                 return
@@ -714,7 +714,7 @@ actor SyncHub {
             let current: StampedObject?
             if let e = entries[k], inMemory { current = e.stored.object } else {
                 do { current = try await storage.object(k, schema: os)?.object } catch {
-                    logger.error("connection \(s.outbox.id) session \(s.id): cannot read \(k.table) \(k.key) for the uploader: \(error)")
+                    s.outbox.logger.error("connection \(s.outbox.id) session \(s.id): cannot read \(k.table) \(k.key) for the uploader: \(error)")
                     s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
                     closeConnection(s.outbox)
                     return

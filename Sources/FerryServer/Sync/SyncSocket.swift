@@ -53,6 +53,8 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
     where Frames.Element == InboundFrame {
         guard quotas.openConnection(user.id) else {
             let most = quotas.limits.maxConnectionsPerUser
+            var logger = logger
+            logger[metadataKey: "user_id"] = "\(user.id)"
             logger.warning("sync connection refused for user \(user.id): it has \(most) open, the most allowed (--max-connections-per-user)")
             let error = ProtocolError(session: 0, code: UserQuotas.tooManyConnectionsCode,
                                       message: "the user has \(most) sync connections open, the most allowed; close one or try again later",
