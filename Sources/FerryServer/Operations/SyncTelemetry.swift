@@ -63,7 +63,12 @@ struct SyncTelemetry: Sendable {
                              started: ContinuousClock.Instant) {
         live.session(outbox.id, session, is: .active)
         if error == nil { metrics.bootstrap(since: started) }
-        let queries = subscriptions.map { StoredJSON.object([("name", .string($0.name)), ("object_type", .string($0.objectType)), ("query", .string($0.query))]) }
+        // Bounded: a client chooses how many subscriptions it sends and how long they are.
+        var queries = subscriptions.prefix(Self.maxListed).map {
+            StoredJSON.object([("name", .string(excerpt($0.name))), ("object_type", .string(excerpt($0.objectType))),
+                               ("query", .string(excerpt($0.query, limit: 1000)))])
+        }
+        if subscriptions.count > Self.maxListed { queries.append(.object([("more", .int(Int64(subscriptions.count - Self.maxListed)))])) }
         log?.record(.subscriptionChanged, userId: outbox.userId, connection: outbox.id,
                     "subscription set \(version) of session \(session): " + (error.map { "error: \($0)" } ?? "complete"),
                     details: [("session", .int(Int64(session))), ("version", .int(Int64(clamping: version))), ("queries", .array(queries)),
@@ -74,6 +79,8 @@ struct SyncTelemetry: Sendable {
 
     /// The most summary lines an upload's log entry keeps.
     static let maxUploadLines = 200
+    /// The most subscriptions a subscription change's entry lists.
+    static let maxListed = 100
 
     /// An UPLOAD arrived: its changesets, summarised per changeset and object: one line per
     /// run of instructions on one object with one operation (client version, object type,
@@ -86,7 +93,7 @@ struct SyncTelemetry: Sendable {
         for d in changesets {
             switch d.changeset {
             case .failure(let e):
-                undecodable.append(.object([("client_version", .int(Int64(clamping: d.upload.clientVersion))), ("error", .string(e.description))]))
+                undecodable.append(.object([("client_version", .int(Int64(clamping: d.upload.clientVersion))), ("error", .string(excerpt(e.description)))]))
             case .success(let c):
                 for i in c.instructions {
                     let op = Self.operation(i), v = d.upload.clientVersion
@@ -99,10 +106,10 @@ struct SyncTelemetry: Sendable {
             }
         }
         var summary: [StoredJSON] = lines.prefix(Self.maxUploadLines).map {
-            .object([("client_version", .int(Int64(clamping: $0.version))), ("object_type", .string($0.table)), ("operation", .string($0.operation)),
-                     ("primary_key", .string($0.key)), ("count", .int(Int64($0.count)))])
+            .object([("client_version", .int(Int64(clamping: $0.version))), ("object_type", .string(excerpt($0.table))), ("operation", .string($0.operation)),
+                     ("primary_key", .string(excerpt($0.key))), ("count", .int(Int64($0.count)))])
         }
-        summary += undecodable
+        summary += undecodable.prefix(10)
         let instructions = changesets.reduce(0) { n, d in if case .success(let c) = d.changeset { return n + c.instructions.count } else { return n } }
         log.record(.upload, userId: outbox.userId, connection: outbox.id,
                    "upload of \(changesets.count) changeset(s), \(instructions) instruction(s) in session \(session)",
@@ -123,7 +130,8 @@ struct SyncTelemetry: Sendable {
         let rule = CompensatingWriteRule(cw)
         metrics.compensatingWrite(rule)
         log?.record(.compensatingWrite, userId: outbox.userId, connection: outbox.id, cw.reason,
-                    details: [("object_type", .string(cw.objectType)), ("primary_key", .string(cw.primaryKey.keyText)), ("reason", .string(cw.reason)),
+                    details: [("object_type", .string(excerpt(cw.objectType))), ("primary_key", .string(excerpt(cw.primaryKey.keyText))),
+                              ("reason", .string(excerpt(cw.reason, limit: ServerEventLog.maxMessageBytes))),
                               ("rule", .string(rule.rawValue)), ("role", CompensatingWriteRule.role(of: cw).map(StoredJSON.string) ?? .null)])
     }
 
