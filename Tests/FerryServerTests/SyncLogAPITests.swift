@@ -77,6 +77,23 @@ struct SyncLogAPITests {
         }
     }
 
+    @Test func aFullLastPageSaysItIsTheLast() async throws {
+        try await LiveServer.withServer { port in
+            let device = try await OperationsDevice.connect(port: port, sdk: nil)
+            try await device.subscribe()
+            let path = "/api/admin/v1/users/\(device.userId)/sync-log"
+            try await AdminCall.eventually("the subscription in the log") {
+                Self.entries(try await AdminCall.get(port: port, path + "?kind=subscription_changed").json).count == 1
+            }
+            // connection_opened, session_bound, subscription_changed: three entries.
+            let full = try await AdminCall.get(port: port, path + "?limit=3").json as? [String: Any]
+            #expect(Self.entries(full).count == 3)
+            #expect(full?["next"] is NSNull)
+            let short = try await AdminCall.get(port: port, path + "?limit=2").json as? [String: Any]
+            #expect(short?["next"] as? Int == Self.entries(short).last?["id"] as? Int)
+        }
+    }
+
     @Test func rejectedWritesListTheSeedsReasonsAcrossUsers() async throws {
         try await LiveServer.withServer { port in
             let ann = try await OperationsDevice.connect(port: port, sdk: nil)

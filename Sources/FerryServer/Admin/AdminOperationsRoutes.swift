@@ -151,24 +151,24 @@ struct AdminOperationsRoutes {
             }
             query.sinceMilliseconds = try time(p.get("since"), "since")
             query.untilMilliseconds = try time(p.get("until"), "until")
-            let found = try await read(query)
+            let (found, next) = try await read(query)
             return SyncLogJSON(entries: found.map {
                 EntryJSON(id: $0.id, time: ISOTime.string(milliseconds: $0.timeMilliseconds), kind: $0.kind.rawValue, user_id: $0.userId,
                           node: $0.node, connection_id: $0.connectionId, message: $0.message, details: Self.details($0))
-            }, next: found.count == query.limit ? found.last?.id : nil)
+            }, next: next)
         }
         group.get("rejected-writes") { request, _ -> RejectedListJSON in
             try admin.authorize(request)
             var query = try page(request)
             query.kinds = [.compensatingWrite]
             query.userId = request.uri.queryParameters.get("user").flatMap { $0.isEmpty ? nil : $0 }
-            let found = try await read(query)
+            let (found, next) = try await read(query)
             return RejectedListJSON(entries: found.map { e in
                 let d = Self.details(e)
                 return RejectedJSON(id: e.id, time: ISOTime.string(milliseconds: e.timeMilliseconds), user_id: e.userId,
                                     object_type: d["object_type"] ?? "", primary_key: d["primary_key"] ?? "", reason: d["reason"] ?? e.message,
                                     rule: d["rule"] ?? CompensatingWriteRule.queryView.rawValue, role: d["role"])
-            }, next: found.count == query.limit ? found.last?.id : nil)
+            }, next: next)
         }
         group.delete("users/:id") { request, context -> HTTPResponse.Status in
             try admin.authorize(request)
@@ -200,12 +200,18 @@ struct AdminOperationsRoutes {
         }
     }
 
-    /// Reads the sync log after this node's queued entries are written.
-    private func read(_ query: SyncLogQuery) async throws -> [SyncLogEntry] {
+    /// Reads a page of the sync log after this node's queued entries are written, and the
+    /// `before` of the next page (nil when this one is the last: one entry more is read to know).
+    private func read(_ query: SyncLogQuery) async throws -> (entries: [SyncLogEntry], next: Int64?) {
         await telemetry.log?.flush(within: Self.flushWait)
-        do { return try await operations.syncLog(query) } catch {
+        var probe = query
+        probe.limit = query.limit + 1
+        let found: [SyncLogEntry]
+        do { found = try await operations.syncLog(probe) } catch {
             throw APIError(status: .serviceUnavailable, code: "ServiceUnavailable", message: "cannot read the sync log: \(error)")
         }
+        let page = Array(found.prefix(query.limit))
+        return (page, found.count > query.limit ? page.last?.id : nil)
     }
 
     /// `limit` (1…1000, default 100) and `before` (an entry id).
