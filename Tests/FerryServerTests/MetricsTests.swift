@@ -25,6 +25,7 @@ struct MetricsTests {
         try await LiveServer.withServer { port in
             let before = try await Self.scrape(port: port)
             #expect(Self.value(before, "ferry_uploads_integrated_total") == 0)
+            #expect(Self.value(before, "ferry_oldest_needed_version") == 0 && Self.value(before, "ferry_history_head_version") == 0)
             #expect(Self.value(before, "ferry_compensating_writes_total{reason=\"write_filter\"}") == 0)
             let device = try await OperationsDevice.connect(port: port, sdk: nil)
             try await device.subscribe()

@@ -18,8 +18,9 @@ struct MetricsRoutes: Sendable {
     func scrape() async -> Response {
         // The head from the store (what every node agrees on); absent if the store is down.
         let head = try? await storage.syncState().headVersion
-        let oldest = try? await storage.oldestBoundVersion()
-        telemetry.metrics.refresh(live: telemetry.live.counts, headVersion: head, oldestNeededVersion: oldest ?? nil, database: database?())
+        // Without client files nothing older than the head is needed.
+        let oldest = (try? await storage.oldestBoundVersion()).map { $0 ?? head } ?? nil
+        telemetry.metrics.refresh(live: telemetry.live.counts, headVersion: head, oldestNeededVersion: oldest, database: database?())
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: telemetry.metrics.render())))
