@@ -80,7 +80,12 @@ struct AuthRoutes {
         }
         let session = router.group("api/client/v2.0/auth")
         session.post("session") { request, context -> Response in
-            let token = try await auth.refresh(refreshToken: try bearer(request))
+            let token: String
+            do { token = try await auth.refresh(refreshToken: try bearer(request)) } catch {
+                metrics?.authenticated(provider: "refresh-token", success: false)
+                throw error
+            }
+            metrics?.authenticated(provider: "refresh-token", success: true)
             return try json(AccessTokenResponse(access_token: token), request, context)
         }
         session.delete("session") { request, _ -> Response in

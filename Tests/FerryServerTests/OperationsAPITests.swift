@@ -126,6 +126,8 @@ struct OperationsAPITests {
             try await device.waitFor("the logout error") { if case .error(let e) = $0 { return e.action == .logOutUser } else { return false } }
             let again = try await LiveServer.request(port: port, "POST", "/api/client/v2.0/auth/session", headers: ["Authorization": "Bearer \(refresh)"])
             #expect(WireFormat.response(again)?.status == 401)
+            let metrics = try await MetricsTests.scrape(port: port)
+            #expect(MetricsTests.value(metrics, "ferry_auth_total{provider=\"refresh-token\",result=\"failure\"}") == 1)
             // The access token issued before is refused too, for HTTP and for sync.
             let profile = try await LiveServer.request(port: port, "GET", "/api/client/v2.0/auth/profile", headers: ["Authorization": "Bearer \(user.token)"])
             #expect(WireFormat.response(profile)?.status == 401)
