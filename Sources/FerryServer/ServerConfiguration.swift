@@ -50,9 +50,14 @@ public struct ServerConfiguration: Sendable {
     /// How often this node publishes its connections for the cluster's device list.
     public var connectionPublishInterval: Duration = .seconds(5)
 
+    /// `gethostname`, not `ProcessInfo.hostName`, which resolves every interface's address
+    /// (reverse DNS: slow, or stuck, where DNS is).
     public static func defaultNodeId() -> String {
         let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        return "\(ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "node")-\(suffix)"
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&buffer, buffer.count - 1) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        return "\(host.split(separator: ".").first.map(String.init) ?? "node")-\(suffix)"
     }
 
     public init(appDirectory: String, dataDirectory: String, host: String = "127.0.0.1", port: Int = 0,
