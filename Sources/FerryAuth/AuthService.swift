@@ -136,8 +136,12 @@ public final class AuthService: Sendable {
 
     /// The user behind an access token, for the sync endpoint and the other HTTP routes.
     public func authenticate(accessToken: String) async throws -> User {
-        let id = try await tokens.verifyAccessToken(accessToken)
+        let (id, issuedAt) = try await tokens.verifiedAccessToken(accessToken)
         guard let user = try await directory.user(id: id), !user.disabled else { throw AuthError.userNotFound }
+        // Issued in or before the second an admin revoked the user's sessions.
+        guard Int64(issuedAt.timeIntervalSince1970.rounded(.down)) > user.sessionsValidAfter else {
+            throw AuthError.invalidToken("the user's sessions were revoked by an admin")
+        }
         return user
     }
 }

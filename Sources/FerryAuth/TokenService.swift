@@ -48,7 +48,10 @@ public final class TokenService: Sendable {
     public static let algorithm = "HS256"
 
     /// The user id of a valid access token for this app.
-    public func verifyAccessToken(_ token: String) async throws -> String {
+    public func verifyAccessToken(_ token: String) async throws -> String { try await verifiedAccessToken(token).userId }
+
+    /// The user id of a valid access token for this app, and when it was issued.
+    public func verifiedAccessToken(_ token: String) async throws -> (userId: String, issuedAt: Date) {
         try JWTHeader.require(Self.algorithm, in: token, what: "the token")
         let claims: AccessTokenClaims
         do { claims = try await keys.verify(token, as: AccessTokenClaims.self) } catch {
@@ -56,7 +59,7 @@ public final class TokenService: Sendable {
         }
         guard claims.aud.value.contains(appId) else { throw AuthError.invalidToken("issued for another app") }
         guard claims.exp.value > now() else { throw AuthError.tokenExpired }
-        return claims.sub.value
+        return (claims.sub.value, claims.iat.value)
     }
 
     /// A new refresh token and the hash to store (the token itself is never stored).

@@ -8,14 +8,18 @@ public struct User: Sendable, Equatable {
     /// Identity metadata (`%%user.data`), e.g. claims of a custom JWT.
     public var data: [String: FerryValue]
     public var disabled: Bool
+    /// Access tokens issued before this time (seconds since the epoch) are refused: an admin
+    /// revoked the user's sessions then (0: never).
+    public var sessionsValidAfter: Int64
 
     public var context: UserContext { UserContext(id: id, data: data) }
 
-    public init(id: String, identities: [Identity], data: [String: FerryValue], disabled: Bool) {
+    public init(id: String, identities: [Identity], data: [String: FerryValue], disabled: Bool, sessionsValidAfter: Int64 = 0) {
         self.id = id
         self.identities = identities
         self.data = data
         self.disabled = disabled
+        self.sessionsValidAfter = sessionsValidAfter
     }
 }
 
@@ -54,6 +58,12 @@ public protocol UserDirectory: Sendable {
     func allUsers() async throws -> [User]
     /// Disables or enables a user: a disabled user cannot log in, refresh or sync.
     func setDisabled(userId: String, _ disabled: Bool) async throws
+    /// Admin: forgets a user with its identities, password hash, API keys and refresh tokens
+    /// (its sync data stays: objects belong to the app, not to a user record).
+    func deleteUser(id: String) async throws
+    /// Admin: ends every session of a user: its refresh tokens are revoked, and access tokens
+    /// issued before `validAfter` (seconds since the epoch) are refused from now on.
+    func revokeSessions(userId: String, validAfter: Int64) async throws
 }
 
 /// A `UserDirectory` in memory (tests, development).
@@ -97,4 +107,17 @@ public actor InMemoryUserDirectory: UserDirectory {
     public func revokeRefreshToken(hash: String) { refreshTokens[hash] = nil }
     public func allUsers() -> [User] { users.values.sorted { $0.id < $1.id } }
     public func setDisabled(userId: String, _ disabled: Bool) { users[userId]?.disabled = disabled }
+    public func deleteUser(id: String) {
+        guard let u = users.removeValue(forKey: id) else { return }
+        for i in u.identities {
+            byIdentity[i] = nil
+            if i.provider == "local-userpass" { passwords[i.providerUserId] = nil }
+        }
+        apiKeys = apiKeys.filter { $0.value != id }
+        refreshTokens = refreshTokens.filter { $0.value.user != id }
+    }
+    public func revokeSessions(userId: String, validAfter: Int64) {
+        refreshTokens = refreshTokens.filter { $0.value.user != userId }
+        users[userId]?.sessionsValidAfter = validAfter
+    }
 }

@@ -9,12 +9,23 @@ public final class PostgresBackend: Sendable {
     public let location: PostgresLocation
     public let storage: PostgresSyncStorage
     public let users: PostgresUserDirectory
+    public let operations: PostgresOperationsStorage
+    private let client: PostgresClient
+    /// The pool's size (`maximumConnections`).
+    public let poolSize: Int
 
-    private init(location: PostgresLocation, storage: PostgresSyncStorage, users: PostgresUserDirectory) {
+    private init(location: PostgresLocation, storage: PostgresSyncStorage, users: PostgresUserDirectory, operations: PostgresOperationsStorage,
+                 client: PostgresClient, poolSize: Int) {
         self.location = location
         self.storage = storage
         self.users = users
+        self.operations = operations
+        self.client = client
+        self.poolSize = poolSize
     }
+
+    /// The pool's connections Ferry holds now (the rest of `poolSize` is idle or not yet open).
+    public var poolConnectionsInUse: Int { BoundedLease.connectionsInUse(of: client) }
 
     /// Connects, migrates the schema (nodes starting together take turns, see
     /// `PostgresMigrations`) and opens the store. A first connection is made on its own before
@@ -45,7 +56,8 @@ public final class PostgresBackend: Sendable {
                                               feedPollInterval: feedPollInterval, stopClient: stop)
             let users = PostgresUserDirectory(client: client, logger: logger)
             logger.info("PostgreSQL: opened \(location) at version \(state.headVersion)")
-            return PostgresBackend(location: location, storage: storage, users: users)
+            return PostgresBackend(location: location, storage: storage, users: users, operations: PostgresOperationsStorage(client: client, logger: logger),
+                                   client: client, poolSize: max(2, maximumConnections))
         } catch {
             await stop()
             throw error

@@ -21,6 +21,12 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     private var tasks: [Task<Void, Never>] = []
     /// Whether the last poll failed (to log a failure and the recovery once, not every tick).
     private var pollFailing = false
+    private var lastLag: Double?
+
+    /// Seconds between the last notification's sending (the database's clock) and this node
+    /// hearing it (its own clock; skew between the two shows up here): the metric
+    /// `ferry_change_feed_lag_seconds`. Nil before the first notification.
+    public var lagSeconds: Double? { lock.withLock { lastLag } }
 
     init(client: PostgresClient, logger: Logger, initial: FeedSignal, pollInterval: Duration) {
         self.client = client
@@ -96,7 +102,11 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
                         if failures > 0 { logger.info("PostgreSQL: the change feed listens again") }
                         failures = 0
                         for try await notification in notifications {
-                            if let signal = PostgresSyncMeta.signal(payload: notification.payload) {
+                            if let (signal, sent) = PostgresSyncMeta.notification(payload: notification.payload) {
+                                if let sent {
+                                    let lag = max(0, Date().timeIntervalSince1970 - Double(sent) / 1000)
+                                    lock.withLock { lastLag = lag }
+                                }
                                 publish(headVersion: signal.headVersion, stateRevision: signal.stateRevision)
                             } else {
                                 try await refresh()

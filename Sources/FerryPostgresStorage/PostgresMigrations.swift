@@ -49,6 +49,31 @@ enum PostgresMigrations {
             "CREATE TABLE api_keys (hash text PRIMARY KEY, user_id text NOT NULL, name text NOT NULL)",
             "CREATE TABLE refresh_tokens (hash text PRIMARY KEY, user_id text NOT NULL, expires timestamptz NOT NULL)",
         ]),
+        // The operations data (PostgresOperationsStorage): every user's sync log, and the sync
+        // connections each node publishes for the cluster's device list. time/published/
+        // connected_since: milliseconds since the epoch; details: a JSON object as text.
+        Migration(version: 2, statements: [
+            """
+            CREATE TABLE sync_log (id bigserial PRIMARY KEY, time bigint NOT NULL, kind text NOT NULL, user_id text NOT NULL,
+                node text NOT NULL, connection_id bigint NOT NULL, message text NOT NULL, details text NOT NULL)
+            """,
+            "CREATE INDEX sync_log_by_user ON sync_log (user_id, id)",
+            "CREATE INDEX sync_log_by_kind ON sync_log (kind, id)",
+            "CREATE INDEX sync_log_by_time ON sync_log (time)",
+            """
+            CREATE TABLE live_connections (node text NOT NULL, connection_id bigint NOT NULL, user_id text NOT NULL, client_file bigint,
+                sdk text, connected_since bigint NOT NULL, bytes_up bigint NOT NULL, bytes_down bigint NOT NULL, sessions int NOT NULL,
+                published bigint NOT NULL, PRIMARY KEY (node, connection_id))
+            """,
+        ]),
+        // The server version each client file had at its last bind (`oldestBoundVersion`);
+        // files from before count as at 0. When an admin last revoked a user's sessions
+        // (seconds since the epoch; access tokens issued before are refused).
+        Migration(version: 3, statements: [
+            "ALTER TABLE client_files ADD COLUMN bound_version bigint NOT NULL DEFAULT 0",
+            "CREATE INDEX client_files_by_bound_version ON client_files (bound_version)",
+            "ALTER TABLE users ADD COLUMN sessions_valid_after bigint NOT NULL DEFAULT 0",
+        ]),
     ]
 
     /// Applies every migration the database has not recorded yet; returns how many it applied.

@@ -6,7 +6,9 @@ import PostgresNIO
 /// The `sync_meta` counters (head, sync switch, generation, state revision) and the NOTIFY
 /// that tells every node they moved.
 enum PostgresSyncMeta {
-    /// The one channel every node of the app listens on; the payload is "head:revision".
+    /// The one channel every node of the app listens on; the payload is "head:revision:millis",
+    /// millis being the database's clock when the notification was sent (for the feed's lag;
+    /// nodes before it sent "head:revision", which is still read).
     static let channel = "ferry_changes"
 
     static func readState(_ connection: PostgresConnection, logger: Logger) async throws -> SyncState {
@@ -57,15 +59,23 @@ enum PostgresSyncMeta {
     /// if and when the transaction commits.
     static func notify(_ connection: PostgresConnection, head: UInt64, revision: UInt64, logger: Logger) async throws {
         try await PostgresFailure.run("notifying \(channel)") {
-            try await connection.guardedQuery("SELECT pg_notify(\(channel), \("\(head):\(revision)"))", logger: logger)
+            try await connection.guardedQuery("""
+                SELECT pg_notify(\(channel), \("\(head):\(revision):") || (extract(epoch from clock_timestamp()) * 1000)::bigint)
+                """, logger: logger)
         }
     }
 
-    /// Parses a NOTIFY payload ("head:revision"); nil for anything else.
-    static func signal(payload: String) -> FeedSignal? {
+    /// Parses a NOTIFY payload ("head:revision" or "head:revision:millis"); nil for anything else.
+    static func signal(payload: String) -> FeedSignal? { notification(payload: payload)?.signal }
+
+    /// A NOTIFY payload's signal and, when it carries one, when it was sent (milliseconds since
+    /// the epoch on the database's clock).
+    static func notification(payload: String) -> (signal: FeedSignal, sentMilliseconds: Int64?)? {
         let parts = payload.split(separator: ":")
-        guard parts.count == 2, let head = UInt64(parts[0]), let revision = UInt64(parts[1]) else { return nil }
-        return FeedSignal(headVersion: head, stateRevision: revision)
+        guard parts.count == 2 || parts.count == 3, let head = UInt64(parts[0]), let revision = UInt64(parts[1]) else { return nil }
+        let sent = parts.count == 3 ? Int64(parts[2]) : nil
+        guard parts.count == 2 || sent != nil else { return nil }
+        return (FeedSignal(headVersion: head, stateRevision: revision), sent)
     }
 }
 
@@ -74,7 +84,8 @@ extension PostgresSyncMeta {
     static func notify(_ connection: PostgresConnection, head: UInt64, logger: Logger) async throws {
         try await PostgresFailure.run("notifying \(channel)") {
             try await connection.guardedQuery("""
-                SELECT pg_notify(\(channel), \(String(head)) || ':' || (SELECT value FROM sync_meta WHERE key = 'state_revision'))
+                SELECT pg_notify(\(channel), \(String(head)) || ':' || (SELECT value FROM sync_meta WHERE key = 'state_revision')
+                    || ':' || (extract(epoch from clock_timestamp()) * 1000)::bigint)
                 """, logger: logger)
         }
     }

@@ -26,6 +26,8 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     public var description: String { "PostgreSQL \(location.hostAndPort)/\(location.database)" }
     public var changeFeed: any ChangeFeed { feed }
+    /// How late this node heard the last commit notification (`PostgresChangeFeed.lagSeconds`).
+    public var changeFeedLagSeconds: Double? { feed.lagSeconds }
 
     /// Snapshots take at most half the pool (`TurnQueue`).
     private let snapshotSlots: TurnQueue
@@ -139,7 +141,8 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
         let now = ServerClock.secondsSinceEpoch()
         let ident = try await withConnection("creating a client file for user \(userId)") { connection -> Int64 in
             let rows = try await connection.guardedQuery("""
-                INSERT INTO client_files (salt, user_id, last_seen) VALUES (\(Int64(bitPattern: salt)), \(userId), \(Int64(now))) RETURNING ident
+                INSERT INTO client_files (salt, user_id, last_seen, bound_version)
+                VALUES (\(Int64(bitPattern: salt)), \(userId), \(Int64(now)), (SELECT value FROM sync_meta WHERE key = 'server_version')) RETURNING ident
                 """, logger: logger).collect()
             guard let row = rows.first else { throw FerryError(.io, "PostgreSQL: could not allocate a client file") }
             return try PostgresObjectReads.decodeRow(row, Int64.self, "client_files")
@@ -177,6 +180,22 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     public func forgetClientFile(_ ident: UInt64) async throws {
         try await execute("forgetting client file \(ident)", "DELETE FROM client_files WHERE ident = \(Int64(bitPattern: ident))")
+    }
+
+    public func clientFileBound(_ ident: UInt64, at secondsSinceEpoch: Int, serverVersion: UInt64) async throws {
+        try await execute("recording that client file \(ident) bound", """
+            UPDATE client_files SET last_seen = \(Int64(secondsSinceEpoch)), bound_version = \(Int64(bitPattern: serverVersion))
+            WHERE ident = \(Int64(bitPattern: ident))
+            """)
+    }
+
+    public func oldestBoundVersion() async throws -> UInt64? {
+        try await withConnection("reading the oldest bound version") { connection -> UInt64? in
+            let rows = try await connection.guardedQuery("SELECT min(bound_version) FROM client_files", logger: logger).collect()
+            guard let row = rows.first else { return nil }
+            let v: Int64? = try PostgresObjectReads.decodeRow(row, Int64?.self, "client_files")
+            return v.map { UInt64(bitPattern: $0) }
+        }
     }
 
     public func touchClientFile(_ ident: UInt64, at secondsSinceEpoch: Int) async throws {

@@ -49,15 +49,15 @@ public final class PostgresUserDirectory: UserDirectory, Sendable {
     }
 
     private func load(_ id: String) async throws -> User? {
-        guard let row = try await rows("reading user \(id)", "SELECT data, disabled FROM users WHERE id = \(id)").first else { return nil }
-        let (data, disabled) = try PostgresObjectReads.decodeRow(row, (ByteBuffer, Bool).self, "users")
+        guard let row = try await rows("reading user \(id)", "SELECT data, disabled, sessions_valid_after FROM users WHERE id = \(id)").first else { return nil }
+        let (data, disabled, validAfter) = try PostgresObjectReads.decodeRow(row, (ByteBuffer, Bool, Int64).self, "users")
         var identities: [Identity] = []
         for r in try await rows("reading user \(id)'s identities",
                                 "SELECT provider, provider_user_id FROM identities WHERE user_id = \(id) ORDER BY provider COLLATE \"C\", provider_user_id COLLATE \"C\"") {
             let (provider, providerUserId) = try PostgresObjectReads.decodeRow(r, (String, String).self, "identities")
             identities.append(Identity(provider: provider, providerUserId: providerUserId))
         }
-        return User(id: id, identities: identities, data: try Self.decode(data.bytes), disabled: disabled)
+        return User(id: id, identities: identities, data: try Self.decode(data.bytes), disabled: disabled, sessionsValidAfter: validAfter)
     }
 
     private func userId(identity: Identity) async throws -> String? {
@@ -157,14 +157,34 @@ public final class PostgresUserDirectory: UserDirectory, Sendable {
             let (userId, provider, providerUserId) = try PostgresObjectReads.decodeRow(r, (String, String, String).self, "identities")
             identities[userId, default: []].append(Identity(provider: provider, providerUserId: providerUserId))
         }
-        return try await rows("reading every user", "SELECT id, data, disabled FROM users ORDER BY id COLLATE \"C\"").map { r in
-            let (id, data, disabled) = try PostgresObjectReads.decodeRow(r, (String, ByteBuffer, Bool).self, "users")
-            return User(id: id, identities: identities[id] ?? [], data: try Self.decode(data.bytes), disabled: disabled)
+        return try await rows("reading every user", "SELECT id, data, disabled, sessions_valid_after FROM users ORDER BY id COLLATE \"C\"").map { r in
+            let (id, data, disabled, validAfter) = try PostgresObjectReads.decodeRow(r, (String, ByteBuffer, Bool, Int64).self, "users")
+            return User(id: id, identities: identities[id] ?? [], data: try Self.decode(data.bytes), disabled: disabled, sessionsValidAfter: validAfter)
         }
     }
 
     public func setDisabled(userId: String, _ disabled: Bool) async throws {
         _ = try await rows("disabling user \(userId)", "UPDATE users SET disabled = \(disabled) WHERE id = \(userId)")
+    }
+
+    public func deleteUser(id: String) async throws {
+        // One statement: every part goes, or none.
+        _ = try await rows("deleting user \(id)", """
+            WITH p AS (DELETE FROM passwords WHERE email IN (SELECT provider_user_id FROM identities WHERE user_id = \(id)
+                    AND provider = 'local-userpass')),
+                i AS (DELETE FROM identities WHERE user_id = \(id)),
+                k AS (DELETE FROM api_keys WHERE user_id = \(id)),
+                r AS (DELETE FROM refresh_tokens WHERE user_id = \(id))
+            DELETE FROM users WHERE id = \(id)
+            """)
+    }
+
+    public func revokeSessions(userId: String, validAfter: Int64) async throws {
+        // One statement: both, or neither.
+        _ = try await rows("revoking user \(userId)'s sessions", """
+            WITH r AS (DELETE FROM refresh_tokens WHERE user_id = \(userId))
+            UPDATE users SET sessions_valid_after = \(validAfter) WHERE id = \(userId)
+            """)
     }
 }
 

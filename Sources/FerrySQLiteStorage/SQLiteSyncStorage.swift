@@ -45,6 +45,11 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         // Stores made before tombstones kept their last values (see StoredObject.erasedState).
         if try !Self.hasColumn(writer, "objects", "erased_doc") { try writer.exec("ALTER TABLE objects ADD COLUMN erased_doc BLOB") }
         try writer.exec("CREATE INDEX IF NOT EXISTS client_files_by_user ON client_files (user_id, last_seen)")
+        // Stores made before the oldest bound version was kept: their files count as at 0.
+        if try !Self.hasColumn(writer, "client_files", "bound_version") {
+            try writer.exec("ALTER TABLE client_files ADD COLUMN bound_version INTEGER NOT NULL DEFAULT 0")
+        }
+        try writer.exec("CREATE INDEX IF NOT EXISTS client_files_by_bound_version ON client_files (bound_version)")
         reader = try SQLiteConnection(readingAt: path, description: "the server's sync store \(path)")
         let state = try Self.readState(writer)
         feed = FeedBroadcast(initial: FeedSignal(headVersion: state.headVersion, stateRevision: state.revision))
@@ -185,11 +190,32 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         }
     }
 
+    public func clientFileBound(_ ident: UInt64, at secondsSinceEpoch: Int, serverVersion: UInt64) async throws {
+        try await write { db in
+            let s = try db.statement("UPDATE client_files SET last_seen = ?, bound_version = ? WHERE ident = ?")
+            defer { s.reset() }
+            s.bind(1, Int64(secondsSinceEpoch)); s.bind(2, Int64(bitPattern: serverVersion)); s.bind(3, Int64(bitPattern: ident))
+            try s.run()
+        }
+    }
+
+    public func oldestBoundVersion() async throws -> UInt64? {
+        try read { db in
+            let s = try db.statement("SELECT min(bound_version) FROM client_files")
+            defer { s.reset() }
+            guard try s.step(), !s.isNull(0) else { return nil }
+            return UInt64(bitPattern: s.int64(0))
+        }
+    }
+
     public func newClientFile(userId: String) async throws -> ClientFileRecord {
         try await write { db in
             let salt = UInt64.random(in: 1...UInt64(Int64.max))
             let now = ServerClock.secondsSinceEpoch()
-            let s = try db.statement("INSERT INTO client_files (salt, user_id, last_seen) VALUES (?, ?, ?) RETURNING ident")
+            let s = try db.statement("""
+                INSERT INTO client_files (salt, user_id, last_seen, bound_version)
+                VALUES (?, ?, ?, (SELECT value FROM meta WHERE key = 'server_version')) RETURNING ident
+                """)
             defer { s.reset() }
             s.bind(1, Int64(bitPattern: salt)); s.bind(2, userId); s.bind(3, Int64(now))
             guard try s.step() else { throw FerryError(.io, "could not allocate a client file") }

@@ -21,6 +21,11 @@ public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
             CREATE TABLE IF NOT EXISTS refresh_tokens (hash TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, expires REAL NOT NULL);
             CREATE INDEX IF NOT EXISTS identities_by_user ON identities (user_id, provider);
             """)
+        // Files made before an admin could revoke sessions.
+        let column = try db.statement("SELECT 1 FROM pragma_table_info('users') WHERE name = 'sessions_valid_after'")
+        let has = try column.step()
+        column.reset()
+        if !has { try db.exec("ALTER TABLE users ADD COLUMN sessions_valid_after INTEGER NOT NULL DEFAULT 0") }
         // `identities_by_user` (every sync connection reads the user's identities) is created
         // here rather than with its table, so a file made before it gets it on its next open; with
         // `provider` it also gives the identities in the order they are listed.
@@ -57,17 +62,17 @@ public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
     }
 
     private func load(_ id: String) throws -> User? {
-        let s = try db.statement("SELECT data, disabled FROM users WHERE id = ?")
+        let s = try db.statement("SELECT data, disabled, sessions_valid_after FROM users WHERE id = ?")
         s.bind(1, id)
         guard try s.step() else { s.reset(); return nil }
-        let data = try Self.decode(s.blob(0)), disabled = s.int64(1) != 0
+        let data = try Self.decode(s.blob(0)), disabled = s.int64(1) != 0, validAfter = s.int64(2)
         s.reset()
         let i = try db.statement("SELECT provider, provider_user_id FROM identities WHERE user_id = ? ORDER BY provider")
         defer { i.reset() }
         i.bind(1, id)
         var identities: [Identity] = []
         while try i.step() { identities.append(Identity(provider: i.string(0), providerUserId: i.string(1))) }
-        return User(id: id, identities: identities, data: data, disabled: disabled)
+        return User(id: id, identities: identities, data: data, disabled: disabled, sessionsValidAfter: validAfter)
     }
 
     private func run(_ sql: String, _ bind: (Statement) -> Void) throws {
@@ -174,5 +179,36 @@ public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
 
     public func setDisabled(userId: String, _ disabled: Bool) async throws {
         try lock.withLock { try run("UPDATE users SET disabled = ? WHERE id = ?") { $0.bind(1, Int64(disabled ? 1 : 0)); $0.bind(2, userId) } }
+    }
+
+    public func deleteUser(id: String) async throws {
+        try lock.withLock {
+            try db.exec("BEGIN IMMEDIATE")
+            do {
+                try run("DELETE FROM passwords WHERE email IN (SELECT provider_user_id FROM identities WHERE user_id = ? AND provider = 'local-userpass')") { $0.bind(1, id) }
+                try run("DELETE FROM identities WHERE user_id = ?") { $0.bind(1, id) }
+                try run("DELETE FROM api_keys WHERE user_id = ?") { $0.bind(1, id) }
+                try run("DELETE FROM refresh_tokens WHERE user_id = ?") { $0.bind(1, id) }
+                try run("DELETE FROM users WHERE id = ?") { $0.bind(1, id) }
+                try db.exec("COMMIT")
+            } catch {
+                try? db.exec("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public func revokeSessions(userId: String, validAfter: Int64) async throws {
+        try lock.withLock {
+            try db.exec("BEGIN IMMEDIATE")
+            do {
+                try run("DELETE FROM refresh_tokens WHERE user_id = ?") { $0.bind(1, userId) }
+                try run("UPDATE users SET sessions_valid_after = ? WHERE id = ?") { $0.bind(1, validAfter); $0.bind(2, userId) }
+                try db.exec("COMMIT")
+            } catch {
+                try? db.exec("ROLLBACK")
+                throw error
+            }
+        }
     }
 }

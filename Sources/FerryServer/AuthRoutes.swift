@@ -21,6 +21,8 @@ import Hummingbird
 struct AuthRoutes {
     let appId: String
     let auth: AuthService
+    /// Counts logins by provider and outcome (`ferry_auth_total`).
+    var metrics: ServerMetrics? = nil
 
     struct LoginResponse: ResponseEncodable {
         var access_token: String
@@ -50,14 +52,22 @@ struct AuthRoutes {
             let provider = context.parameters.get("provider") ?? ""
             let body = provider == "anon-user" ? Credentials() : try await request.decode(as: Credentials.self, context: context)
             let session: AuthSession
-            switch provider {
-            case "anon-user": session = try await auth.loginAnonymous(from: context.clientAddress)
-            case "local-userpass":
-                session = try await auth.login(email: body.username ?? body.email ?? "", password: body.password ?? "",
-                                               from: context.clientAddress)
-            case "custom-token": session = try await auth.login(customToken: body.token ?? "")
-            case "api-key": session = try await auth.login(apiKey: body.key ?? "")
-            default: throw AuthError.providerDisabled(provider)
+            do {
+                switch provider {
+                case "anon-user": session = try await auth.loginAnonymous(from: context.clientAddress)
+                case "local-userpass":
+                    session = try await auth.login(email: body.username ?? body.email ?? "", password: body.password ?? "",
+                                                   from: context.clientAddress)
+                case "custom-token": session = try await auth.login(customToken: body.token ?? "")
+                case "api-key": session = try await auth.login(apiKey: body.key ?? "")
+                default: throw AuthError.providerDisabled(provider)
+                }
+                metrics?.authenticated(provider: provider, success: true)
+            } catch {
+                // Any provider name a client sends would be a label of its own: unknown ones share one.
+                metrics?.authenticated(provider: ["anon-user", "local-userpass", "custom-token", "api-key"].contains(provider) ? provider : "other",
+                                       success: false)
+                throw error
             }
             return try json(LoginResponse(access_token: session.accessToken, refresh_token: session.refreshToken,
                                           user_id: session.userId, device_id: "000000000000000000000000"), request, context)
@@ -70,7 +80,12 @@ struct AuthRoutes {
         }
         let session = router.group("api/client/v2.0/auth")
         session.post("session") { request, context -> Response in
-            let token = try await auth.refresh(refreshToken: try bearer(request))
+            let token: String
+            do { token = try await auth.refresh(refreshToken: try bearer(request)) } catch {
+                metrics?.authenticated(provider: "refresh-token", success: false)
+                throw error
+            }
+            metrics?.authenticated(provider: "refresh-token", success: true)
             return try json(AccessTokenResponse(access_token: token), request, context)
         }
         session.delete("session") { request, _ -> Response in

@@ -6,6 +6,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import HummingbirdWebSocket
 import Logging
+import ServiceLifecycle
 
 /// A Ferry server: reads the app directory, prepares its data directory and authentication,
 /// and serves HTTP. `ferry-server` is a thin executable over it; tests run it in-process.
@@ -29,18 +30,43 @@ public enum FerryServer {
         let directory = store.users
         let auth = AuthService(providers: app.authProviders, directory: directory, tokens: tokens, customJWT: customJWT,
                                limits: configuration.authLimits)
+        let metrics = ServerMetrics(postgres: store.database != nil)
+        let syncLog = SyncLogRecorder(node: configuration.nodeId, storage: store.operations, retention: configuration.syncLogRetention,
+                                      metrics: metrics, logger: logger)
+        let telemetry = SyncTelemetry(node: configuration.nodeId, metrics: metrics, live: LiveConnections(), log: syncLog)
+        let publisher = LiveConnectionPublisher(node: configuration.nodeId, live: telemetry.live, storage: store.operations,
+                                                interval: configuration.connectionPublishInterval, logger: logger)
 
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: AuthErrorMiddleware())
         router.get("health") { _, _ in "ok" }
-        AuthRoutes(appId: app.appId, auth: auth).add(to: router)
+        AuthRoutes(appId: app.appId, auth: auth, metrics: metrics).add(to: router)
         let events = ServerEventLog()
         let hub = try await SyncHub(app: app, storage: store.sync, directory: directory, logger: logger, events: events, limits: configuration.syncLimits,
-                                beforeUploadMerge: configuration.beforeUploadMerge)
-        AdminRoutes(token: configuration.secrets["FERRY_ADMIN_TOKEN"], directory: directory, hub: hub, events: events).add(to: router)
+                                    telemetry: telemetry, beforeUploadMerge: configuration.beforeUploadMerge)
+        let admin = AdminToken(token: configuration.secrets["FERRY_ADMIN_TOKEN"])
+        AdminRoutes(token: admin.token, directory: directory, hub: hub, events: events).add(to: router)
         ConsoleRoutes().add(to: router)
+        AdminOperationsRoutes(admin: admin, directory: directory, hub: hub, telemetry: telemetry, operations: store.operations, events: events,
+                              connectionFreshness: publisher.freshness, settings: AdminSettings(app: app, directory: configuration.appDirectory)).add(to: router)
+        let metricsRoutes = MetricsRoutes(telemetry: telemetry, storage: store.sync, database: store.database)
+        metricsRoutes.add(to: router, admin: admin)
+        var services: [any Service] = [StoreService(hub: hub, store: store, syncLog: syncLog, publisher: publisher)]
+        if let metricsPort = configuration.metricsPort {
+            let metricsRouter = Router()
+            metricsRoutes.add(to: metricsRouter, admin: nil)
+            let report = configuration.onMetricsListening
+            services.append(Application(router: metricsRouter,
+                                        configuration: .init(address: .hostname(configuration.metricsHost, port: metricsPort), serverName: "ferry-server-metrics"),
+                                        onServerRunning: { channel in
+                                            let port = channel.localAddress?.port ?? metricsPort
+                                            logger.info("metrics on http://\(configuration.metricsHost):\(port)/metrics")
+                                            await report?(port)
+                                        },
+                                        logger: logger))
+        }
         let sync = SyncRoutes(appId: app.appId, auth: auth, hub: hub, limits: configuration.connectionLimits,
-                              userLimits: configuration.syncLimits, logger: logger)
+                              userLimits: configuration.syncLimits, logger: logger, telemetry: telemetry)
         logger.info("serving app '\(app.name)' (\(app.appId)) from \(store.sync.description): \(app.collections.count) collection(s), providers \(app.authProviders.filter { !$0.disabled }.map(\.type).sorted())")
         var server: HTTPServerBuilder = .ferry(sync: sync, limits: configuration.connectionLimits, logger: logger)
         switch (configuration.tlsCertificatePath, configuration.tlsKeyPath) {
@@ -55,7 +81,7 @@ public enum FerryServer {
             server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ferry-server",
                                  availableConnectionsDelegate: MaximumAvailableConnections(configuration.connectionLimits.acceptCeiling, logger: logger)),
-            services: [StoreService(hub: hub, store: store)],
+            services: services,
             onServerRunning: { channel in
                 // First on the listening socket: a failed accept must pause, not spin.
                 try? await channel.eventLoop.submit {

@@ -1,4 +1,6 @@
 import FerryAuth
+import FerrySyncStorage
+import Foundation
 
 /// How to run a Ferry server.
 public struct ServerConfiguration: Sendable {
@@ -39,6 +41,29 @@ public struct ServerConfiguration: Sendable {
     /// merge held here holds up nobody else's upload, and one whose objects moved meanwhile
     /// is merged again. nil in production.
     public var beforeUploadMerge: (@Sendable (String) async -> Void)?
+    /// This node's name in the sync log, the device list and `GET stats` (default: the host
+    /// name and a random suffix, new at every start).
+    public var nodeId: String = ServerConfiguration.defaultNodeId()
+    /// Serve `GET /metrics` without the admin token on a listener of its own at
+    /// `metricsHost:metricsPort` (0: any free port, reported to `onMetricsListening`).
+    public var metricsPort: Int?
+    public var metricsHost = "127.0.0.1"
+    public var onMetricsListening: (@Sendable (Int) async -> Void)?
+    /// How much of every user's sync log is kept (`--sync-log-max-per-user`,
+    /// `--sync-log-max-age-days`).
+    public var syncLogRetention = SyncLogRetention()
+    /// How often this node publishes its connections for the cluster's device list.
+    public var connectionPublishInterval: Duration = .seconds(5)
+
+    /// `gethostname`, not `ProcessInfo.hostName`, which resolves every interface's address
+    /// (reverse DNS: slow, or stuck, where DNS is).
+    public static func defaultNodeId() -> String {
+        let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&buffer, buffer.count - 1) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        return "\(host.split(separator: ".").first.map(String.init) ?? "node")-\(suffix)"
+    }
 
     public init(appDirectory: String, dataDirectory: String, host: String = "127.0.0.1", port: Int = 0,
                 secrets: [String: String] = [:], tlsCertificatePath: String? = nil, tlsKeyPath: String? = nil) {

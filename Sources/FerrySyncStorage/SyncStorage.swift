@@ -46,6 +46,14 @@ public protocol SyncStorage: AnyObject, Sendable {
     func forgetClientFile(_ ident: UInt64) async throws
     /// Records that the client file was seen now (a bind).
     func touchClientFile(_ ident: UInt64, at secondsSinceEpoch: Int) async throws
+    /// Records a bind of the client file now, with the server version it has integrated
+    /// (`touchClientFile`, and `oldestBoundVersion` learns the version). A new client file
+    /// counts as bound at the head it was made at (its bootstrap starts there).
+    func clientFileBound(_ ident: UInt64, at secondsSinceEpoch: Int, serverVersion: UInt64) async throws
+    /// The oldest server version any client file had at its last bind: history after it may
+    /// still be asked for (`ferry_oldest_needed_version`); a lower bound, as devices move on
+    /// while connected. Files from before this was recorded count as 0. Nil without client files.
+    func oldestBoundVersion() async throws -> UInt64?
 
     // MARK: Objects and history
 

@@ -33,6 +33,12 @@ struct FerryServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(name: .customLong("log-format"), help: "text (default) or json: one JSON object per line, with connection_id and user_id on every sync line.")
+    var logFormat: String = "text"
+
+    @OptionGroup(title: "Operations")
+    var operations: OperationsOptions
+
     @Option(name: .customLong("tls-certificate"), help: "PEM certificate chain: serve HTTPS and WSS (with --tls-key).")
     var tlsCertificate: String?
 
@@ -53,6 +59,11 @@ struct FerryServerCommand: AsyncParsableCommand {
 
     func run() async throws {
         MallocArenas.cap()
+        switch logFormat {
+        case "text": break
+        case "json": LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
+        default: throw ValidationError("--log-format must be text or json")
+        }
         var logger = Logger(label: "ferry-server")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         var config = ServerConfiguration(appDirectory: appDir, dataDirectory: data, host: host, port: port,
@@ -65,6 +76,7 @@ struct FerryServerCommand: AsyncParsableCommand {
         config.connectionLimits = connectionLimits.limits
         config.syncLimits = syncLimits.limits
         config.authLimits = authLimits.limits
+        try operations.apply(to: &config)
         do {
             let portFile = self.portFile
             let app = try await FerryServer.make(config, logger: logger) { port in

@@ -8,7 +8,7 @@ import Testing
 enum LiveServer {
     static let adminToken = "an-admin-token-for-tests"
 
-    static func withServer(configure: (inout ServerConfiguration) -> Void = { _ in },
+    static func withServer(configure: (inout ServerConfiguration) -> Void = { _ in }, logger given: Logger? = nil,
                            _ body: (Int) async throws -> Void) async throws {
         var config = ServerConfiguration(appDirectory: AuthAPITests.example,
                                          dataDirectory: NSTemporaryDirectory() + "ferry-live-\(UInt64.random(in: 0...UInt64.max))",
@@ -18,8 +18,10 @@ enum LiveServer {
         // Process.run reads out of bounds (ASan). The reserve is tested on the executable.
         config.descriptorReserve = 0
         configure(&config)
-        var logger = Logger(label: "ferry-server-test")
-        logger.logLevel = ProcessInfo.processInfo.environment["FERRY_TEST_SERVER_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        var logger = given ?? Logger(label: "ferry-server-test")
+        if given == nil {
+            logger.logLevel = ProcessInfo.processInfo.environment["FERRY_TEST_SERVER_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        }
         let (ports, sink) = AsyncStream.makeStream(of: Int.self)
         let app = try await FerryServer.make(config, logger: logger) { port in
             sink.yield(port)

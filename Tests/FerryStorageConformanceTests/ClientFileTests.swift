@@ -82,3 +82,29 @@ struct ClientFileTests {
         }
     }
 }
+
+/// The server version each client file had at its last bind, and the oldest of them (what the
+/// history must still serve: `ferry_oldest_needed_version`).
+@Suite("Storage: bound versions")
+struct BoundVersionTests {
+    @Test(arguments: Backend.all)
+    func theOldestBoundVersionFollowsBindsAndForgottenFiles(_ backend: Backend) async throws {
+        try await backend.withStore { store throws in
+            let s = store.storage
+            #expect(try await s.oldestBoundVersion() == nil)
+            let a = try await s.newClientFile(userId: "u1")
+            // A new file counts at the head it was made at (0 here).
+            #expect(try await s.oldestBoundVersion() == 0)
+            try await s.clientFileBound(a.ident, at: 1_000, serverVersion: 7)
+            #expect(try await s.oldestBoundVersion() == 7)
+            #expect(try await s.clientFile(a.ident)?.lastSeen == 1_000)
+            let b = try await s.newClientFile(userId: "u2")
+            try await s.clientFileBound(b.ident, at: 1_000, serverVersion: 3)
+            #expect(try await s.oldestBoundVersion() == 3)
+            try await s.clientFileBound(b.ident, at: 2_000, serverVersion: 12)
+            #expect(try await s.oldestBoundVersion() == 7)
+            try await s.forgetClientFile(a.ident)
+            #expect(try await s.oldestBoundVersion() == 12)
+        }
+    }
+}

@@ -6,11 +6,14 @@ import Foundation
 struct OpenStore: Sendable {
     let storage: any SyncStorage
     let users: any UserDirectory
+    /// The sync log and the published connections.
+    let operations: any OperationsStorage
     private let closing: Once
 
-    init(storage: any SyncStorage, users: any UserDirectory, close: @escaping @Sendable () async -> Void) {
+    init(storage: any SyncStorage, users: any UserDirectory, operations: any OperationsStorage, close: @escaping @Sendable () async -> Void) {
         self.storage = storage
         self.users = users
+        self.operations = operations
         closing = Once(close)
     }
 

@@ -64,6 +64,6 @@ struct PostgresPlace: StorePlace {
 
     func open() async throws -> OpenStore {
         let backend = try await PostgresBackend.open(try PostgresLocation(url: url), logger: PostgresTestDatabase.logger)
-        return OpenStore(storage: backend.storage, users: backend.users) { await backend.close() }
+        return OpenStore(storage: backend.storage, users: backend.users, operations: backend.operations) { await backend.close() }
     }
 }

@@ -21,9 +21,18 @@ struct SQLitePlace: StorePlace {
             await storage.close()
             throw error
         }
-        return OpenStore(storage: storage, users: users) {
+        let operations: SQLiteOperationsStorage
+        do {
+            operations = try SQLiteOperationsStorage(path: directory.appendingPathComponent("operations.sqlite").path)
+        } catch {
             await storage.close()
             users.close()
+            throw error
+        }
+        return OpenStore(storage: storage, users: users, operations: operations) {
+            await storage.close()
+            users.close()
+            await operations.closeOperations()
         }
     }
 

@@ -113,3 +113,52 @@ struct UserDirectoryTests {
         }
     }
 }
+
+/// The admin's deletion of a user and revocation of its sessions.
+@Suite("Storage: deleting users and revoking sessions")
+struct UserDeletionTests {
+    @Test(arguments: Backend.all)
+    func aDeletedUserIsGoneWithItsIdentitiesPasswordKeysAndTokens(_ backend: Backend) async throws {
+        try await backend.withStore { store throws in
+            let d = store.users
+            let email = Identity(provider: "local-userpass", providerUserId: "gone@example.com")
+            let ann = try await d.createUser(identity: email, data: [:])
+            #expect(try await d.addPasswordHash(email: "gone@example.com", hash: "h"))
+            try await d.addAPIKey(userId: ann.id, keyHash: "k", name: "key")
+            try await d.storeRefreshToken(hash: "r", userId: ann.id, expires: Date().addingTimeInterval(3600))
+            let bob = try await d.createUser(identity: Identity(provider: "anon-user", providerUserId: "b"), data: [:])
+            try await d.storeRefreshToken(hash: "rb", userId: bob.id, expires: Date().addingTimeInterval(3600))
+
+            try await d.deleteUser(id: ann.id)
+            #expect(try await d.user(id: ann.id) == nil)
+            #expect(try await d.user(identity: email) == nil)
+            #expect(try await d.passwordHash(email: "gone@example.com") == nil)
+            #expect(try await d.userId(apiKeyHash: "k") == nil)
+            #expect(try await d.refreshTokenUser(hash: "r", now: Date()) == nil)
+            #expect(try await d.allUsers().map(\.id) == [bob.id])
+            #expect(try await d.refreshTokenUser(hash: "rb", now: Date()) == bob.id)
+            // Deleting a user that is not there changes nothing.
+            try await d.deleteUser(id: ann.id)
+        }
+    }
+
+    @Test(arguments: Backend.all)
+    func revokingSessionsEndsEveryRefreshTokenOfTheUserAndDatesTheRevocation(_ backend: Backend) async throws {
+        try await backend.withStore { store throws in
+            let d = store.users
+            let ann = try await d.createUser(identity: Identity(provider: "anon-user", providerUserId: "a"), data: [:])
+            let bob = try await d.createUser(identity: Identity(provider: "anon-user", providerUserId: "b"), data: [:])
+            let later = Date().addingTimeInterval(3600)
+            try await d.storeRefreshToken(hash: "a1", userId: ann.id, expires: later)
+            try await d.storeRefreshToken(hash: "a2", userId: ann.id, expires: later)
+            try await d.storeRefreshToken(hash: "b1", userId: bob.id, expires: later)
+            try await d.revokeSessions(userId: ann.id, validAfter: 1_900_000_000)
+            #expect(try await d.refreshTokenUser(hash: "a1", now: Date()) == nil)
+            #expect(try await d.refreshTokenUser(hash: "a2", now: Date()) == nil)
+            #expect(try await d.refreshTokenUser(hash: "b1", now: Date()) == bob.id)
+            #expect(try await d.user(id: ann.id)?.sessionsValidAfter == 1_900_000_000)
+            #expect(try await d.allUsers().first { $0.id == ann.id }?.sessionsValidAfter == 1_900_000_000)
+            #expect(try await d.user(id: bob.id)?.sessionsValidAfter == 0)
+        }
+    }
+}

@@ -75,7 +75,7 @@ final class SyncConnection: WebSocketDelegate {
         state = .connecting
         app.log(.debug, "connecting to \(app.syncURL) for user \(user.id)")
         let ws = WebSocketClient(loop: app.loop, url: app.syncURL, subprotocol: "ferry-sync.1",
-                                 headers: [("Authorization", "Bearer \(user.accessToken)")], tls: app.configuration.tls)
+                                 headers: [("Authorization", "Bearer \(user.accessToken)"), SDKIdentity.header], tls: app.configuration.tls)
         // The read timeout covers the handshake too: a server that accepts and stays silent
         // is as dead as one that stops answering later.
         ws.connectTimeoutMs = app.configuration.readTimeoutMs

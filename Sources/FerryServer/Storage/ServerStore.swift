@@ -9,6 +9,10 @@ import Logging
 struct ServerStore: Sendable {
     let sync: any SyncStorage
     let users: any UserDirectory
+    /// The sync log and the cluster's live connections.
+    let operations: any OperationsStorage
+    /// PostgreSQL's pool and change feed as the metrics show them (nil on the embedded store).
+    let database: (@Sendable () -> DatabaseGauges)?
     private let closeBackend: @Sendable () async -> Void
 
     static func open(_ configuration: ServerConfiguration, logger: Logger) async throws -> ServerStore {
@@ -16,9 +20,11 @@ struct ServerStore: Sendable {
         case .embedded:
             let sync = try SQLiteSyncStorage(path: configuration.dataDirectory + "/sync.sqlite")
             let users = try SQLiteUserDirectory(path: configuration.dataDirectory + "/users.sqlite")
-            return ServerStore(sync: sync, users: users, closeBackend: {
+            let operations = try SQLiteOperationsStorage(path: configuration.dataDirectory + "/operations.sqlite")
+            return ServerStore(sync: sync, users: users, operations: operations, database: nil, closeBackend: {
                 await sync.close()
                 users.close()
+                await operations.closeOperations()
             })
         case .postgres(let url):
             let location: PostgresLocation
@@ -29,7 +35,11 @@ struct ServerStore: Sendable {
             do { backend = try await PostgresBackend.open(location, logger: logger, maximumConnections: configuration.databaseConnections) } catch {
                 throw ServerStartError("cannot open the PostgreSQL database \(location): \(error)")
             }
-            return ServerStore(sync: backend.storage, users: backend.users, closeBackend: { await backend.close() })
+            return ServerStore(sync: backend.storage, users: backend.users, operations: backend.operations,
+                               database: {
+                                   DatabaseGauges(poolInUse: backend.poolConnectionsInUse, poolSize: backend.poolSize,
+                                                  changeFeedLagSeconds: backend.storage.changeFeedLagSeconds)
+                               }, closeBackend: { await backend.close() })
         }
     }
 

@@ -1,15 +1,25 @@
 import ServiceLifecycle
 
 /// Runs beside the HTTP server for the application's lifetime: starts the hub's change feed,
-/// and on shutdown stops it and closes the store (PostgreSQL's pool and listener).
+/// the sync log's writer and the publication of this node's connections; on shutdown stops
+/// them (the log writes what it still holds) and closes the store (PostgreSQL's pool and
+/// listener).
 struct StoreService: Service {
     let hub: SyncHub
     let store: ServerStore
+    var syncLog: SyncLogRecorder? = nil
+    var publisher: LiveConnectionPublisher? = nil
 
     func run() async throws {
         await hub.start()
+        let log = Task { await syncLog?.run() }
+        let publishing = Task { await publisher?.run() }
         try? await gracefulShutdown()
         await hub.stop()
+        publishing.cancel()
+        await publishing.value
+        syncLog?.stop()
+        await log.value
         await store.close()
     }
 }

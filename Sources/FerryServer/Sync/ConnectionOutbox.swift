@@ -1,4 +1,5 @@
 import FerryCore
+import Logging
 
 /// The frames waiting to go out on one WebSocket, in order. The hub appends without waiting
 /// for the network; the connection's writer (`SyncSocket`) drains it.
@@ -30,6 +31,11 @@ final class ConnectionOutbox: Sendable {
     let id: UInt64
     let userId: String
     let user: UserContext
+    /// The server's logger with this connection's `connection_id` and `user_id`: every line
+    /// about the connection carries them (what an operator filters a JSON log by).
+    let logger: Logger
+    /// Counts the DOWNLOAD messages sent (nil in tests of the outbox alone).
+    let metrics: ServerMetrics?
 
     private struct State {
         var frames: [[UInt8]] = []
@@ -95,10 +101,16 @@ final class ConnectionOutbox: Sendable {
 
     private let state = LockedValue(State())
 
-    init(id: UInt64, user: UserContext) {
+    init(id: UInt64, user: UserContext, logger: Logger = Logger(label: "ferry-server", factory: { _ in SwiftLogNoOpLogHandler() }),
+         metrics: ServerMetrics? = nil) {
         self.id = id
         self.userId = user.id
         self.user = user
+        var logger = logger
+        logger[metadataKey: "connection_id"] = "\(id)"
+        logger[metadataKey: "user_id"] = "\(user.id)"
+        self.logger = logger
+        self.metrics = metrics
     }
 
     /// True once the connection is finished (closed by either side, or fallen behind): work
@@ -145,6 +157,7 @@ final class ConnectionOutbox: Sendable {
         }
         handOver?.resume(returning: frame)
         resume(resumed)
+        if let metrics, case .download(_, _, _, _, _, _, let changesets) = message { metrics.downloadSent(changesets: changesets.count) }
     }
 
     /// Runs `work` (the hub on one of the client's messages) with what it sends counted as the

@@ -25,6 +25,8 @@ actor SyncHub {
     let limits: SyncLimits
     /// `ServerConfiguration.beforeUploadMerge` (tests).
     let beforeUploadMerge: (@Sendable (String) async -> Void)?
+    /// Metrics, live connections and the sync log (never waited on).
+    let telemetry: SyncTelemetry
     /// False between an admin's terminate and enable (on any node): nothing syncs.
     private(set) var syncEnabled: Bool { didSet { status.syncEnabled = syncEnabled } }
     /// `syncEnabled` and the connection count for the admin API, readable without the actor.
@@ -63,9 +65,11 @@ actor SyncHub {
     static let storageUnavailableCode: Int32 = 503
 
     init(app: AppConfiguration, storage: any SyncStorage, directory: any UserDirectory, logger: Logger, events: ServerEventLog,
-         limits: SyncLimits = SyncLimits(), beforeUploadMerge: (@Sendable (String) async -> Void)? = nil) async throws {
+         limits: SyncLimits = SyncLimits(), telemetry: SyncTelemetry = .detached(),
+         beforeUploadMerge: (@Sendable (String) async -> Void)? = nil) async throws {
         self.beforeUploadMerge = beforeUploadMerge
         self.events = events
+        self.telemetry = telemetry
         self.limits = limits
         self.app = app
         self.schema = try app.schema
@@ -101,7 +105,7 @@ actor SyncHub {
 
     func openConnection(user: UserContext) -> ConnectionOutbox {
         defer { nextConnection += 1 }
-        let outbox = ConnectionOutbox(id: nextConnection, user: user)
+        let outbox = ConnectionOutbox(id: nextConnection, user: user, logger: logger, metrics: telemetry.metrics)
         connections[outbox.id] = outbox
         if !syncEnabled {
             outbox.send(.error(ProtocolError(session: 0, code: Self.syncDisabledCode, message: "sync is disabled on the server", tryAgain: true, action: .transient)))
@@ -116,10 +120,11 @@ actor SyncHub {
         outbox.finish()
     }
 
-    /// Ends every connection of a user on this node (disabled by an admin).
-    func disconnect(userId: String) {
+    /// Ends every connection of a user on this node (disabled, deleted or logged out by an
+    /// admin).
+    func disconnect(userId: String, message: String = "the user was disabled") {
         for c in connections.values where c.userId == userId {
-            c.send(.error(ProtocolError(session: 0, code: 401, message: "the user was disabled", tryAgain: false, action: .logOutUser)))
+            c.send(.error(ProtocolError(session: 0, code: 401, message: message, tryAgain: false, action: .logOutUser)))
             closeConnection(c)
         }
     }
@@ -178,10 +183,44 @@ actor SyncHub {
         }
     }
 
+    /// Admin: a user's sessions were revoked (in the user directory): this node ends the user's
+    /// connections, and every other node ends those opened before the revocation when it
+    /// hears the state revision move.
+    func sessionsRevoked(_ userId: String) async throws {
+        disconnect(userId: userId, message: Self.sessionsRevokedMessage)
+        try await storage.bumpStateRevision()
+    }
+
+    static let sessionsRevokedMessage = "the user's sessions were revoked by an admin; log in again"
+
+    /// Ends the user's connections opened in or before `second` (seconds since the epoch): a
+    /// device that logged in again after a revocation keeps its new connection.
+    private func disconnect(userId: String, openedBySecond second: Int64) {
+        for c in connections.values where c.userId == userId {
+            guard let opened = telemetry.live.connection(c.id)?.connectedSinceMilliseconds, opened / 1000 <= second else { continue }
+            c.send(.error(ProtocolError(session: 0, code: 401, message: Self.sessionsRevokedMessage, tryAgain: false, action: .logOutUser)))
+            closeConnection(c)
+        }
+    }
+
+    /// Admin: a user was deleted from the directory: ended here, and on every other node when
+    /// it hears the state revision move (the user is no longer found).
+    func userDeleted(_ userId: String) async throws {
+        disconnect(userId: userId, message: "the user was deleted")
+        try await storage.bumpStateRevision()
+    }
+
     /// Ends the connections of users an admin disabled (possibly through another node).
     private func disconnectDisabledUsers() async {
         for userId in Set(connections.values.map(\.userId)) {
-            if let user = try? await directory.user(id: userId), user.disabled { disconnect(userId: userId) }
+            // A user deleted by an admin is gone from the directory: ended too.
+            do {
+                let user = try await directory.user(id: userId)
+                if user?.disabled ?? true { disconnect(userId: userId, message: user == nil ? "the user was deleted" : "the user was disabled") }
+                else if let user, user.sessionsValidAfter > 0 { disconnect(userId: userId, openedBySecond: user.sessionsValidAfter) }
+            } catch {
+                logger.warning("cannot read user \(userId) to check whether an admin disabled it: \(error)")
+            }
         }
     }
 
@@ -215,7 +254,7 @@ actor SyncHub {
             do {
                 try await readChanges(since: s.delivered, through: target, view: s.view, classes: s.view.classes, into: &batch)
             } catch {
-                logger.error("connection \(s.outbox.id) session \(s.id): cannot catch up from version \(s.delivered): \(error)")
+                s.outbox.logger.error("connection \(s.outbox.id) session \(s.id): cannot catch up from version \(s.delivered): \(error)")
                 s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
                 closeConnection(s.outbox)
                 return
@@ -268,8 +307,13 @@ actor SyncHub {
     /// first, on the connection's own task (in parallel with other connections, off the hub).
     nonisolated func receive(_ message: ProtocolMessage, from outbox: ConnectionOutbox) async {
         var decoded: [UploadIntegration.Decoded] = []
-        if case .upload(_, let changesets) = message { decoded = UploadIntegration.Decoded.all(changesets) }
+        let arrived = ContinuousClock.now
+        if case .upload(let session, let changesets) = message {
+            decoded = UploadIntegration.Decoded.all(changesets)
+            telemetry.uploadReceived(outbox, session: session, decoded)
+        }
         await handle(message, decoded: decoded, from: outbox)
+        if case .upload = message { telemetry.metrics.writeAcknowledged(since: arrived) }
     }
 
     /// Storage is awaited: other connections' messages go on meanwhile, this connection's next
@@ -281,12 +325,17 @@ actor SyncHub {
             case let .bind(session, _, ident, salt, lastServerVersion):
                 try await bind(outbox, session, ident, salt, lastServerVersion)
             case let .query(session, v, subscriptions):
-                if let e = try await query(outbox, session, v, subscriptions) {
+                telemetry.subscriptionStarted(outbox, session: session)
+                let started = ContinuousClock.now
+                let rejection = try await query(outbox, session, v, subscriptions)
+                telemetry.subscriptionChanged(outbox, session: session, version: v, subscriptions: subscriptions, error: rejection, started: started)
+                if let e = rejection {
                     await events.record(kind: "subscription_error", userId: outbox.userId, message: e)
                 }
             case let .upload(session, _):
                 let rejected = try await upload(outbox, session, decoded)
                 for cw in rejected {
+                    telemetry.compensatingWrite(outbox, cw)
                     await events.record(kind: "compensating_write", userId: outbox.userId,
                                         message: "\"\(cw.objectType)\": { \"\(cw.primaryKey.keyText)\": \"\(cw.reason.replacingAll("\"", with: "\\\""))\" }")
                 }
@@ -300,6 +349,7 @@ actor SyncHub {
                 outbox.send(.mark(session: session, request: request))
             case let .unbind(session):
                 sessions.remove(SessionKey(connection: outbox.id, session: session))
+                telemetry.sessionUnbound(outbox, session: session, reason: "unbound by the client")
                 outbox.send(.unbind(session: session))
             case let .ping(timestamp):
                 outbox.send(.pong(timestamp: timestamp))
@@ -309,14 +359,16 @@ actor SyncHub {
                 closeConnection(outbox)
             }
         } catch let e as SessionFailure {
-            logger.warning("connection \(outbox.id) session \(e.session): \(e.message)")
+            outbox.logger.warning("connection \(outbox.id) session \(e.session): \(e.message)")
+            telemetry.sessionFailed(outbox, session: e.session, code: e.code, message: e.message, trigger: e.resetTrigger)
             await events.record(kind: "session_error", userId: outbox.userId, message: "error \(e.code): \(e.message)")
             sessions.remove(SessionKey(connection: outbox.id, session: e.session))
             outbox.send(.error(ProtocolError(session: e.session, code: e.code, message: e.message, tryAgain: false, action: e.action)))
         } catch {
             // The store failed (a node that lost its database): nothing was acknowledged; the
             // client keeps its changes and retries on a new connection.
-            logger.error("connection \(outbox.id): \(error)")
+            outbox.logger.error("connection \(outbox.id): \(error)")
+            telemetry.connectionFailed(outbox, code: Self.storageUnavailableCode, message: "\(error)")
             outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot reach its store; try again (\(error))", tryAgain: true, action: .transient)))
             closeConnection(outbox)
         }
@@ -346,7 +398,8 @@ actor SyncHub {
             outbox.send(.ident(session: id, clientFileIdent: record.ident, clientFileSalt: record.salt))
         } else {
             guard let r = try await storage.clientFile(ident), r.salt == salt else {
-                throw SessionFailure(id, Self.badClientFileCode, "the server does not know client file \(ident): the device must reset", resetAction)
+                throw SessionFailure(id, Self.badClientFileCode, "the server does not know client file \(ident): the device must reset", resetAction,
+                                     trigger: .unknownClientFile)
             }
             guard r.userId == outbox.userId else {
                 throw SessionFailure(id, Self.badClientFileCode, "client file \(ident) belongs to another user", .protocolViolation)
@@ -357,12 +410,14 @@ actor SyncHub {
             let maxOfflineDays = app.sync.clientMaxOfflineDays
             if maxOfflineDays > 0, r.lastSeen > 0, now - r.lastSeen > maxOfflineDays * 86_400 {
                 try await storage.forgetClientFile(ident)
-                throw SessionFailure(id, Self.badClientFileCode, "client file \(ident) was last seen \((now - r.lastSeen) / 86_400) days ago, longer than the client maximum offline time of \(maxOfflineDays) days: the device must reset", resetAction)
+                throw SessionFailure(id, Self.badClientFileCode, "client file \(ident) was last seen \((now - r.lastSeen) / 86_400) days ago, longer than the client maximum offline time of \(maxOfflineDays) days: the device must reset", resetAction,
+                                     trigger: .maxOfflineTime)
             }
-            try await storage.touchClientFile(ident, at: now)
+            try await storage.clientFileBound(ident, at: now, serverVersion: lastServerVersion)
             if lastServerVersion > knownHead { knownHead = max(knownHead, try await storage.syncState().headVersion) }
             guard lastServerVersion <= knownHead else {
-                throw SessionFailure(id, Self.badClientFileCode, "the client has server version \(lastServerVersion), newer than the server's \(knownHead): the device must reset", resetAction)
+                throw SessionFailure(id, Self.badClientFileCode, "the client has server version \(lastServerVersion), newer than the server's \(knownHead): the device must reset", resetAction,
+                                     trigger: .serverVersionAhead)
             }
             record = r
         }
@@ -374,6 +429,7 @@ actor SyncHub {
         s.subscriptionVersion = record.subscriptionVersion
         s.subscriptions = record.subscriptions
         sessions[key] = s
+        telemetry.sessionBound(outbox, session: id, clientFile: record.ident, newFile: ident == 0, serverVersion: bindVersion)
     }
 
     private func session(_ outbox: ConnectionOutbox, _ id: UInt64) throws -> ServerSession {
@@ -413,7 +469,7 @@ actor SyncHub {
         switch outcome {
         case .rejected(let message):
             // The set is in error; the session keeps syncing the previous set.
-            logger.info("client file \(started.clientFile): subscription set \(setVersion) rejected: \(message)")
+            outbox.logger.info("client file \(started.clientFile): subscription set \(setVersion) rejected: \(message)")
             outbox.send(.error(ProtocolError(session: id, code: Self.badQueryCode, message: message, tryAgain: false, action: .warning)))
             sessions[key]?.hasQuery = true
             // Commits of its previous view were not kept for it while it had no query: it
@@ -505,16 +561,18 @@ actor SyncHub {
         // What the transaction will read, read ahead with the rest of its group.
         var keys: [ObjectKey] = []
         for d in changesets { if case .success(let c) = d.changeset { keys += c.instructions.map { ObjectKey(table: $0.table, key: $0.key) } } }
+        let integrationStarted = ContinuousClock.now
         let committed = try await commitUpload(from: SessionKey(connection: outbox.id, session: id), clientFile: clientFile, user: user,
                                                view: view, known: known, changesets: changesets, keys: keys)
         // Only now is it durable.
+        telemetry.metrics.uploadIntegrated(since: integrationStarted)
         let outcome = committed.outcome
         knownHead = max(knownHead, committed.after)
         for key in sessions.keys(ofClientFile: clientFile) {
             if let other = sessions[key] { sessions[key]?.acknowledged = max(other.acknowledged, outcome.lastClientVersion) }
         }
         for cw in outcome.compensating {
-            logger.warning("\"\(cw.objectType)\": { \"\(cw.primaryKey.keyText)\": \"\(cw.reason.replacingAll("\"", with: "\\\""))\" }")
+            outbox.logger.warning("\"\(cw.objectType)\": { \"\(cw.primaryKey.keyText)\": \"\(cw.reason.replacingAll("\"", with: "\\\""))\" }")
         }
         await respond(to: s.key, committed)
         if !outcome.compensating.isEmpty {
@@ -655,7 +713,7 @@ actor SyncHub {
                     if !s.view.classes.contains(k.table) { batch.add(.erase(table: k.table, key: k.key)) }
                 }
             } catch {
-                logger.error("connection \(s.outbox.id) session \(s.id): cannot read the uploader's catch-up: \(error)")
+                s.outbox.logger.error("connection \(s.outbox.id) session \(s.id): cannot read the uploader's catch-up: \(error)")
                 s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
                 closeConnection(s.outbox)
                 return
@@ -680,7 +738,7 @@ actor SyncHub {
             let current: StampedObject?
             if let e = entries[k], inMemory { current = e.stored.object } else {
                 do { current = try await storage.object(k, schema: os)?.object } catch {
-                    logger.error("connection \(s.outbox.id) session \(s.id): cannot read \(k.table) \(k.key) for the uploader: \(error)")
+                    s.outbox.logger.error("connection \(s.outbox.id) session \(s.id): cannot read \(k.table) \(k.key) for the uploader: \(error)")
                     s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
                     closeConnection(s.outbox)
                     return
@@ -702,7 +760,10 @@ struct SessionFailure: Error, Sendable {
     let code: Int32
     let message: String
     let action: ErrorAction
-    init(_ session: UInt64, _ code: Int32, _ message: String, _ action: ErrorAction) {
+    /// Why the device must reset, when this is a client-reset error.
+    let resetTrigger: ClientResetTrigger?
+    init(_ session: UInt64, _ code: Int32, _ message: String, _ action: ErrorAction, trigger: ClientResetTrigger? = nil) {
+        self.resetTrigger = trigger
         self.session = session
         self.code = code
         self.message = message

@@ -23,8 +23,14 @@ struct SyncRoutes {
     let budget: InboundBudget
     let quotas: UserQuotas
     let logger: Logger
+    let telemetry: SyncTelemetry?
+    /// The header a client names its SDK and host in (`ferry/1.2.0 linux-x86_64`); optional,
+    /// older clients send none.
+    static let sdkHeader = HTTPField.Name("X-Ferry-SDK")!
 
-    init(appId: String, auth: AuthService, hub: SyncHub, limits: ConnectionLimits, userLimits: SyncLimits, logger: Logger) {
+    init(appId: String, auth: AuthService, hub: SyncHub, limits: ConnectionLimits, userLimits: SyncLimits, logger: Logger,
+         telemetry: SyncTelemetry? = nil) {
+        self.telemetry = telemetry
         self.appId = appId
         self.auth = auth
         self.hub = hub
@@ -40,9 +46,11 @@ struct SyncRoutes {
             await refuse(error, on: channel)
             return .dontUpgrade
         }
-        let socket = SyncSocket(hub: hub, limits: limits, budget: budget, quotas: quotas, logger: logger)
+        let socket = SyncSocket(hub: hub, limits: limits, budget: budget, quotas: quotas, logger: logger, telemetry: telemetry)
+        // Bounded: it is stored and shown to operators.
+        let sdk = request.headerFields[Self.sdkHeader].map { excerpt($0, limit: 200) }
         return .upgrade([.secWebSocketProtocol: Self.subprotocol]) { inbound, outbound, _ in
-            await socket.run(user: user.context, frames: InboundFrames(stream: inbound)) { try await outbound.write(.binary($0)) }
+            await socket.run(user: user.context, sdk: sdk, frames: InboundFrames(stream: inbound)) { try await outbound.write(.binary($0)) }
         }
     }
 
@@ -64,7 +72,12 @@ struct SyncRoutes {
         guard let header = request.headerFields[.authorization], header.hasPrefix("Bearer ") else {
             throw APIError(status: .unauthorized, code: "MissingAuthReq", message: "the sync connection needs an Authorization: Bearer header")
         }
-        do { return try await auth.authenticate(accessToken: String(header.dropFirst(7))) } catch let e as AuthError {
+        do {
+            let user = try await auth.authenticate(accessToken: String(header.dropFirst(7)))
+            telemetry?.metrics.authenticated(provider: "access-token", success: true)
+            return user
+        } catch let e as AuthError {
+            telemetry?.metrics.authenticated(provider: "access-token", success: false)
             throw APIError(e)
         } catch {
             // The user directory cannot be read (a node that lost its database): try again.

@@ -33,8 +33,12 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
     /// The per-user limits, shared by every connection of the server.
     let quotas: UserQuotas
     let logger: Logger
+    /// Where the connection's traffic and life are reported (nil in tests of the socket alone).
+    let telemetry: SyncTelemetry?
 
-    init(hub: Hub, limits: ConnectionLimits, budget: InboundBudget, quotas: UserQuotas = UserQuotas(limits: SyncLimits()), logger: Logger) {
+    init(hub: Hub, limits: ConnectionLimits, budget: InboundBudget, quotas: UserQuotas = UserQuotas(limits: SyncLimits()), logger: Logger,
+         telemetry: SyncTelemetry? = nil) {
+        self.telemetry = telemetry
         self.hub = hub
         self.limits = limits
         self.budget = budget
@@ -43,11 +47,14 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
     }
 
     /// Runs the connection until it ends: `frames` are the client's, `write` sends one message.
-    func run<Frames: AsyncSequence & Sendable>(user: UserContext, frames: Frames,
+    /// `sdk`: the SDK/host version string the client sent (`X-Ferry-SDK`), if any.
+    func run<Frames: AsyncSequence & Sendable>(user: UserContext, sdk: String? = nil, frames: Frames,
                                                write: @escaping @Sendable (ByteBuffer) async throws -> Void) async
     where Frames.Element == InboundFrame {
         guard quotas.openConnection(user.id) else {
             let most = quotas.limits.maxConnectionsPerUser
+            var logger = logger
+            logger[metadataKey: "user_id"] = "\(user.id)"
             logger.warning("sync connection refused for user \(user.id): it has \(most) open, the most allowed (--max-connections-per-user)")
             let error = ProtocolError(session: 0, code: UserQuotas.tooManyConnectionsCode,
                                       message: "the user has \(most) sync connections open, the most allowed; close one or try again later",
@@ -58,7 +65,8 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
         defer { quotas.closeConnection(user.id) }
         let outbox = await hub.openConnection(user: user)
         outbox.limitQueue(to: limits.maxQueuedBytesPerConnection)
-        logger.info("sync connection \(outbox.id) opened for user \(user.id)")
+        outbox.logger.info("sync connection \(outbox.id) opened for user \(user.id)\(sdk.map { " (\($0))" } ?? "")")
+        telemetry?.connectionOpened(outbox, sdk: sdk)
         let held = HeldInboundBytes(budget: budget)
         let queue = MessageQueue<InboundMessage>(capacity: Self.queuedMessages)
         await withTaskGroup(of: Void.self) { writing in
@@ -99,15 +107,22 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
             }
             held.releaseAll()  // what the reader took while it was being stopped
             switch ending {
-            case .refused(let refusal):
-                logger.warning("sync connection \(outbox.id) refused: error \(refusal.error.code): \(refusal.error.message)")
+            case .clientLeft: telemetry?.connectionClosed(outbox, reason: "closed by the client")
+            case .refused(let refusal): telemetry?.connectionClosed(outbox, reason: "refused: error \(refusal.error.code): \(refusal.error.message)")
             case .serverClosed where outbox.closure == .overflowed:
-                logger.warning("sync connection \(outbox.id) fell behind: more than \(limits.maxQueuedBytesPerConnection) bytes were waiting to be sent; disconnected (error \(ConnectionOutbox.fellBehindCode))")
+                telemetry?.connectionClosed(outbox, reason: "fell behind: more than \(limits.maxQueuedBytesPerConnection) bytes were waiting to be sent")
+            case .serverClosed: telemetry?.connectionClosed(outbox, reason: "closed by the server")
+            }
+            switch ending {
+            case .refused(let refusal):
+                outbox.logger.warning("sync connection \(outbox.id) refused: error \(refusal.error.code): \(refusal.error.message)")
+            case .serverClosed where outbox.closure == .overflowed:
+                outbox.logger.warning("sync connection \(outbox.id) fell behind: more than \(limits.maxQueuedBytesPerConnection) bytes were waiting to be sent; disconnected (error \(ConnectionOutbox.fellBehindCode))")
             case .clientLeft, .serverClosed:
                 break
             }
         }
-        logger.info("sync connection \(outbox.id) closed")
+        outbox.logger.info("sync connection \(outbox.id) closed")
     }
 
     /// A PING is answered here, at once: the client's keep-alive must not wait for the hub
@@ -123,6 +138,7 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
                 // The user's byte rate: past it, this socket is not read for as long as the
                 // excess costs (after this frame is handed on).
                 let pause = quotas.takeInbound(frame.data.readableBytes, userId: outbox.userId)
+                telemetry?.received(outbox, bytes: frame.data.readableBytes)
                 if let (message, bytes) = try assembler.add(frame) {
                     if case .ping(let timestamp) = message {
                         held.release(bytes)
@@ -136,7 +152,7 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
         } catch let refusal as SyncConnectionRefusal {
             return .refused(refusal)
         } catch {
-            logger.info("sync connection \(outbox.id): \(error)")
+            outbox.logger.info("sync connection \(outbox.id): \(error)")
         }
         return .clientLeft
     }
@@ -158,6 +174,7 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
 
     private func drain(_ outbox: ConnectionOutbox, to write: @Sendable (ByteBuffer) async throws -> Void) async {
         while let frame = await outbox.next() {
+            telemetry?.sent(outbox, bytes: frame.count)
             do { try await write(ByteBuffer(bytes: frame)) } catch {
                 outbox.abandon()
                 return

@@ -1,0 +1,33 @@
+import ArgumentParser
+import FerryServer
+import FerrySyncStorage
+
+/// Metrics, the sync log's retention and this node's name (docs/operations.md).
+struct OperationsOptions: ParsableArguments {
+    @Option(name: .customLong("metrics-port"), help: "Serve GET /metrics without the admin token on this port (bound to --metrics-host). Without it, /metrics is on the main port behind the admin token.")
+    var metricsPort: Int?
+
+    @Option(name: .customLong("metrics-host"), help: "The address of the --metrics-port listener.")
+    var metricsHost: String = "127.0.0.1"
+
+    @Option(name: .customLong("sync-log-max-per-user"), help: "The sync log entries kept per user (the newest).")
+    var syncLogMaxPerUser: Int = 1000
+
+    @Option(name: .customLong("sync-log-max-age-days"), help: "Sync log entries older than this many days are dropped.")
+    var syncLogMaxAgeDays: Int = 30
+
+    @Option(name: .customLong("node-id"), help: "This node's name in the sync log, the device list and the stats (default: the host name and a random suffix).")
+    var nodeId: String?
+
+    func apply(to config: inout ServerConfiguration) throws {
+        guard syncLogMaxPerUser >= 1 else { throw ValidationError("--sync-log-max-per-user must be at least 1") }
+        guard syncLogMaxAgeDays >= 1 else { throw ValidationError("--sync-log-max-age-days must be at least 1") }
+        if let metricsPort {
+            guard (0...65535).contains(metricsPort) else { throw ValidationError("--metrics-port must be a port number") }
+            config.metricsPort = metricsPort
+        }
+        config.metricsHost = metricsHost
+        config.syncLogRetention = SyncLogRetention(maxEntriesPerUser: syncLogMaxPerUser, maxAgeDays: syncLogMaxAgeDays)
+        if let nodeId, !nodeId.isEmpty { config.nodeId = nodeId }
+    }
+}
