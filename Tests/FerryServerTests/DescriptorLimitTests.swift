@@ -14,16 +14,6 @@ import Glibc
 /// database or other libraries take descriptors the server does not count.
 @Suite("Server: accepting at the file-descriptor limit")
 struct DescriptorLimitTests {
-    static var binary: String? {
-        if let p = ProcessInfo.processInfo.environment["FERRY_SERVER_BINARY"], !p.isEmpty { return p }
-        let here = Bundle.main.bundleURL.deletingLastPathComponent()
-        for candidate in [here.appendingPathComponent("ferry-server"), here.deletingLastPathComponent().appendingPathComponent("ferry-server"),
-                          Bundle.main.bundleURL.appendingPathComponent("ferry-server")] {
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
-        }
-        return nil
-    }
-
     /// User and system CPU seconds the process has used (/proc/PID/stat).
     static func cpuSeconds(_ pid: Int32) throws -> Double {
         let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
@@ -44,31 +34,11 @@ struct DescriptorLimitTests {
     }
 
     @Test func atTheLimitTheServerPausesAcceptingLogsItAndRecovers() async throws {
-        let binary = try #require(Self.binary, "no ferry-server binary beside the tests (swift build, or FERRY_SERVER_BINARY)")
-        let directory = NSTemporaryDirectory() + "ferry-fd-limit-\(UInt64.random(in: 0...UInt64.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let portFile = directory + "/port", logFile = directory + "/server.log"
-        FileManager.default.createFile(atPath: logFile, contents: nil)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: binary)
-        server.arguments = ["--app-dir", AuthAPITests.example, "--data", directory + "/data", "--port", "0", "--port-file", portFile,
-                            "--log-level", "info", "--header-timeout", "120"]
-        server.environment = ProcessInfo.processInfo.environment.merging(["jwtSigningKey": AuthAPITests.jwtKey]) { _, new in new }
-        server.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        server.standardError = FileHandle(forWritingAtPath: logFile)
-        try server.run()
-        defer {
-            if server.isRunning {
-                kill(server.processIdentifier, SIGKILL)
-                server.waitUntilExit()
-            }
-        }
-        let pid = server.processIdentifier
-        func log() -> String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
-        #expect(await Self.eventually(seconds: 60) { (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } != nil },
-                "the server did not start: \(log().suffix(2000))")
-        let port = try #require(Int(try String(contentsOfFile: portFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let server = try ServerExecutable("fd-limit", arguments: ["--log-level", "info", "--header-timeout", "120"])
+        let pid = server.pid
+        func log() -> String { server.log() }
+        #expect(await Self.eventually(seconds: 60) { server.port != nil }, "the server did not start: \(log().suffix(2000))")
+        let port = try #require(server.port)
 
         // Room for 8 more descriptors, then 40 connections: most wait in the backlog.
         let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
@@ -98,9 +68,8 @@ struct DescriptorLimitTests {
         let health = try await LiveServer.request(port: port, "GET", "/health")
         #expect(String(decoding: health, as: UTF8.self).hasSuffix("ok"), "no answer to /health: \(String(decoding: health, as: UTF8.self))")
         #expect(log().contains("accepting connections again"))
-        #expect(server.isRunning)
-        kill(pid, SIGTERM)
-        server.waitUntilExit()
-        #expect(server.terminationReason == .exit && server.terminationStatus == 0, "the server did not stop cleanly: \(log().suffix(2000))")
+        #expect(server.process.isRunning)
+        server.stop()
+        #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0, "the server did not stop cleanly: \(log().suffix(2000))")
     }
 }

@@ -10,38 +10,17 @@ import Glibc
 @Suite("Server: the executable's operations flags")
 struct ExecutableOperationsTests {
     @Test func jsonLogsAMetricsPortAndANodeName() async throws {
-        let binary = try #require(DescriptorLimitTests.binary, "no ferry-server binary beside the tests (swift build, or FERRY_SERVER_BINARY)")
-        let directory = NSTemporaryDirectory() + "ferry-exe-ops-\(UInt64.random(in: 0...UInt64.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let portFile = directory + "/port", logFile = directory + "/server.log"
-        FileManager.default.createFile(atPath: logFile, contents: nil)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: binary)
-        server.arguments = ["--app-dir", AuthAPITests.example, "--data", directory + "/data", "--port", "0", "--port-file", portFile,
-                            "--log-level", "info", "--log-format", "json", "--metrics-port", "0", "--node-id", "exe-node",
-                            "--sync-log-max-per-user", "5", "--sync-log-max-age-days", "2"]
-        server.environment = ProcessInfo.processInfo.environment.merging(["jwtSigningKey": AuthAPITests.jwtKey, "FERRY_ADMIN_TOKEN": LiveServer.adminToken]) { _, new in new }
-        server.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        server.standardError = FileHandle(forWritingAtPath: logFile)
-        try server.run()
-        defer {
-            if server.isRunning {
-                kill(server.processIdentifier, SIGKILL)
-                server.waitUntilExit()
-            }
-        }
-        func log() -> String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
+        let server = try ServerExecutable("exe-ops", arguments: [
+            "--log-level", "info", "--log-format", "json", "--metrics-port", "0", "--node-id", "exe-node",
+            "--sync-log-max-per-user", "5", "--sync-log-max-age-days", "2"], environment: ["FERRY_ADMIN_TOKEN": LiveServer.adminToken])
+        func log() -> String { server.log() }
         func metricsPort() -> Int? {
             guard let line = log().split(separator: "\n").first(where: { $0.contains("/metrics") }),
                   let range = line.range(of: #"127\.0\.0\.1:[0-9]+/metrics"#, options: .regularExpression) else { return nil }
             return Int(line[range].dropFirst("127.0.0.1:".count).dropLast("/metrics".count))
         }
-        #expect(await DescriptorLimitTests.eventually(seconds: 60) {
-            (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } != nil
-                && metricsPort() != nil
-        }, "the server did not start: \(log().suffix(2000))")
-        let port = try #require(Int(try String(contentsOfFile: portFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(await DescriptorLimitTests.eventually(seconds: 60) { server.port != nil && metricsPort() != nil }, "the server did not start: \(log().suffix(2000))")
+        let port = try #require(server.port)
 
         let device = try await OperationsDevice.connect(port: port, sdk: "ferry/exe")
         try await device.subscribe()
@@ -52,8 +31,7 @@ struct ExecutableOperationsTests {
         await device.client.close()
         #expect(await DescriptorLimitTests.eventually(seconds: 30) { log().contains("closed") })
 
-        kill(server.processIdentifier, SIGTERM)
-        server.waitUntilExit()
+        server.stop()
         let lines = log().split(separator: "\n")
         #expect(lines.count >= 4)
         for line in lines {
@@ -66,7 +44,7 @@ struct ExecutableOperationsTests {
     }
 
     @Test func anUnknownLogFormatIsRefused() async throws {
-        let binary = try #require(DescriptorLimitTests.binary, "no ferry-server binary beside the tests (swift build, or FERRY_SERVER_BINARY)")
+        let binary = try #require(ServerExecutable.binary, "no ferry-server binary beside the tests (swift build, or FERRY_SERVER_BINARY)")
         let server = Process()
         server.executableURL = URL(fileURLWithPath: binary)
         server.arguments = ["--app-dir", AuthAPITests.example, "--data", NSTemporaryDirectory() + "ferry-exe-bad-\(UInt64.random(in: 0...UInt64.max))",
