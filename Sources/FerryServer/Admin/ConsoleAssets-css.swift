@@ -133,6 +133,11 @@ dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; font-weight: 600; word-break: break-word; }
 ul.chips { list-style: none; padding: 0; margin: 0; display: flex; flex-wrap: wrap; gap: 0.4rem; }
 ul.chips li { background: #eaf1fd; border-radius: 6px; padding: 0.15rem 0.5rem; }
+ul.detail-lines { margin: 0.3rem 0; padding-left: 1.1rem; }
+ul.detail-lines li { word-break: break-word; margin: 0.1rem 0; }
+dl.detail-facts { grid-template-columns: max-content minmax(0, 1fr); gap: 0.15rem 0.8rem; margin: 0.3rem 0; font-size: 0.92em; }
+dl.detail-facts dd { font-weight: 400; }
+details.entry-details[open] { min-width: min(26rem, 100%); }
 
 .confirm { border: none; border-radius: 10px; padding: 1.2rem 1.3rem; max-width: min(34rem, calc(100vw - 2rem)); box-shadow: 0 10px 40px rgba(0,0,0,0.3); }
 .confirm::backdrop { background: rgba(17, 24, 39, 0.55); }
