@@ -116,6 +116,8 @@ tr:last-child td { border-bottom: none; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td .actions, .actions { display: flex; gap: 0.4rem 0.6rem; flex-wrap: wrap; align-items: center; }
 td.wrap { word-break: break-word; min-width: 14rem; }
+td.time, td.nowrap { white-space: nowrap; }
+td.break { word-break: break-all; min-width: 7rem; }
 details summary { cursor: pointer; color: var(--accent); }
 
 /* Forms of filters */
@@ -166,12 +168,15 @@ details.entry-details[open] { min-width: min(26rem, 100%); }
   table.stack thead { display: none; }
   table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; width: 100%; }
   table.stack tr { background: var(--card); border: 1px solid var(--line); border-radius: 8px; margin-bottom: 0.6rem; padding: 0.3rem 0; }
-  table.stack td { border: none; padding: 0.25rem 0.8rem; display: grid; grid-template-columns: 7.5rem 1fr; gap: 0.5rem; word-break: break-word; min-width: 0; }
+  table.stack td { border: none; padding: 0.25rem 0.8rem; display: grid; grid-template-columns: 7.5rem minmax(0, 1fr); gap: 0.5rem; word-break: break-word; min-width: 0; }
   table.stack td.num { text-align: left; }
   table.stack td::before { content: attr(data-label); color: var(--muted); font-size: 0.8rem; font-weight: 600; }
   .filters .field, .filters .field input, .filters .field select { width: 100%; }
   dl.facts { grid-template-columns: 1fr; gap: 0.1rem; }
   dl.facts dd { margin-bottom: 0.5rem; }
+  dl.facts.detail-facts { grid-template-columns: max-content minmax(0, 1fr); gap: 0.1rem 0.6rem; }
+  dl.facts.detail-facts dd { margin-bottom: 0; }
+  table.stack td.time, table.stack td.nowrap { white-space: normal; }
 }
 .bad-text { color: var(--bad); }
 """#

@@ -670,7 +670,8 @@ extension ConsoleAssets {
       parts.push(d.queries.length ? queryLines(d.queries) : h('p', { class: 'muted' }, 'No subscription.'));
     } else if (e.kind === 'compensating_write') {
       summary = 'rejected write';
-      parts.push(detailFacts(d, ['object_type', 'primary_key', 'reason', 'rule', 'role']));
+      // The reason is the entry's message already.
+      parts.push(detailFacts(d, d.reason === e.message ? ['object_type', 'primary_key', 'rule', 'role'] : ['object_type', 'primary_key', 'reason', 'rule', 'role']));
     } else {
       parts.push(detailFacts(d, known.filter((k) => k in d)));
     }
@@ -722,7 +723,7 @@ extension ConsoleAssets {
     }
 
     const columns = [
-      { label: 'Time', value: (e) => fmtTime(e.time) },
+      { label: 'Time', value: (e) => fmtTime(e.time), cls: 'time' },
       { label: 'Kind', value: (e) => h('span', { class: 'pill kind', 'data-kind': String(e.kind) }, String(e.kind).replace(/_/g, ' ')) },
       { label: 'Node', value: (e) => fmtValue(e.node) },
       { label: 'Connection', value: (e) => (e.connection_id === undefined || e.connection_id === null ? '—' : code(e.connection_id)) },
@@ -778,13 +779,13 @@ extension ConsoleAssets {
 
   // The API's rules (`rule` of a rejected write), as text.
   const RULES = {
-    write_filter: 'write filter of the role',
-    query_view: 'query view (outside the subscriptions)',
-    key_taken: 'primary key taken by another user\'s object',
+    write_filter: ['write filter', 'The role\'s write filter (document_filters.write) refused the write.'],
+    query_view: ['query view', 'The object is outside the session\'s subscriptions (its query view).'],
+    key_taken: ['primary key taken', 'A create of a primary key another user\'s object holds.'],
   };
   function ruleText(rule) {
     if (rule === undefined || rule === null || rule === '') return '—';
-    return RULES[rule] || String(rule).replace(/_/g, ' ');
+    return RULES[rule] ? RULES[rule][0] : String(rule).replace(/_/g, ' ');
   }
 
   // The rule and role an event-log reason names (older servers): "…denied by write filter in
@@ -828,10 +829,10 @@ extension ConsoleAssets {
       { label: 'Time', value: (r) => fmtTime(r.time) },
       { label: 'User', value: (r) => userLink(r.user_id) },
       { label: 'Object type', value: (r) => fmtValue(r.object_type) },
-      { label: 'Primary key', value: (r) => code(r.primary_key === undefined || r.primary_key === null ? '—' : r.primary_key), cls: 'wrap' },
+      { label: 'Primary key', value: (r) => code(r.primary_key === undefined || r.primary_key === null ? '—' : r.primary_key), cls: 'break' },
       { label: 'Reason', value: (r) => fmtValue(r.reason), cls: 'wrap reason' },
-      { label: 'Rule', value: (r) => h('span', { 'data-rule': r.rule || '' }, ruleText(r.rule)) },
-      { label: 'Role', value: (r) => fmtValue(r.role) },
+      { label: 'Rule', value: (r) => h('span', { 'data-rule': r.rule || '', title: RULES[r.rule] ? RULES[r.rule][1] : null }, ruleText(r.rule)), cls: 'nowrap' },
+      { label: 'Role', value: (r) => fmtValue(r.role), cls: 'break' },
     ];
     let missing = false;
     let pagedOlder = false;  // once older pages are shown, the first page stops refreshing under the reader
