@@ -5,7 +5,10 @@ details, AdminSettings); the console's own files are fetched from a real ferry-s
 the browser test check what a real server cannot easily be made to send: data that looks like
 markup, a hundred entries to page through, every kind of sync log entry and rejected write.
 
-    python contract_server.py FERRY_SERVER_URL   # prints the port it listens on
+    python contract_server.py FERRY_SERVER_URL [--older]   # prints the port it listens on
+
+With `older`, it is a server older than the console instead: none of those endpoints (a 404
+without the API's error, as for a route the server does not have), and `GET logs`.
 """
 
 from __future__ import annotations
@@ -113,9 +116,21 @@ SETTINGS = {
 GONE = USERS[1]["id"]
 
 
+# The in-memory event log (`GET logs`) of an older server, as SyncHub and the admin routes record it.
+PK = "657200000000000000000001"
+EVENT_LOG = [
+    {"time": "2026-11-26T12:00:00Z", "kind": "sync_enabled", "user_id": None, "message": "sync enabled by an admin; known client files were forgotten"},
+    {"time": "2026-11-26T12:01:00Z", "kind": "session_error", "user_id": USERS[0]["id"], "message": "error 212: the client sent a bad message"},
+    {"time": "2026-11-26T12:02:00Z", "kind": "compensating_write", "user_id": USERS[0]["id"],
+     "message": '"Item": { "%s": "%s" }' % (PK, write_filter_reason(PK).replace('"', '\\"'))},
+]
+
+
 class State:
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, older: bool) -> None:
         self.upstream = upstream
+        # An older server: none of the operations endpoints (404 without the API's error), `GET logs`.
+        self.older = older
         self.lock = threading.Lock()
         self.uploads = 0
         self.calls: list[str] = []  # "METHOD path" of every admin API call
@@ -159,6 +174,17 @@ def handler(state: State) -> type:
             with state.lock:
                 state.calls.append(f"{method} {path}")
                 state.queries.append(q)
+            parts = path.split("/")
+            if state.older:
+                if method == "GET" and path == "sync":
+                    return self._json({"sync_enabled": True, "connections": 3})
+                if method == "GET" and path == "users":
+                    return self._json(USERS)
+                if method == "GET" and path == "logs":
+                    return self._json({"entries": EVENT_LOG[-int(q.get("limit", 100)):]})
+                if method == "POST" and len(parts) == 3 and parts[0] == "users" and parts[2] in ("disable", "enable"):
+                    return self._send(204)
+                return self._send(404, b"")
             if method == "GET" and path == "stats":
                 with state.lock:
                     state.uploads += 7
@@ -188,7 +214,6 @@ def handler(state: State) -> type:
                 return self._json({"entries": page, "next": page[-1]["id"] if more else None})
             if method == "GET" and path == "settings":
                 return self._json(SETTINGS)
-            parts = path.split("/")
             if len(parts) == 3 and parts[0] == "users" and parts[2] == "sync-log" and method == "GET":
                 # As the server: a user without entries (or unknown) has an empty log.
                 entries = sync_log(parts[1]) if any(u["id"] == parts[1] for u in USERS) else []
@@ -221,14 +246,14 @@ def handler(state: State) -> type:
     return Handler
 
 
-def start(upstream: str) -> tuple[ThreadingHTTPServer, State]:
-    state = State(upstream)
+def start(upstream: str, older: bool = False) -> tuple[ThreadingHTTPServer, State]:
+    state = State(upstream, older)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler(state))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd, state
 
 
 if __name__ == "__main__":
-    server, _ = start(sys.argv[1])
+    server, _ = start(sys.argv[1], older="--older" in sys.argv[2:])
     print(server.server_address[1], flush=True)
     threading.Event().wait()

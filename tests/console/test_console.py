@@ -534,3 +534,56 @@ def test_the_newer_endpoints_render(contract: Any, browser: Any, artifacts: Path
     assert browser.execute_script("return document.querySelectorAll('#main script').length") == 0
     shoot_both(browser, artifacts, "contract-settings", lambda d: text_of(d, "#roles-table"))
     no_script_errors(browser)
+
+
+@pytest.fixture
+def older(server: Server) -> Any:
+    """A server older than the console (tests/console/contract_server.py with `older`): the
+    operations endpoints answer 404, the event log (`GET logs`) is there."""
+    import contract_server
+    httpd, state = contract_server.start(server.url, older=True)
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", state
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_an_older_server_falls_back(older: Any, browser: Any, artifacts: Path) -> None:
+    import contract_server
+    url, state = older
+    sign_in(browser, url, contract_server.TOKEN)
+    wait(browser, EC.visibility_of_element_located((By.ID, "shell")), "the console after sign-in")
+    first = contract_server.USERS[0]["id"]
+
+    # Dashboard: connections and sync state from GET sync, compensating writes from the event log.
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-unavailable]"), "the dashboard's note")
+    wait(browser, lambda d: text_of(d, "#tile-connections .value") == "3", "the connections of GET sync")
+    assert text_of(browser, "#tile-compensating .value") == "1" and text_of(browser, "#tile-sessions .value") == "—"
+    shoot_both(browser, artifacts, "older-dashboard", lambda d: text_of(d, "#tile-connections .value") == "3")
+
+    go(browser, "devices")
+    wait(browser, lambda d: text_of(d, "#device-count") == "Sync connections open now: 3 (from GET sync).", "the connection count")
+
+    # Rejected writes from the event log's message, with the rule and role its reason names.
+    go(browser, "rejected")
+    wait(browser, lambda d: text_of(d, "#rejected-table"), "the event log's rejected write")
+    cells = {td.get_attribute("data-label"): td.text for td in browser.find_elements(By.CSS_SELECTOR, "#rejected-table tbody tr td")}
+    assert cells["Primary key"] == contract_server.PK and cells["Rule"] == "write filter" and cells["Role"] == "owner-read-write", cells
+    assert cells["Reason"] == contract_server.write_filter_reason(contract_server.PK), cells
+    assert browser.find_elements(By.CSS_SELECTOR, "[data-unavailable]")
+    shoot_both(browser, artifacts, "older-rejected-writes", lambda d: text_of(d, "#rejected-table"))
+
+    # A user's sync log: their event log entries.
+    go(browser, "sync-log", f"?user={first}")
+    wait(browser, lambda d: "denied by write filter" in text_of(d, "#log-table") and "error 212" in text_of(d, "#log-table"), "their entries")
+    assert "sync enabled" not in text_of(browser, "#log-table")
+
+    go(browser, "settings")
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-unavailable]"), "settings not available")
+
+    # An action the server does not have: said so, not taken for an unknown user.
+    go(browser, "users")
+    click(browser, "#users-table tbody tr:first-child button[data-action='delete']")
+    click(browser, "#confirm-ok")
+    wait(browser, lambda d: text_of(d, "#toast") == f"Not available on this server: DELETE /api/admin/v1/users/{first} answered 404.",
+         "the missing endpoint")
+    no_script_errors(browser)
