@@ -402,6 +402,7 @@ def test_operate_a_server_from_the_console(server: Server, browser: Any, artifac
     wait(browser, lambda d: deleted.user.id not in text_of(d, "#users-table"), "the deleted user off Users")
     assert deleted.user.id not in [u["id"] for u in admin_get(server, "users")]
     assert device.user.id in text_of(browser, "#users-table") and revoked.user.id in text_of(browser, "#users-table")
+    shoot_both(browser, artifacts, "users-after-revoke-and-delete", lambda d: deleted.user.id not in text_of(d, "#users-table"))
 
     # Sign out: no data left on the page, and the token is gone.
     click(browser, "#signout")

@@ -31,6 +31,7 @@ code, pre, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas,
 pre { white-space: pre-wrap; word-break: break-word; background: #f0f2f5; padding: 0.6rem; border-radius: 6px; margin: 0.4rem 0; max-height: 30rem; overflow: auto; }
 h1 { font-size: 1.4rem; margin: 0 0 0.8rem; }
 h2 { font-size: 1.1rem; margin: 0 0 0.6rem; }
+h2.subhead { margin-top: 1rem; }
 a { color: var(--accent); }
 .muted { color: var(--muted); }
 .noscript { padding: 2rem; }

@@ -1003,7 +1003,7 @@ extension ConsoleAssets {
       h('div', { class: 'card', id: 'settings-fields' },
         h('h2', null, 'Queryable fields'),
         chips(fields, 'queryable-fields'),
-        'indexed_queryable_fields' in s ? [h('h3', null, 'Indexed queryable fields'), chips(indexed, 'indexed-fields')] : null),
+        'indexed_queryable_fields' in s ? [h('h2', { class: 'subhead' }, 'Indexed queryable fields'), chips(indexed, 'indexed-fields')] : null),
       h('div', { class: 'section', id: 'settings-roles' },
         h('h2', null, 'Roles'),
         roles.length ? table([
