@@ -1,8 +1,11 @@
-"""The admin console (`/admin`) in headless Chromium against a real ferry-server and a real
-device: sign in, see the device connect, see its rejected write with the seeds' reason,
-terminate sync through the confirmation and see the device get error 240; a bad token is
-refused and shows no data; a server without an admin token says the API is disabled.
-Screenshots of every page, 1280 and 360 px wide, go to the artifacts folder."""
+"""The admin console (`/admin`) in headless Chromium against a real ferry-server and real
+devices: sign in, the dashboard's counters (GET stats), the device with its SDK string (GET
+devices), its rejected write with the seeds' reason and rule (GET rejected-writes), its sync
+log (connection, bind, subscription, upload, compensating write), the app's settings, terminate
+sync through the confirmation and see the device get error 240, revoke a user's sessions and
+delete a user (their devices get error 401); a bad token is refused and shows no data; a server
+without an admin token says the API is disabled. Screenshots of every page, 1280 and 360 px
+wide, go to the artifacts folder."""
 
 from __future__ import annotations
 
@@ -54,6 +57,13 @@ return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientR
 """
 
 
+# The tables that do not fit their box (they would scroll sideways): id and widths.
+CLIPPED_TABLES = """
+return [...document.querySelectorAll('.table-wrap')].filter(w => w.scrollWidth > w.clientWidth + 1)
+  .map(w => (w.querySelector('table').id || '?') + ' ' + w.scrollWidth + '>' + w.clientWidth);
+"""
+
+
 def shoot_both(driver: Any, artifacts: Path, name: str, ready: Any = None) -> None:
     """Desktop and phone screenshots of what is shown; on the phone, the navigation is folded
     and nothing is wider than the screen."""
@@ -61,6 +71,8 @@ def shoot_both(driver: Any, artifacts: Path, name: str, ready: Any = None) -> No
     if ready:
         wait(driver, ready, f"{name} not ready at {DESKTOP}px")
     screenshot(driver, artifacts, f"{name}-desktop")
+    clipped = driver.execute_script(CLIPPED_TABLES)
+    assert not clipped, f"{name}: tables wider than the page at {DESKTOP}px: {clipped}"
     set_viewport(driver, PHONE, 780)
     try:
         wait(driver, lambda d: d.execute_script("return window.innerWidth") == PHONE, "a 360 px layout viewport")
@@ -117,6 +129,35 @@ def no_script_errors(driver: Any) -> None:
 def http_get(url: str) -> tuple[int, dict[str, str], bytes]:
     with urllib.request.urlopen(url, timeout=TIMEOUT) as r:
         return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+
+
+def admin_get(server: Server, path: str) -> Any:
+    """The real server's admin API, as the console calls it."""
+    request = urllib.request.Request(f"{server.url}/api/admin/v1/{path}", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    with urllib.request.urlopen(request, timeout=TIMEOUT) as r:
+        return json.loads(r.read())
+
+
+def no_fallback(driver: Any) -> None:
+    """The page came from the endpoint itself, not from an older server's fallback."""
+    shown = [e.get_attribute("data-unavailable") for e in driver.find_elements(By.CSS_SELECTOR, "[data-unavailable]")]
+    assert not shown, f"the console says the server lacks {shown}"
+
+
+def open_details(driver: Any, css: str) -> None:
+    """Unfolds every <details> matching `css`."""
+    driver.execute_script("document.querySelectorAll(arguments[0]).forEach(e => { e.open = true; })", css)
+
+
+def user_action(driver: Any, user_id: str, action: str) -> Any:
+    """Clicks the action's button in the user's row; answers the confirmation dialog."""
+    row = f"//table[@id='users-table']//tr[.//code[text()='{user_id}']]"
+    button = wait(driver, EC.element_to_be_clickable((By.XPATH, f"{row}//button[@data-action='{action}']")), f"{action} button")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+    button.click()
+    dialog = wait(driver, EC.visibility_of_element_located((By.ID, "confirm-dialog")), f"the {action} confirmation")
+    assert user_id in dialog.text
+    return dialog
 
 
 def test_console_files_are_served_with_a_strict_policy(server: Server) -> None:
@@ -181,7 +222,18 @@ def test_operate_a_server_from_the_console(server: Server, browser: Any, artifac
     wait(browser, lambda d: text_of(d, "#tile-connections .value") == str(before + 1),
          f"the dashboard shows {before + 1} connection(s)")
     wait(browser, lambda d: text_of(d, "#sync-pill") == "sync enabled", "the sync pill")
-    shoot_both(browser, artifacts, "dashboard", lambda d: text_of(d, "#tile-connections .value") == str(before + 1))
+    # Every figure from GET stats: sessions, rates (after a second poll), node, the totals.
+    wait(browser, lambda d: re.fullmatch(r"[1-9]\d*", text_of(d, "#tile-sessions .value")), "the bound sessions")
+    wait(browser, lambda d: re.fullmatch(r"[\d.,]+", text_of(d, "#tile-uploads .value")), "an upload rate")
+    wait(browser, lambda d: re.fullmatch(r"[\d.,]+", text_of(d, "#tile-downloads .value")), "a download rate")
+    stats = admin_get(server, "stats")
+    assert text_of(browser, "#tile-sync .sub") == f"node {stats['node']}"
+    assert re.fullmatch(r"[1-9]\d*", text_of(browser, "#tile-bootstraps .value")), "the device's bootstrap is counted"
+    for tile in ("compensating", "resets"):
+        assert re.fullmatch(r"\d+", text_of(browser, f"#tile-{tile} .value")), tile
+    assert "not available" not in browser.find_element(By.ID, "main").text
+    no_fallback(browser)
+    shoot_both(browser, artifacts, "dashboard-first-device", lambda d: text_of(d, "#tile-connections .value") == str(before + 1))
 
     # The nav folds into a menu on a phone, and opens.
     set_viewport(browser, PHONE, 780)
@@ -194,11 +246,19 @@ def test_operate_a_server_from_the_console(server: Server, browser: Any, artifac
     wait(browser, lambda d: not d.find_element(By.ID, "nav").is_displayed(), "the menu closes after a choice")
     set_viewport(browser, DESKTOP)
 
-    # Devices: the device (GET devices), or the connection count of GET sync on an older server.
+    # Devices (GET devices): the device with the SDK string its client sent (X-Ferry-SDK).
+    listed = [x for x in admin_get(server, "devices")["devices"] if x["user_id"] == device.user.id]
+    assert len(listed) == 1 and isinstance(listed[0]["connection_id"], int), listed
+    sdk = listed[0]["sdk"]
+    assert sdk and re.fullmatch(r"ferry/\d+\.\d+\.\d+ \S+", sdk), sdk
     go(browser, "devices")
-    wait(browser, lambda d: device.user.id in text_of(d, "#devices-table") or
-         text_of(d, "#device-count").startswith(f"Sync connections open now: {before + 1}"), "the device on Devices")
-    shoot_both(browser, artifacts, "devices", lambda d: text_of(d, "#device-count"))
+    device_row = f"//table[@id='devices-table']//tr[.//code[text()='{device.user.id}']]"
+    wait(browser, lambda d: d.find_elements(By.XPATH, device_row), "the device on Devices")
+    cells = {td.get_attribute("data-label"): td.text for td in browser.find_elements(By.XPATH, f"{device_row}/td")}
+    assert cells["SDK"] == sdk and cells["Connection"] == str(listed[0]["connection_id"]), cells
+    assert cells["Client file"] == str(listed[0]["client_file"]) and cells["Sessions"] == "1", cells
+    no_fallback(browser)
+    shoot_both(browser, artifacts, "devices", lambda d: d.find_elements(By.XPATH, device_row))
 
     # A write the server rejects: another owner's item. The device's handler gets the seeds'
     # reason (231), and the console shows the same reason.
@@ -211,30 +271,66 @@ def test_operate_a_server_from_the_console(server: Server, browser: Any, artifac
     go(browser, "rejected")
     wait(browser, lambda d: any(c.text == reason for c in d.find_elements(By.CSS_SELECTOR, "#rejected-table td.reason")),
          f"the console shows the rejected write: {reason}")
-    row = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#rejected-table tbody tr") if reason in r.text][0]
-    assert device.user.id in row and "Item" in row and "write filter" in row
+    row = [r for r in browser.find_elements(By.CSS_SELECTOR, "#rejected-table tbody tr") if reason in r.text][0]
+    cells = {td.get_attribute("data-label"): td.text for td in row.find_elements(By.TAG_NAME, "td")}
+    assert cells["User"] == device.user.id and cells["Object type"] == "Item" and cells["Primary key"] == str(key), cells
+    assert cells["Rule"] == "write filter" and cells["Role"] == "owner-read-write", cells
+    assert row.find_element(By.CSS_SELECTOR, "[data-rule]").get_attribute("data-rule") == "write_filter"
+    no_fallback(browser)
+    # The same as GET rejected-writes says.
+    api_rejected = admin_get(server, f"rejected-writes?user={device.user.id}")["entries"]
+    assert [(r["reason"], r["rule"], r["role"]) for r in api_rejected] == [(reason, "write_filter", "owner-read-write")], api_rejected
     shoot_both(browser, artifacts, "rejected-writes", lambda d: d.find_elements(By.CSS_SELECTOR, "#rejected-table td.reason"))
 
-    # The dashboard counts it (from the counters, or the event log on an older server).
+    # The dashboard counts it (GET stats' compensating_writes_total).
     go(browser, "dashboard")
     wait(browser, lambda d: re.fullmatch(r"[1-9]\d*", text_of(d, "#tile-compensating .value")), "a compensating write on the dashboard")
+    no_fallback(browser)
+    shoot_both(browser, artifacts, "dashboard", lambda d: re.fullmatch(r"[1-9]\d*", text_of(d, "#tile-compensating .value")))
 
     # Users: the device's user, enabled, with its actions.
     go(browser, "users")
     wait(browser, lambda d: device.user.id in text_of(d, "#users-table"), "the device's user on Users")
     shoot_both(browser, artifacts, "users", lambda d: device.user.id in text_of(d, "#users-table"))
 
-    # The user's sync log (or its event log entries on an older server): the rejected write.
+    # The user's sync log (GET users/:id/sync-log): the device's connection, its session's
+    # bind, its subscription, the upload of the item and the compensating write, each with its
+    # details unfolded.
     go(browser, "sync-log", f"?user={device.user.id}")
     wait(browser, lambda d: "denied by write filter" in text_of(d, "#log-table"), "the rejected write in the user's log")
+    no_fallback(browser)
+    kinds = {e.text for e in browser.find_elements(By.CSS_SELECTOR, "#log-table .kind")}
+    assert {"connection opened", "session bound", "subscription changed", "upload", "compensating write"} <= kinds, kinds
+    open_details(browser, "#log-table details.entry-details")
+    details = {k: [e.text for e in browser.find_elements(By.CSS_SELECTOR, f"#log-table details[data-kind='{k}']")]
+               for k in ("connection_opened", "session_bound", "subscription_changed", "upload", "compensating_write")}
+    assert any(sdk in t for t in details["connection_opened"]), details["connection_opened"]
+    assert any(f"Client file\n{listed[0]['client_file']}" in t for t in details["session_bound"]), details["session_bound"]
+    assert any("simple-items: Item where complexity <= 4" in t and "complete" in t for t in details["subscription_changed"]), details
+    assert any(f"create Item {key}" in t for t in details["upload"]), details["upload"]
+    written = [t for t in details["compensating_write"] if str(key) in t]
+    assert written and "Rule\nwrite filter" in written[0] and "owner-read-write" in written[0], written
+    assert reason in text_of(browser, "#log-table td[data-label='Message']")
     shoot_both(browser, artifacts, "sync-log", lambda d: text_of(d, "#log-table"))
 
-    # Settings (or "not available" on an older server).
+    # Settings (GET settings): the app's queryable fields and its role, as the rules file has it.
+    settings = admin_get(server, "settings")
     go(browser, "settings")
-    wait(browser, lambda d: text_of(d, "#settings-fields") or d.find_elements(By.CSS_SELECTOR, "[data-unavailable]"), "settings")
-    if browser.find_elements(By.ID, "settings-fields"):
-        assert "complexity" in text_of(browser, "#settings-fields") and "ownerId" in text_of(browser, "#settings-fields")
-    shoot_both(browser, artifacts, "settings", lambda d: d.find_elements(By.CSS_SELECTOR, "#settings-fields, [data-unavailable]"))
+    wait(browser, lambda d: text_of(d, "#roles-table"), "the roles")
+    no_fallback(browser)
+    assert text_of(browser, "#queryable-fields").split("\n") == settings["queryable_fields"] == ["complexity", "ownerId"]
+    role = {td.get_attribute("data-label"): td.text for td in browser.find_elements(By.CSS_SELECTOR, "#roles-table tbody tr td")}
+    assert role["Role"] == "owner-read-write" and role["Collection"] == "Item", role
+    assert role["Read"] == "yes" and role["Write"] == "yes", role
+    assert 'read: {"ownerId":"%%user.id"}' in role["Document filters"] and 'write: {"ownerId":"%%user.id"}' in role["Document filters"], role
+    facts = text_of(browser, "#settings-sync")
+    assert f"Max offline days\n{settings['max_offline_days']}" in facts, facts
+    assert {"recover_unsynced_changes": "Recovery mode\nrecover unsynced changes",
+            "disabled": "Recovery mode\ndisabled"}[settings["recovery_mode"]] in facts, facts
+    assert settings["app_id"] in facts and "anon-user" in facts, facts
+    open_details(browser, "#settings-files details")
+    assert "rules.json" in text_of(browser, "#settings-files") and '"document_filters"' in text_of(browser, "#settings-files")
+    shoot_both(browser, artifacts, "settings", lambda d: text_of(d, "#roles-table"))
 
     # Sync: terminate through the confirmation, which says what happens to the devices.
     go(browser, "sync")
@@ -269,17 +365,44 @@ def test_operate_a_server_from_the_console(server: Server, browser: Any, artifac
     click(browser, "#confirm-ok")
     wait(browser, lambda d: text_of(d, "#sync-state") == "enabled", "sync enabled again")
 
+    # Two throwaway users with a device each: one's sessions are revoked, the other is deleted.
+    revoked, deleted = device_factory(), device_factory()
+
     # Disable the user and enable it again, each through its confirmation.
     go(browser, "users")
     row = f"//table[@id='users-table']//tr[.//code[text()='{device.user.id}']]"
     for action, state in [("disable", "disabled"), ("enable", "enabled")]:
-        button = wait(browser, EC.element_to_be_clickable((By.XPATH, f"{row}//button[@data-action='{action}']")), f"{action} button")
-        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
-        button.click()
-        dialog = wait(browser, EC.visibility_of_element_located((By.ID, "confirm-dialog")), f"the {action} confirmation")
-        assert device.user.id in dialog.text
+        user_action(browser, device.user.id, action)
         click(browser, "#confirm-ok")
         wait(browser, lambda d: d.find_element(By.XPATH, f"{row}//span[contains(@class, 'pill')]").text == state, f"the user {state}")
+
+    # Revoke sessions: the confirmation says what the server does; the device is logged out
+    # (error 401) and the user stays enabled.
+    wait(browser, lambda d: revoked.user.id in text_of(d, "#users-table") and deleted.user.id in text_of(d, "#users-table"),
+         "the throwaway users on Users")
+    dialog = user_action(browser, revoked.user.id, "revoke")
+    assert "access tokens" in dialog.text and "every node" in dialog.text and "error 401" in dialog.text, dialog.text
+    shoot_both(browser, artifacts, "users-revoke-confirmation")
+    click(browser, "#confirm-ok")
+    wait(browser, lambda d: "Sessions of user " + revoked.user.id + " revoked" in text_of(d, "#toast"), "the revocation's result")
+    logged_out = revoked.wait_error(401)
+    assert "revoked" in logged_out.message, logged_out.message
+    revoked_row = f"//table[@id='users-table']//tr[.//code[text()='{revoked.user.id}']]"
+    wait(browser, lambda d: d.find_element(By.XPATH, f"{revoked_row}//span[contains(@class, 'pill')]").text == "enabled", "still enabled")
+    assert any(e["kind"] == "sessions_revoked" and e["user_id"] == revoked.user.id for e in admin_get(server, "logs")["entries"])
+
+    # Delete: the device is logged out (error 401), the user is gone from Users and the API.
+    dialog = user_action(browser, deleted.user.id, "delete")
+    assert "every node" in dialog.text and "cannot be undone" in dialog.text, dialog.text
+    shoot_both(browser, artifacts, "users-delete-confirmation")
+    click(browser, "#confirm-ok")
+    wait(browser, lambda d: "User " + deleted.user.id + " deleted." in text_of(d, "#toast"), "the deletion's result")
+    gone = deleted.wait_error(401)
+    assert "deleted" in gone.message, gone.message
+    wait(browser, lambda d: deleted.user.id not in text_of(d, "#users-table"), "the deleted user off Users")
+    assert deleted.user.id not in [u["id"] for u in admin_get(server, "users")]
+    assert device.user.id in text_of(browser, "#users-table") and revoked.user.id in text_of(browser, "#users-table")
+    shoot_both(browser, artifacts, "users-after-revoke-and-delete", lambda d: deleted.user.id not in text_of(d, "#users-table"))
 
     # Sign out: no data left on the page, and the token is gone.
     click(browser, "#signout")
@@ -317,7 +440,7 @@ def test_the_newer_endpoints_render(contract: Any, browser: Any, artifacts: Path
     # Devices: data that looks like markup is shown as text, never run.
     go(browser, "devices")
     wait(browser, lambda d: "<script>alert(1)</script>" in text_of(d, "#devices-table"), "the devices table")
-    assert "ferry-python/0.9" in text_of(browser, "#devices-table")
+    assert contract_server.SDK in text_of(browser, "#devices-table")
     assert browser.execute_script("return document.querySelectorAll('#main script, #main img, #main b').length") == 0
     shoot_both(browser, artifacts, "contract-devices", lambda d: text_of(d, "#devices-table"))
 
@@ -336,11 +459,36 @@ def test_the_newer_endpoints_render(contract: Any, browser: Any, artifacts: Path
         click(browser, "#confirm-ok")
         wait(browser, lambda d: call in state.calls, f"{call} was called")
         wait(browser, EC.visibility_of_element_located((By.ID, "toast")), "the result")
+    # A user gone meanwhile: the API's own 404 (with its error), not a missing endpoint.
+    gone = contract_server.GONE
+    for action in ("revoke", "delete"):
+        click(browser, f"#users-table tbody tr:nth-child(2) button[data-action='{action}']")
+        wait(browser, EC.visibility_of_element_located((By.ID, "confirm-dialog")), f"the {action} confirmation")
+        click(browser, "#confirm-ok")
+        wait(browser, lambda d: text_of(d, "#toast") == f"The server answered 404: no user {gone}", f"the API's 404 for {action}")
 
     # Sync log: every kind by default, paging with "Older", and the kind filter.
     go(browser, "sync-log", f"?user={first}")
     rows = "#log-table tbody tr"
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, rows)) == 50, "the first 50 entries")
+    # Each kind's details, as the server records them.
+    open_details(browser, "#log-table details.entry-details")
+    def details(kind: str) -> str:
+        return browser.find_element(By.CSS_SELECTOR, f"#log-table details[data-kind='{kind}']").text
+    upload = details("upload")
+    for line in ("create Item", "update Item", "list update Item", "erase Item"):
+        assert line in upload, upload
+    assert "×3" in upload and "Session" in upload, upload
+    written = details("compensating_write")
+    assert "Rule\nwrite filter" in written and "owner-read-write" in written, written
+    row_text = browser.find_element(By.XPATH, "//table[@id='log-table']//tr[.//details[@data-kind='compensating_write']]").text
+    assert "denied by write filter" in row_text, row_text
+    subscribed = details("subscription_changed")
+    assert "simple-items: Item where complexity <= 4" in subscribed and 'mine: Item where ownerId == "<b>me</b>"' in subscribed, subscribed
+    assert contract_server.SDK in details("connection_opened")
+    assert "Client file\n12" in details("session_bound") and "1.0 MiB" in details("connection_closed")
+    assert "unknown_client_file" in details("client_reset") and "212" in details("error")
+    assert browser.execute_script("return document.querySelectorAll('#main b, #main script').length") == 0
     shoot_both(browser, artifacts, "contract-sync-log", lambda d: d.find_elements(By.CSS_SELECTOR, rows))
     click(browser, "#log-older")
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, rows)) == 100, "the next 50 entries")
@@ -356,15 +504,17 @@ def test_the_newer_endpoints_render(contract: Any, browser: Any, artifacts: Path
     wait(browser, lambda d: any(q.get("since") == "2026-11-26T12:40:00.000Z" and q.get("kind") == "compensating_write"
                                 for q in state.queries), "the time range in the query")
 
-    # An unknown user is the API's own 404 (with its error), not a missing endpoint.
+    # A user without entries: an empty log, as the server answers.
     go(browser, "sync-log", "?user=ghost")
-    wait(browser, lambda d: "The server answered 404: no user with id ghost" in text_of(d, ".page-problem .error"), "the API's 404")
+    wait(browser, lambda d: "No sync log entry matches." in text_of(d, "#log-results"), "the empty log")
     assert not browser.find_elements(By.CSS_SELECTOR, "[data-unavailable]")
 
     # Rejected writes: reason, rule and role; "Older" pages on.
     go(browser, "rejected")
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rejected-table tbody tr")) == 50, "50 rejected writes")
     assert "owner-read-write" in text_of(browser, "#rejected-table")
+    rules = {e.get_attribute("data-rule"): e.text for e in browser.find_elements(By.CSS_SELECTOR, "#rejected-table [data-rule]")}
+    assert rules == {"write_filter": "write filter", "query_view": "query view", "key_taken": "primary key taken"}, rules
     shoot_both(browser, artifacts, "contract-rejected-writes", lambda d: d.find_elements(By.CSS_SELECTOR, "#rejected-table"))
     click(browser, "#rejected-older")
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rejected-table tbody tr")) == 60, "all 60")
@@ -374,10 +524,67 @@ def test_the_newer_endpoints_render(contract: Any, browser: Any, artifacts: Path
     go(browser, "settings")
     wait(browser, lambda d: text_of(d, "#roles-table"), "the roles")
     assert "complexity" in text_of(browser, "#settings-fields")
-    assert "30" in text_of(browser, "#settings-sync") and "enabled" in text_of(browser, "#settings-sync")
+    facts = text_of(browser, "#settings-sync")
+    assert "Max offline days\n30" in facts and "Recovery mode\nrecover unsynced changes" in facts, facts
+    assert "local-userpass (disabled)" in facts and "Development mode\nno" in facts, facts
+    role = text_of(browser, "#roles-table")
+    assert '{"ownerId":"%%user.id"}' in role and "search: yes" in role, role
     for summary in browser.find_elements(By.CSS_SELECTOR, "#settings-files summary"):
         summary.click()
     wait(browser, lambda d: "<script>alert(1)</script>" in text_of(d, "#settings-files"), "the files' text")
     assert browser.execute_script("return document.querySelectorAll('#main script').length") == 0
     shoot_both(browser, artifacts, "contract-settings", lambda d: text_of(d, "#roles-table"))
+    no_script_errors(browser)
+
+
+@pytest.fixture
+def older(server: Server) -> Any:
+    """A server older than the console (tests/console/contract_server.py with `older`): the
+    operations endpoints answer 404, the event log (`GET logs`) is there."""
+    import contract_server
+    httpd, state = contract_server.start(server.url, older=True)
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", state
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_an_older_server_falls_back(older: Any, browser: Any, artifacts: Path) -> None:
+    import contract_server
+    url, state = older
+    sign_in(browser, url, contract_server.TOKEN)
+    wait(browser, EC.visibility_of_element_located((By.ID, "shell")), "the console after sign-in")
+    first = contract_server.USERS[0]["id"]
+
+    # Dashboard: connections and sync state from GET sync, compensating writes from the event log.
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-unavailable]"), "the dashboard's note")
+    wait(browser, lambda d: text_of(d, "#tile-connections .value") == "3", "the connections of GET sync")
+    assert text_of(browser, "#tile-compensating .value") == "1" and text_of(browser, "#tile-sessions .value") == "—"
+    shoot_both(browser, artifacts, "older-dashboard", lambda d: text_of(d, "#tile-connections .value") == "3")
+
+    go(browser, "devices")
+    wait(browser, lambda d: text_of(d, "#device-count") == "Sync connections open now: 3 (from GET sync).", "the connection count")
+
+    # Rejected writes from the event log's message, with the rule and role its reason names.
+    go(browser, "rejected")
+    wait(browser, lambda d: text_of(d, "#rejected-table"), "the event log's rejected write")
+    cells = {td.get_attribute("data-label"): td.text for td in browser.find_elements(By.CSS_SELECTOR, "#rejected-table tbody tr td")}
+    assert cells["Primary key"] == contract_server.PK and cells["Rule"] == "write filter" and cells["Role"] == "owner-read-write", cells
+    assert cells["Reason"] == contract_server.write_filter_reason(contract_server.PK), cells
+    assert browser.find_elements(By.CSS_SELECTOR, "[data-unavailable]")
+    shoot_both(browser, artifacts, "older-rejected-writes", lambda d: text_of(d, "#rejected-table"))
+
+    # A user's sync log: their event log entries.
+    go(browser, "sync-log", f"?user={first}")
+    wait(browser, lambda d: "denied by write filter" in text_of(d, "#log-table") and "error 212" in text_of(d, "#log-table"), "their entries")
+    assert "sync enabled" not in text_of(browser, "#log-table")
+
+    go(browser, "settings")
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-unavailable]"), "settings not available")
+
+    # An action the server does not have: said so, not taken for an unknown user.
+    go(browser, "users")
+    click(browser, "#users-table tbody tr:first-child button[data-action='delete']")
+    click(browser, "#confirm-ok")
+    wait(browser, lambda d: text_of(d, "#toast") == f"Not available on this server: DELETE /api/admin/v1/users/{first} answered 404.",
+         "the missing endpoint")
     no_script_errors(browser)

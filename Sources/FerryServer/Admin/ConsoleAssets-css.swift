@@ -31,6 +31,7 @@ code, pre, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas,
 pre { white-space: pre-wrap; word-break: break-word; background: #f0f2f5; padding: 0.6rem; border-radius: 6px; margin: 0.4rem 0; max-height: 30rem; overflow: auto; }
 h1 { font-size: 1.4rem; margin: 0 0 0.8rem; }
 h2 { font-size: 1.1rem; margin: 0 0 0.6rem; }
+h2.subhead { margin-top: 1rem; }
 a { color: var(--accent); }
 .muted { color: var(--muted); }
 .noscript { padding: 2rem; }
@@ -116,6 +117,8 @@ tr:last-child td { border-bottom: none; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td .actions, .actions { display: flex; gap: 0.4rem 0.6rem; flex-wrap: wrap; align-items: center; }
 td.wrap { word-break: break-word; min-width: 14rem; }
+td.time, td.nowrap { white-space: nowrap; }
+td.break { word-break: break-all; min-width: 7rem; }
 details summary { cursor: pointer; color: var(--accent); }
 
 /* Forms of filters */
@@ -133,6 +136,11 @@ dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; font-weight: 600; word-break: break-word; }
 ul.chips { list-style: none; padding: 0; margin: 0; display: flex; flex-wrap: wrap; gap: 0.4rem; }
 ul.chips li { background: #eaf1fd; border-radius: 6px; padding: 0.15rem 0.5rem; }
+ul.detail-lines { margin: 0.3rem 0; padding-left: 1.1rem; }
+ul.detail-lines li { word-break: break-word; margin: 0.1rem 0; }
+dl.detail-facts { grid-template-columns: max-content minmax(0, 1fr); gap: 0.15rem 0.8rem; margin: 0.3rem 0; font-size: 0.92em; }
+dl.detail-facts dd { font-weight: 400; }
+details.entry-details[open] { min-width: min(26rem, 100%); }
 
 .confirm { border: none; border-radius: 10px; padding: 1.2rem 1.3rem; max-width: min(34rem, calc(100vw - 2rem)); box-shadow: 0 10px 40px rgba(0,0,0,0.3); }
 .confirm::backdrop { background: rgba(17, 24, 39, 0.55); }
@@ -161,12 +169,15 @@ ul.chips li { background: #eaf1fd; border-radius: 6px; padding: 0.15rem 0.5rem; 
   table.stack thead { display: none; }
   table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; width: 100%; }
   table.stack tr { background: var(--card); border: 1px solid var(--line); border-radius: 8px; margin-bottom: 0.6rem; padding: 0.3rem 0; }
-  table.stack td { border: none; padding: 0.25rem 0.8rem; display: grid; grid-template-columns: 7.5rem 1fr; gap: 0.5rem; word-break: break-word; min-width: 0; }
+  table.stack td { border: none; padding: 0.25rem 0.8rem; display: grid; grid-template-columns: 7.5rem minmax(0, 1fr); gap: 0.5rem; word-break: break-word; min-width: 0; }
   table.stack td.num { text-align: left; }
   table.stack td::before { content: attr(data-label); color: var(--muted); font-size: 0.8rem; font-weight: 600; }
   .filters .field, .filters .field input, .filters .field select { width: 100%; }
   dl.facts { grid-template-columns: 1fr; gap: 0.1rem; }
   dl.facts dd { margin-bottom: 0.5rem; }
+  dl.facts.detail-facts { grid-template-columns: max-content minmax(0, 1fr); gap: 0.1rem 0.6rem; }
+  dl.facts.detail-facts dd { margin-bottom: 0; }
+  table.stack td.time, table.stack td.nowrap { white-space: normal; }
 }
 .bad-text { color: var(--bad); }
 """#

@@ -536,7 +536,7 @@ extension ConsoleAssets {
       const spec = {
         disable: {
           title: 'Disable user?', ok: 'Disable user', danger: true, method: 'POST', path: 'users/' + encodeURIComponent(id) + '/disable',
-          text: ['User ' + id + ' will no longer be able to log in, refresh a session or sync. Their devices\' sync connections are closed now (error 401: the device logs the user out).',
+          text: ['User ' + id + ' will no longer be able to log in, refresh a session or sync. Their sync connections are closed now on every node (error 401: the device logs the user out).',
             'Their data stays on the server and on their devices. Enable undoes this.'],
           done: 'User ' + id + ' disabled.',
         },
@@ -547,13 +547,15 @@ extension ConsoleAssets {
         },
         revoke: {
           title: 'Revoke sessions?', ok: 'Revoke sessions', danger: true, method: 'POST', path: 'users/' + encodeURIComponent(id) + '/revoke-sessions',
-          text: ['Every session (refresh token) of user ' + id + ' is revoked: each of their devices must log in again before it can sync.',
+          text: ['Every refresh token of user ' + id + ' is revoked, and the access tokens issued to them until now are refused from now on. ' +
+            'Their sync connections are closed now on every node (error 401: the device logs the user out); each device must log in again before it can sync.',
             'The user is not disabled and keeps their data.'],
-          done: 'Sessions of user ' + id + ' revoked.',
+          done: 'Sessions of user ' + id + ' revoked: their devices were logged out.',
         },
         delete: {
           title: 'Delete user?', ok: 'Delete user', danger: true, method: 'DELETE', path: 'users/' + encodeURIComponent(id),
-          text: ['User ' + id + ' and their identities and sessions are deleted: their devices can no longer log in or sync as this user.',
+          text: ['User ' + id + ' is deleted with their identities, password, API keys and sessions. Their sync connections are closed now on every node ' +
+            '(error 401: the device logs the user out), and no device can log in or sync as this user again.',
             'Objects they wrote stay in the synced data. This cannot be undone.'],
           done: 'User ' + id + ' deleted.',
         },
@@ -614,6 +616,72 @@ extension ConsoleAssets {
     return isNaN(d.getTime()) ? '' : d.toISOString().slice(0, 16);
   }
 
+  // A sync log entry's details, by kind: an upload's per-changeset summary, a rejected write's
+  // object, reason and rule, a subscription set's queries, and the facts of the other kinds.
+  const DETAIL_LABELS = {
+    session: 'Session', client_file: 'Client file', new_client_file: 'New client file', server_version: 'Server version',
+    sdk: 'SDK', reason: 'Reason', bytes_up: 'Bytes up', bytes_down: 'Bytes down', version: 'Subscription set', state: 'State',
+    error: 'Error', code: 'Error code', trigger: 'Trigger', object_type: 'Object type', primary_key: 'Primary key',
+    rule: 'Rule', role: 'Role', lines_omitted: 'Lines left out',
+  };
+
+  function detailFacts(d, keys) {
+    const dl = h('dl', { class: 'facts detail-facts' });
+    for (const k of keys) {
+      if (!(k in d)) continue;
+      const v = d[k];
+      let shown;
+      if (k === 'bytes_up' || k === 'bytes_down') shown = fmtBytes(v);
+      else if (k === 'rule') shown = ruleText(v);
+      else if (k === 'primary_key') shown = code(v);
+      else shown = fmtValue(v);
+      dl.append(h('dt', null, DETAIL_LABELS[k] || k.replace(/_/g, ' ')), h('dd', null, shown));
+    }
+    return dl;
+  }
+
+  function uploadLines(list) {
+    return h('ul', { class: 'detail-lines' }, list.map((l) => (l && 'error' in l
+      ? h('li', null, 'client version ' + fmtValue(l.client_version) + ': not decodable: ' + fmtValue(l.error))
+      : h('li', null, 'client version ' + fmtValue(l.client_version) + ': ', h('strong', null, String(l.operation).replace(/_/g, ' ')), ' ',
+        fmtValue(l.object_type), ' ', code(l.primary_key), l.count > 1 ? ' ×' + fmtNum(l.count) : ''))));
+  }
+
+  function queryLines(list) {
+    return h('ul', { class: 'detail-lines' }, list.map((q) => (q && 'more' in q
+      ? h('li', { class: 'muted' }, 'and ' + fmtNum(q.more) + ' more')
+      : h('li', null, h('strong', null, fmtValue(q.name)), ': ', fmtValue(q.object_type), ' where ', code(q.query)))));
+  }
+
+  function detailsOf(e) {
+    const d = e.details;
+    if (!d || typeof d !== 'object' || !Object.keys(d).length) return '—';
+    const known = Object.keys(DETAIL_LABELS);
+    let summary = 'details';
+    const parts = [];
+    if (e.kind === 'upload' && Array.isArray(d.changesets)) {
+      summary = d.changesets.length === 1 ? '1 line' : d.changesets.length + ' lines';
+      parts.push(uploadLines(d.changesets));
+      if (d.lines_omitted > 0) parts.push(h('p', { class: 'muted' }, 'and ' + fmtNum(d.lines_omitted) + ' more line(s) left out'));
+      parts.push(detailFacts(d, ['session']));
+    } else if (e.kind === 'subscription_changed' && Array.isArray(d.queries)) {
+      summary = d.queries.length === 1 ? '1 query' : d.queries.length + ' queries';
+      parts.push(detailFacts(d, d.error ? ['session', 'version', 'state', 'error'] : ['session', 'version', 'state']));
+      parts.push(d.queries.length ? queryLines(d.queries) : h('p', { class: 'muted' }, 'No subscription.'));
+    } else if (e.kind === 'compensating_write') {
+      summary = 'rejected write';
+      // The reason is the entry's message already.
+      parts.push(detailFacts(d, d.reason === e.message ? ['object_type', 'primary_key', 'rule', 'role'] : ['object_type', 'primary_key', 'reason', 'rule', 'role']));
+    } else {
+      parts.push(detailFacts(d, known.filter((k) => k in d)));
+    }
+    // Whatever else the server sends, as it is.
+    const handled = new Set(known.concat(['changesets', 'queries']));
+    const rest = Object.keys(d).filter((k) => !handled.has(k));
+    if (rest.length) parts.push(h('dl', { class: 'facts detail-facts' }, rest.map((k) => [h('dt', null, k.replace(/_/g, ' ')), h('dd', null, fmtValue(d[k]))])));
+    return h('details', { class: 'entry-details', 'data-kind': String(e.kind) }, h('summary', null, summary), parts);
+  }
+
   async function syncLog(ctx) {
     pageHead(ctx, 'Sync log');
     const params = ctx.params;
@@ -655,14 +723,12 @@ extension ConsoleAssets {
     }
 
     const columns = [
-      { label: 'Time', value: (e) => fmtTime(e.time) },
+      { label: 'Time', value: (e) => fmtTime(e.time), cls: 'time' },
       { label: 'Kind', value: (e) => h('span', { class: 'pill kind', 'data-kind': String(e.kind) }, String(e.kind).replace(/_/g, ' ')) },
       { label: 'Node', value: (e) => fmtValue(e.node) },
       { label: 'Connection', value: (e) => (e.connection_id === undefined || e.connection_id === null ? '—' : code(e.connection_id)) },
       { label: 'Message', value: (e) => fmtValue(e.message), cls: 'wrap' },
-      { label: 'Details', value: (e) => (e.details && Object.keys(e.details).length
-        ? h('details', null, h('summary', null, 'details'), h('pre', null, JSON.stringify(e.details, null, 2)))
-        : '—') },
+      { label: 'Details', value: detailsOf, cls: 'wrap' },
     ];
     const query = { kind: kinds.join(','), since, until, limit: 50 };
     const first = await optional('users/' + encodeURIComponent(userId) + '/sync-log', query);
@@ -711,13 +777,25 @@ extension ConsoleAssets {
 
   // ---- Rejected writes --------------------------------------------------------------------
 
-  // The rule a seeds' reason names: "…denied by write filter in role "r"" or "…outside of the
-  // current query view".
+  // The API's rules (`rule` of a rejected write), as text.
+  const RULES = {
+    write_filter: ['write filter', 'The role\'s write filter (document_filters.write) refused the write.'],
+    query_view: ['query view', 'The object is outside the session\'s subscriptions (its query view).'],
+    key_taken: ['primary key taken', 'A create of a primary key another user\'s object holds.'],
+  };
+  function ruleText(rule) {
+    if (rule === undefined || rule === null || rule === '') return '—';
+    return RULES[rule] ? RULES[rule][0] : String(rule).replace(/_/g, ' ');
+  }
+
+  // The rule and role an event-log reason names (older servers): "…denied by write filter in
+  // role "r"", "…already in use…" or "…outside of the current query view".
   function ruleOf(reason) {
     const role = /denied by write filter in role "(.*)"\s*$/.exec(reason);
-    if (role) return 'write filter of role ' + role[1];
-    if (/outside of the current query view/.test(reason)) return 'query view (subscriptions)';
-    return '—';
+    if (role) return { rule: 'write_filter', role: role[1] };
+    if (/already in use/.test(reason)) return { rule: 'key_taken', role: null };
+    if (/outside of the current query view/.test(reason)) return { rule: 'query_view', role: null };
+    return { rule: null, role: null };
   }
 
   // An event-log message `"Type": { "pk": "reason" }` as rows; the raw message when it does not parse.
@@ -727,12 +805,12 @@ extension ConsoleAssets {
       const rows = [];
       for (const [type, objects] of Object.entries(parsed)) {
         for (const [pk, reason] of Object.entries(objects)) {
-          rows.push({ time: entry.time, user_id: entry.user_id, object_type: type, primary_key: pk, reason: String(reason), rule: ruleOf(String(reason)) });
+          rows.push(Object.assign({ time: entry.time, user_id: entry.user_id, object_type: type, primary_key: pk, reason: String(reason) }, ruleOf(String(reason))));
         }
       }
       if (rows.length) return rows;
     } catch (e) { /* shown raw */ }
-    return [{ time: entry.time, user_id: entry.user_id, object_type: '—', primary_key: '—', reason: entry.message, rule: ruleOf(String(entry.message)) }];
+    return [Object.assign({ time: entry.time, user_id: entry.user_id, object_type: '—', primary_key: '—', reason: entry.message }, ruleOf(String(entry.message)))];
   }
 
   async function rejected(ctx) {
@@ -751,10 +829,10 @@ extension ConsoleAssets {
       { label: 'Time', value: (r) => fmtTime(r.time) },
       { label: 'User', value: (r) => userLink(r.user_id) },
       { label: 'Object type', value: (r) => fmtValue(r.object_type) },
-      { label: 'Primary key', value: (r) => code(r.primary_key === undefined || r.primary_key === null ? '—' : r.primary_key), cls: 'wrap' },
+      { label: 'Primary key', value: (r) => code(r.primary_key === undefined || r.primary_key === null ? '—' : r.primary_key), cls: 'break' },
       { label: 'Reason', value: (r) => fmtValue(r.reason), cls: 'wrap reason' },
-      { label: 'Rule', value: (r) => fmtValue(r.rule) },
-      { label: 'Role', value: (r) => fmtValue(r.role) },
+      { label: 'Rule', value: (r) => h('span', { 'data-rule': r.rule || '', title: RULES[r.rule] ? RULES[r.rule][1] : null }, ruleText(r.rule)), cls: 'nowrap' },
+      { label: 'Role', value: (r) => fmtValue(r.role), cls: 'break' },
     ];
     let missing = false;
     let pagedOlder = false;  // once older pages are shown, the first page stops refreshing under the reader
@@ -805,7 +883,7 @@ extension ConsoleAssets {
           .reverse().flatMap(parseRejected);
         body.replaceChildren(
           unavailable('GET ' + API + '/rejected-writes', 'Showing the compensating writes of the server\'s event log (GET logs, the last 1,000 entries) instead.'),
-          rows.length ? table(columns.filter((c) => c.label !== 'Role'), rows, { id: 'rejected-table' })
+          rows.length ? table(columns, rows, { id: 'rejected-table' })
             : h('p', { class: 'empty', id: 'rejected-empty' }, 'No rejected write.'));
       }
       ctx.clearProblem();
@@ -880,38 +958,67 @@ extension ConsoleAssets {
 
   // ---- Settings ---------------------------------------------------------------------------
 
+  function recoveryText(mode) {
+    if (typeof mode === 'boolean') return mode ? 'enabled' : 'disabled';  // older servers
+    if (mode === 'recover_unsynced_changes') return 'recover unsynced changes';
+    return fmtValue(mode);
+  }
+
+  function chips(list, id) {
+    return list.length ? h('ul', { class: 'chips', id }, list.map((f) => h('li', null, code(typeof f === 'string' ? f : JSON.stringify(f)))))
+      : h('p', { class: 'empty' }, 'None.');
+  }
+
+  // A role's document filters ({read, write} as in the rules file), one line each.
+  function documentFilters(r) {
+    const f = r.document_filters;
+    if (!f || typeof f !== 'object' || !Object.keys(f).length) return '—';
+    return h('ul', { class: 'detail-lines' }, Object.entries(f).map(([k, v]) => h('li', null, k + ': ', code(JSON.stringify(v)))));
+  }
+
   async function settings(ctx) {
     pageHead(ctx, 'Settings');
     const s = await optional('settings');
     if (!ctx.alive()) return;
     if (!s) { ctx.main.append(unavailable('GET ' + API + '/settings')); return; }
-    const fields = Array.isArray(s.queryable_fields) ? s.queryable_fields : [];
-    const roles = Array.isArray(s.roles) ? s.roles : [];
-    const files = Array.isArray(s.files) ? s.files : [];
+    const list = (v) => (Array.isArray(v) ? v : []);
+    const fields = list(s.queryable_fields), indexed = list(s.indexed_queryable_fields);
+    const roles = list(s.roles), files = list(s.files), collections = list(s.collections), providers = list(s.auth_providers);
+    // [label, value, shown]: what an older server does not send is left out.
+    const facts = [
+      ['App', fmtValue(s.app_name), true],
+      ['App id', s.app_id ? code(s.app_id) : '—', 'app_id' in s],
+      ['Max offline days', fmtValue(s.max_offline_days), true],
+      ['Recovery mode', recoveryText(s.recovery_mode), true],
+      ['Development mode', fmtValue(s.development_mode), 'development_mode' in s],
+      ['Collections', collections.length ? collections.map((c, i) => [i ? ', ' : '', String(c)]) : '—', 'collections' in s],
+      ['Authentication', providers.length ? providers.map((p, i) => [i ? ', ' : '', String(p.name),
+        p.type && p.type !== p.name ? ' (' + String(p.type) + ')' : '', p.disabled ? ' (disabled)' : '']) : '—', 'auth_providers' in s],
+    ];
     ctx.main.append(
       h('p', { class: 'muted' }, 'Read-only: the server reads these from its app directory at start.'),
       h('div', { class: 'card', id: 'settings-sync' },
-        h('h2', null, 'Sync'),
-        h('dl', { class: 'facts' },
-          h('dt', null, 'App'), h('dd', null, fmtValue(s.app_name)),
-          h('dt', null, 'Max offline days'), h('dd', null, fmtValue(s.max_offline_days)),
-          h('dt', null, 'Recovery mode'), h('dd', null, typeof s.recovery_mode === 'boolean' ? (s.recovery_mode ? 'enabled' : 'disabled') : fmtValue(s.recovery_mode)))),
+        h('h2', null, 'App and sync'),
+        h('dl', { class: 'facts' }, facts.filter((f) => f[2]).map(([k, v]) => [h('dt', null, k), h('dd', null, v)]))),
       h('div', { class: 'card', id: 'settings-fields' },
         h('h2', null, 'Queryable fields'),
-        fields.length ? h('ul', { class: 'chips' }, fields.map((f) => h('li', null, code(typeof f === 'string' ? f : JSON.stringify(f)))))
-          : h('p', { class: 'empty' }, 'None.')),
+        chips(fields, 'queryable-fields'),
+        'indexed_queryable_fields' in s ? [h('h2', { class: 'subhead' }, 'Indexed queryable fields'), chips(indexed, 'indexed-fields')] : null),
       h('div', { class: 'section', id: 'settings-roles' },
         h('h2', null, 'Roles'),
         roles.length ? table([
           { label: 'Role', value: (r) => fmtValue(r.name) },
           { label: 'Collection', value: (r) => fmtValue(r.collection) },
           { label: 'Apply when', value: (r) => fmtValue(r.apply_when) },
+          { label: 'Document filters', value: documentFilters, cls: 'wrap' },
           { label: 'Read', value: (r) => fmtValue(r.read) },
           { label: 'Write', value: (r) => fmtValue(r.write) },
           { label: 'Other', value: (r) => {
             const rest = Object.assign({}, r);
-            for (const k of ['name', 'collection', 'apply_when', 'read', 'write']) delete rest[k];
-            return Object.keys(rest).length ? code(JSON.stringify(rest)) : '—';
+            for (const k of ['name', 'collection', 'apply_when', 'document_filters', 'read', 'write']) delete rest[k];
+            const keys = Object.keys(rest);
+            return keys.length ? h('ul', { class: 'chips' }, keys.map((k) => h('li', null, k + ': ',
+              typeof rest[k] === 'object' && rest[k] !== null ? code(JSON.stringify(rest[k])) : fmtValue(rest[k])))) : '—';
           }, cls: 'wrap' },
         ], roles, { id: 'roles-table' }) : h('p', { class: 'empty' }, 'No role.')),
       h('div', { class: 'card', id: 'settings-files' },
