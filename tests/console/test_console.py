@@ -332,12 +332,43 @@ def test_operate_a_server_from_the_console(server: Server, browser: Any, artifac
     assert "rules.json" in text_of(browser, "#settings-files") and '"document_filters"' in text_of(browser, "#settings-files")
     shoot_both(browser, artifacts, "settings", lambda d: text_of(d, "#roles-table"))
 
-    # Sync: terminate through the confirmation, which says what happens to the devices.
+    # Sync: pause through its confirmation. The device gets error 245 (not fatal), keeps its
+    # data and writes while paused; resume carries on with the same sync identity: the write
+    # is uploaded and the device gets no client reset.
     go(browser, "sync")
     wait(browser, lambda d: text_of(d, "#sync-state") == "enabled", "sync enabled")
+    assert not browser.find_element(By.ID, "sync-pause").get_attribute("disabled")
+    assert browser.find_element(By.ID, "sync-resume").get_attribute("disabled") is not None
     assert not browser.find_element(By.ID, "sync-terminate").get_attribute("disabled")
     assert browser.find_element(By.ID, "sync-enable").get_attribute("disabled") is not None
     shoot_both(browser, artifacts, "sync", lambda d: text_of(d, "#sync-state") == "enabled")
+    click(browser, "#sync-pause")
+    dialog = wait(browser, EC.visibility_of_element_located((By.ID, "confirm-dialog")), "the pause confirmation")
+    assert "error 245" in dialog.text and "keep their local data" in dialog.text and "no device gets a client reset" in dialog.text
+    shoot_both(browser, artifacts, "sync-pause-confirmation")
+    click(browser, "#confirm-ok")
+    wait(browser, lambda d: text_of(d, "#sync-state") == "paused", "sync paused")
+    wait(browser, lambda d: text_of(d, "#sync-pill") == "sync paused", "the pill says paused")
+    paused = device.wait_error(245)
+    assert not paused.is_fatal
+    assert browser.find_element(By.ID, "sync-enable").get_attribute("disabled") is not None
+    wait(browser, lambda d: text_of(d, "#sync-connections") == "0", "no connection left while paused")
+    shoot_both(browser, artifacts, "sync-paused", lambda d: text_of(d, "#sync-state") == "paused")
+    written_while_paused = device.write_item(device.user.id, "written while paused", 2)
+    click(browser, "#sync-resume")
+    dialog = wait(browser, EC.visibility_of_element_located((By.ID, "confirm-dialog")), "the resume confirmation")
+    assert "same sync identity" in dialog.text and "none gets a client reset" in dialog.text
+    shoot_both(browser, artifacts, "sync-resume-confirmation")
+    click(browser, "#confirm-ok")
+    wait(browser, lambda d: text_of(d, "#sync-state") == "enabled", "sync resumed")
+    device.session.wait_for_upload(timeout=120)
+    assert not [e for e in device.errors if e.code == 208], f"a client reset after the resume: {device.errors}"
+    # The write made while paused is on the server: it is in the user's sync log as an upload.
+    log = admin_get(server, f"users/{device.user.id}/sync-log?kind=upload")
+    assert any(str(written_while_paused).lower() in json.dumps(e).lower() for e in log["entries"]), log
+    wait(browser, lambda d: text_of(d, "#sync-connections") != "0", "the device reconnected")
+
+    # Terminate through the confirmation, which says what happens to the devices.
     click(browser, "#sync-terminate")
     dialog = wait(browser, EC.visibility_of_element_located((By.ID, "confirm-dialog")), "the terminate confirmation")
     assert "error 240" in dialog.text and "keep their local data" in dialog.text and "client reset" in dialog.text

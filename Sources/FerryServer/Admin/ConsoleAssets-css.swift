@@ -84,6 +84,7 @@ label { font-weight: 600; display: block; margin: 0.6rem 0 0.25rem; }
 .pill:empty { display: none; }
 .pill.ok { background: var(--ok-bg); color: var(--ok); }
 .pill.bad { background: var(--bad-bg); color: var(--bad); }
+.pill.warn { background: var(--warn-bg); color: #8a5a00; }
 .pill { white-space: nowrap; }
 .pill.kind { background: #e5e9f0; color: var(--ink); font-weight: 500; }
 .pill.kind[data-kind="compensating_write"], .pill.kind[data-kind="error"] { background: var(--bad-bg); color: var(--bad); }

@@ -369,10 +369,15 @@ extension ConsoleAssets {
     el.textContent = 'updated ' + new Date().toISOString().slice(11, 19) + ' UTC';
   }
 
-  function showSyncState(enabled) {
+  // "enabled", "paused" or "terminated" (servers before pause and resume send only sync_enabled).
+  function syncStateOf(status) {
+    return status.state || (status.sync_enabled ? 'enabled' : 'terminated');
+  }
+
+  function showSyncState(state) {
     const pill = $('sync-pill');
-    pill.textContent = enabled ? 'sync enabled' : 'sync terminated';
-    pill.className = 'pill ' + (enabled ? 'ok' : 'bad');
+    pill.textContent = 'sync ' + state;
+    pill.className = 'pill ' + (state === 'enabled' ? 'ok' : state === 'paused' ? 'warn' : 'bad');
   }
 
   // Asks before an action; resolves true when the operator confirmed.
@@ -431,8 +436,8 @@ extension ConsoleAssets {
       if (!ctx.alive()) return;
       if (stats) {
         const now = performance.now();
-        showSyncState(stats.sync_enabled);
-        set('sync', stats.sync_enabled ? 'enabled' : 'terminated', stats.node ? 'node ' + stats.node : '');
+        showSyncState(syncStateOf(stats));
+        set('sync', syncStateOf(stats), stats.node ? 'node ' + stats.node : '');
         set('connections', fmtNum(stats.connections), 'WebSocket connections open', stats.connections);
         set('sessions', fmtNum(stats.sessions), 'sessions bound', stats.sessions);
         let up = NaN, down = NaN, upBytes = NaN, downBytes = NaN;
@@ -457,8 +462,8 @@ extension ConsoleAssets {
         const status = await api('GET', 'sync');
         const logs = await optional('logs', { limit: 1000 });
         if (!ctx.alive()) return;
-        showSyncState(status.sync_enabled);
-        set('sync', status.sync_enabled ? 'enabled' : 'terminated', '');
+        showSyncState(syncStateOf(status));
+        set('sync', syncStateOf(status), '');
         set('connections', fmtNum(status.connections), 'WebSocket connections open', status.connections);
         for (const key of ['sessions', 'uploads', 'downloads', 'resets', 'bootstraps']) set(key, '—', 'not available');
         const entries = logs && Array.isArray(logs.entries) ? logs.entries : [];
@@ -505,7 +510,7 @@ extension ConsoleAssets {
         missing = true;
         const status = await api('GET', 'sync');
         if (!ctx.alive()) return;
-        showSyncState(status.sync_enabled);
+        showSyncState(syncStateOf(status));
         body.replaceChildren(
           unavailable('GET ' + API + '/devices'),
           h('div', { class: 'card' }, h('p', { id: 'device-count' },
@@ -898,42 +903,76 @@ extension ConsoleAssets {
     pageHead(ctx, 'Sync', updated);
     const stateValue = h('dd', { id: 'sync-state' }, '…');
     const connectionsValue = h('dd', { id: 'sync-connections' }, '…');
+    const pause = h('button', { type: 'button', class: 'danger', id: 'sync-pause' }, 'Pause sync…');
+    const resume = h('button', { type: 'button', class: 'primary', id: 'sync-resume' }, 'Resume sync…');
     const terminate = h('button', { type: 'button', class: 'danger', id: 'sync-terminate' }, 'Terminate sync…');
     const enable = h('button', { type: 'button', class: 'primary', id: 'sync-enable' }, 'Enable sync…');
     ctx.main.append(
       h('div', { class: 'card' },
         h('dl', { class: 'facts' }, h('dt', null, 'Sync'), stateValue, h('dt', null, 'Connections open now'), connectionsValue)),
       h('div', { class: 'card' },
+        h('h2', null, 'Pause'),
+        h('p', null, 'Stops sync for every device at once and keeps the sync identity: each device is disconnected with error 245 (sync paused), ' +
+          'keeps its data and its unsynced writes, and retries with a growing backoff. Resuming carries on where every device left off, with no client reset.'),
+        pause),
+      h('div', { class: 'card' },
+        h('h2', null, 'Resume'),
+        h('p', null, 'Starts sync again after a pause with the same sync identity: devices reconnect, upload what they wrote meanwhile and download what they missed.'),
+        resume),
+      h('div', { class: 'card' },
         h('h2', null, 'Terminate'),
         h('p', null, 'Stops sync for every device at once: each is disconnected with error 240 and keeps its data and its unsynced writes, ' +
-          'retrying until sync is enabled again. Nothing is deleted on the server.'),
-        h('p', { class: 'muted' }, 'Ferry has no separate pause that resumes without resets: terminate is how to stop sync, and enabling it again resets every device that synced before.'),
+          'retrying until sync is enabled again. Nothing is deleted on the server, but the sync identity ends: enabling sync again resets every device that synced before.'),
         terminate),
       h('div', { class: 'card' },
         h('h2', null, 'Enable'),
         h('p', null, 'Starts sync again after a terminate, with a new sync identity: every device that synced before gets a client reset on its next connection.'),
         enable));
     const show = (status) => {
-      showSyncState(status.sync_enabled);
-      stateValue.textContent = status.sync_enabled ? 'enabled' : 'terminated';
-      stateValue.className = status.sync_enabled ? '' : 'bad-text';
+      const state = syncStateOf(status);
+      showSyncState(state);
+      stateValue.textContent = state;
+      stateValue.className = state === 'enabled' ? '' : 'bad-text';
       connectionsValue.textContent = fmtNum(status.connections);
-      terminate.disabled = !status.sync_enabled;
-      enable.disabled = status.sync_enabled;
-      terminate.title = status.sync_enabled ? '' : 'Sync is terminated already.';
-      enable.title = status.sync_enabled ? 'Sync is enabled: enable applies after a terminate.' : '';
+      // What each action applies to; the server answers 409 otherwise.
+      pause.disabled = state !== 'enabled';
+      resume.disabled = state !== 'paused';
+      terminate.disabled = state === 'terminated';
+      enable.disabled = state !== 'terminated';
+      pause.title = pause.disabled ? 'Sync is ' + state + '.' : '';
+      resume.title = resume.disabled ? 'Resume applies to paused sync.' : '';
+      terminate.title = terminate.disabled ? 'Sync is terminated already.' : '';
+      enable.title = enable.disabled ? 'Enable applies after a terminate' + (state === 'paused' ? '; paused sync is resumed.' : '.') : '';
     };
+    const act = async (path, done) => {
+      try {
+        const status = await api('POST', path);
+        if (ctx.alive()) show(status);
+        toast(done);
+      } catch (e) { if (e.status !== 401 && e.status !== 403) toast(describe(e), true); }
+    };
+    pause.addEventListener('click', async () => {
+      const ok = await confirmAction('Pause sync?', [
+        'Every device is disconnected now with error 245 (sync paused). Devices keep their local data and their unsynced writes, and retry with a growing backoff; none can sync until sync is resumed.',
+        'Resuming keeps the sync identity: no device gets a client reset, unless it stays offline longer than the maximum offline days.',
+      ], 'Pause sync', true);
+      if (!ok || !ctx.alive()) return;
+      await act('sync/pause', 'Sync paused: every device was disconnected with error 245.');
+    });
+    resume.addEventListener('click', async () => {
+      const ok = await confirmAction('Resume sync?', [
+        'Sync starts again with the same sync identity. Devices reconnect at their next retry, upload what they wrote while sync was paused and download what they missed; none gets a client reset.',
+      ], 'Resume sync', false);
+      if (!ok || !ctx.alive()) return;
+      await act('sync/resume', 'Sync resumed: devices carry on at their next retry.');
+    });
     terminate.addEventListener('click', async () => {
       const ok = await confirmAction('Terminate sync?', [
         'Every device is disconnected now with error 240 (sync terminated). Devices keep their local data and their unsynced writes, and keep retrying until sync is enabled again; none can sync meanwhile.',
-        'Enabling sync afterwards gives every device that synced before a client reset.',
+        'Enabling sync afterwards gives every device that synced before a client reset. To stop sync for a while without resets, pause it instead.',
       ], 'Terminate sync', true);
       if (!ok || !ctx.alive()) return;
-      try {
-        const status = await api('POST', 'sync/terminate');
-        if (ctx.alive()) show(status);
-        toast('Sync terminated: every device was disconnected with error 240.');
-      } catch (e) { if (e.status !== 401 && e.status !== 403) toast(describe(e), true); }
+      await act('sync/terminate', 'Sync terminated: every device was disconnected with error 240.');
     });
     enable.addEventListener('click', async () => {
       const ok = await confirmAction('Enable sync?', [
@@ -941,11 +980,7 @@ extension ConsoleAssets {
         'Devices that connect for the first time sync normally.',
       ], 'Enable sync', false);
       if (!ok || !ctx.alive()) return;
-      try {
-        const status = await api('POST', 'sync/enable');
-        if (ctx.alive()) show(status);
-        toast('Sync enabled with a new identity: devices that synced before will reset.');
-      } catch (e) { if (e.status !== 401 && e.status !== 403) toast(describe(e), true); }
+      await act('sync/enable', 'Sync enabled with a new identity: devices that synced before will reset.');
     });
     await ctx.every(POLL_MS, async () => {
       const status = await api('GET', 'sync');
