@@ -74,6 +74,11 @@ enum PostgresMigrations {
             "CREATE INDEX client_files_by_bound_version ON client_files (bound_version)",
             "ALTER TABLE users ADD COLUMN sessions_valid_after bigint NOT NULL DEFAULT 0",
         ]),
+        // Whether an admin paused sync (1) rather than terminated it: a resume keeps the sync
+        // identity and the client files (SyncState.paused).
+        Migration(version: 4, statements: [
+            "INSERT INTO sync_meta (key, value) VALUES ('sync_paused', 0) ON CONFLICT (key) DO NOTHING",
+        ]),
     ]
 
     /// Applies every migration the database has not recorded yet; returns how many it applied.

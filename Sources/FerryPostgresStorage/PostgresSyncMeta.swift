@@ -3,7 +3,7 @@ import FerrySyncStorage
 import Logging
 import PostgresNIO
 
-/// The `sync_meta` counters (head, sync switch, generation, state revision) and the NOTIFY
+/// The `sync_meta` counters (head, sync switch, pause, generation, state revision) and the NOTIFY
 /// that tells every node they moved.
 enum PostgresSyncMeta {
     /// The one channel every node of the app listens on; the payload is "head:revision:millis",
@@ -35,7 +35,9 @@ enum PostgresSyncMeta {
               let revision = values["state_revision"] else {
             throw FerryError(.corrupt, "PostgreSQL: sync_meta lacks one of server_version, sync_enabled, generation, state_revision")
         }
-        return SyncState(enabled: enabled != 0, generation: UInt64(bitPattern: generation), revision: UInt64(bitPattern: revision),
+        // sync_paused: made by migration 4 (a node reading a database it has not migrated yet
+        // sees 0, never paused).
+        return SyncState(enabled: enabled != 0, paused: (values["sync_paused"] ?? 0) != 0, generation: UInt64(bitPattern: generation), revision: UInt64(bitPattern: revision),
                          headVersion: UInt64(bitPattern: head))
     }
 

@@ -86,24 +86,28 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
     }
 
     public func setSyncEnabled(_ enabled: Bool) async throws -> SyncState {
-        let state = try await inTransaction(enabled ? "enabling sync" : "terminating sync") { connection -> SyncState in
+        try await change(enabled ? .enable : .terminate, enabled ? "enabling sync" : "terminating sync")
+    }
+
+    public func setSyncPaused(_ paused: Bool) async throws -> SyncState {
+        try await change(paused ? .pause : .resume, paused ? "pausing sync" : "resuming sync")
+    }
+
+    private func change(_ action: SyncState.AdminAction, _ what: String) async throws -> SyncState {
+        let state = try await inTransaction(what) { connection -> SyncState in
             // The write lock too: an enable forgets the client files, which no upload may be
             // acknowledging at the same time (as in the SQLite store, where writers take turns).
             _ = try await PostgresSyncMeta.lockHead(connection, logger: logger)
             try await connection.guardedQuery("SELECT 1 FROM sync_meta WHERE key = 'state_revision' FOR UPDATE", logger: logger)
-            var state = try await PostgresSyncMeta.readState(connection, logger: logger)
-            guard state.enabled != enabled else { return state }
-            if enabled {
-                try await connection.guardedQuery("DELETE FROM client_files", logger: logger)
-                state.generation += 1
-                try await PostgresSyncMeta.set(connection, "generation", Int64(bitPattern: state.generation), logger: logger)
-            }
-            state.enabled = enabled
-            state.revision += 1
-            try await PostgresSyncMeta.set(connection, "sync_enabled", enabled ? 1 : 0, logger: logger)
-            try await PostgresSyncMeta.set(connection, "state_revision", Int64(bitPattern: state.revision), logger: logger)
-            try await PostgresSyncMeta.notify(connection, head: state.headVersion, revision: state.revision, logger: logger)
-            return state
+            let state = try await PostgresSyncMeta.readState(connection, logger: logger)
+            guard let (next, forgets) = state.after(action) else { return state }
+            if forgets { try await connection.guardedQuery("DELETE FROM client_files", logger: logger) }
+            try await PostgresSyncMeta.set(connection, "generation", Int64(bitPattern: next.generation), logger: logger)
+            try await PostgresSyncMeta.set(connection, "sync_enabled", next.enabled ? 1 : 0, logger: logger)
+            try await PostgresSyncMeta.set(connection, "sync_paused", next.paused ? 1 : 0, logger: logger)
+            try await PostgresSyncMeta.set(connection, "state_revision", Int64(bitPattern: next.revision), logger: logger)
+            try await PostgresSyncMeta.notify(connection, head: next.headVersion, revision: next.revision, logger: logger)
+            return next
         }
         feed.publish(headVersion: state.headVersion, stateRevision: state.revision)
         return state

@@ -41,6 +41,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
             INSERT OR IGNORE INTO meta VALUES ('sync_enabled', 1);
             INSERT OR IGNORE INTO meta VALUES ('generation', 1);
             INSERT OR IGNORE INTO meta VALUES ('state_revision', 0);
+            INSERT OR IGNORE INTO meta VALUES ('sync_paused', 0);
             """)
         // Stores made before tombstones kept their last values (see StoredObject.erasedState).
         if try !Self.hasColumn(writer, "objects", "erased_doc") { try writer.exec("ALTER TABLE objects ADD COLUMN erased_doc BLOB") }
@@ -77,7 +78,8 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     }
 
     private static func readState(_ db: SQLiteConnection) throws -> SyncState {
-        SyncState(enabled: try meta(db, "sync_enabled") != 0, generation: UInt64(bitPattern: try meta(db, "generation")),
+        // sync_paused: absent in stores made before pauses (0, never paused).
+        SyncState(enabled: try meta(db, "sync_enabled") != 0, paused: try meta(db, "sync_paused") != 0, generation: UInt64(bitPattern: try meta(db, "generation")),
                   revision: UInt64(bitPattern: try meta(db, "state_revision")),
                   headVersion: UInt64(bitPattern: try meta(db, "server_version")))
     }
@@ -109,19 +111,23 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     public func syncState() async throws -> SyncState { try read(Self.readState) }
 
     public func setSyncEnabled(_ enabled: Bool) async throws -> SyncState {
+        try await change(enabled ? .enable : .terminate)
+    }
+
+    public func setSyncPaused(_ paused: Bool) async throws -> SyncState {
+        try await change(paused ? .pause : .resume)
+    }
+
+    private func change(_ action: SyncState.AdminAction) async throws -> SyncState {
         let state = try await write { db -> SyncState in
-            var state = try Self.readState(db)
-            guard state.enabled != enabled else { return state }
-            if enabled {
-                try db.exec("DELETE FROM client_files")
-                state.generation += 1
-                try Self.setMeta(db, "generation", Int64(bitPattern: state.generation))
-            }
-            state.enabled = enabled
-            state.revision += 1
-            try Self.setMeta(db, "sync_enabled", enabled ? 1 : 0)
-            try Self.setMeta(db, "state_revision", Int64(bitPattern: state.revision))
-            return state
+            let state = try Self.readState(db)
+            guard let (next, forgets) = state.after(action) else { return state }
+            if forgets { try db.exec("DELETE FROM client_files") }
+            try Self.setMeta(db, "generation", Int64(bitPattern: next.generation))
+            try Self.setMeta(db, "sync_enabled", next.enabled ? 1 : 0)
+            try Self.setMeta(db, "sync_paused", next.paused ? 1 : 0)
+            try Self.setMeta(db, "state_revision", Int64(bitPattern: next.revision))
+            return next
         }
         feed.publish(stateRevision: state.revision)
         return state

@@ -22,10 +22,19 @@ public protocol SyncStorage: AnyObject, Sendable {
     func syncState() async throws -> SyncState
     /// Admin: terminate (`false`) or enable (`true`) sync. Enabling after a terminate forgets
     /// every client file and starts a new sync identity (`SyncState.generation`); enabling an
-    /// enabled app changes nothing. Every change grows `SyncState.revision`. Returns the state
-    /// after the change.
+    /// enabled app changes nothing, and neither does enabling a paused one (it is resumed, or
+    /// terminated first). Terminating a paused app ends the pause: only an enable restarts
+    /// sync then. Every change grows `SyncState.revision`. Returns the state after the call
+    /// (the rule: `SyncState.after(_:)`).
     @discardableResult
     func setSyncEnabled(_ enabled: Bool) async throws -> SyncState
+    /// Admin: pause (`true`) or resume (`false`) sync. A pause stops an enabled app like a
+    /// terminate, but keeps the sync identity and every client file; a resume of a paused app
+    /// enables it again with both unchanged (devices carry on, no reset). Pausing a paused or
+    /// terminated app, or resuming one that is not paused, changes nothing. Every change grows
+    /// `SyncState.revision`. Returns the state after the call (the rule: `SyncState.after(_:)`).
+    @discardableResult
+    func setSyncPaused(_ paused: Bool) async throws -> SyncState
     /// Grows `SyncState.revision` (an admin change outside this protocol, such as a user
     /// disabled in the `UserDirectory`) so every node re-reads what it acts on.
     func bumpStateRevision() async throws

@@ -78,6 +78,40 @@ struct MultiNodeSyncTests {
         }
     }
 
+    @Test func aPauseAndResumeThroughOneNodeActOnTheOther() async throws {
+        try await SyncTestCluster.withNodes(2, secrets: AdminAPI.secrets) { nodes in
+            let owner = "pause-\(UInt64.random(in: 0...UInt64.max))"
+            let a = try await TestDevice(baseURL: nodes[0], credentials: .jwt(testJWT(subject: owner)))
+            let b = try await TestDevice(baseURL: nodes[1], credentials: .jwt(testJWT(subject: owner)))
+            defer { a.close(); b.close() }
+            try await a.subscribe("ownerId == \"\(a.user.id)\"")
+            try await b.subscribe("ownerId == \"\(b.user.id)\"")
+            let ident = try b.db.syncMetadata().clientFileIdent
+            #expect(ident != 0)
+
+            try await AdminAPI.post(nodes[0], "sync/pause")
+            // The device on node 2 is told (error 245, transient), whatever node took the action.
+            let errors = await b.errors.wait(count: 1, seconds: 30)
+            #expect(errors.first?.code == 245)
+            #expect(errors.first?.isFatal == false)
+            let status = try await AdminAPI.call(nodes[1], "GET", "sync")
+            let json = try JSONSerialization.jsonObject(with: Data(status.body)) as? [String: Any]
+            #expect(json?["state"] as? String == "paused")
+
+            // Written on node 2's device while paused, it reaches node 1's device after the resume.
+            let id = ObjectId.generate()
+            try b.db.beginWrite()
+            try b.db.create(classIndex: 0, values: [(0, .objectId(id)), (1, .string(b.user.id)), (2, .string("while paused")), (3, .int(1))])
+            try b.db.commit()
+            try await AdminAPI.post(nodes[0], "sync/resume")
+            try await b.waitUpload()
+            try await a.waitDownload()
+            #expect(try Self.names(a) == [id.description: "while paused"])
+            #expect(try b.db.syncMetadata().clientFileIdent == ident)
+            #expect(b.errors.all.allSatisfy { $0.code != 208 && $0.clientResetReport == nil && !$0.isFatal })
+        }
+    }
+
     @Test func aUserDisabledThroughOneNodeIsDisconnectedFromTheOther() async throws {
         try await SyncTestCluster.withNodes(2, secrets: AdminAPI.secrets) { nodes in
             let owner = "disable-\(UInt64.random(in: 0...UInt64.max))"

@@ -35,10 +35,30 @@ struct DurabilityTests {
                 return (file.ident, head)
             }
             // And one after the first closed, whose history goes on from the stored head.
-            try await place.withOpen { third in
+            try await place.withOpen { third async throws in
                 try await Self.expectCommitted(third.storage, file: file, head: head)
                 let next = try await third.storage.commit([Fixtures.itemKey(3): StoredObject(object: Fixtures.item(3))], clientFile: file)
                 #expect(next == head + 1)
+            }
+        }
+    }
+
+    @Test(arguments: Backend.all)
+    func aPauseSurvivesAReopenAndAResumeThenKeepsTheClientFiles(_ backend: Backend) async throws {
+        try await backend.withPlace { place in
+            let (paused, file) = try await place.withOpen { first in
+                let file = try await first.storage.newClientFile(userId: "u1")
+                return (try await first.storage.setSyncPaused(true), file)
+            }
+            #expect(paused.mode == .paused)
+            let resumed = try await place.withOpen { second in
+                #expect(try await second.storage.syncState() == paused)
+                return try await second.storage.setSyncPaused(false)
+            }
+            #expect(resumed.mode == .enabled && resumed.generation == paused.generation && resumed.revision > paused.revision)
+            try await place.withOpen { third async throws in
+                #expect(try await third.storage.syncState() == resumed)
+                #expect(try await third.storage.clientFile(file.ident).map { [$0.ident, $0.salt] } == [file.ident, file.salt])
             }
         }
     }

@@ -42,6 +42,85 @@ struct SyncStateTests {
     }
 
     @Test(arguments: Backend.all)
+    func pauseAndResumeKeepTheSyncIdentityAndClientFiles(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let s = store.storage
+            let initial = try await s.syncState()
+            #expect(initial.mode == .enabled && !initial.paused)
+            let file = try await s.newClientFile(userId: "u1")
+
+            let paused = try await s.setSyncPaused(true)
+            #expect(paused.mode == .paused)
+            #expect(!paused.enabled && paused.paused)
+            #expect(paused.generation == initial.generation)
+            #expect(paused.revision > initial.revision)
+            #expect(try await s.syncState() == paused)
+            #expect(try await s.clientFile(file.ident) != nil)
+            // Pausing again, or enabling a paused app, changes nothing (not even the revision).
+            #expect(try await s.setSyncPaused(true) == paused)
+            #expect(try await s.setSyncEnabled(true) == paused)
+            #expect(try await s.clientFile(file.ident) != nil)
+
+            let resumed = try await s.setSyncPaused(false)
+            #expect(resumed.mode == .enabled)
+            #expect(resumed.generation == initial.generation)
+            #expect(resumed.revision > paused.revision)
+            #expect(try await s.syncState() == resumed)
+            #expect(try await s.clientFile(file.ident).map { [$0.ident, $0.salt] } == [file.ident, file.salt])
+            #expect(try await s.clientFileCount(userId: "u1") == 1)
+            // Resuming an enabled app changes nothing.
+            #expect(try await s.setSyncPaused(false) == resumed)
+        }
+    }
+
+    @Test(arguments: Backend.all)
+    func terminateWhilePausedNeedsAnEnableThatForgetsClientFiles(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let s = store.storage
+            let initial = try await s.syncState()
+            let file = try await s.newClientFile(userId: "u1")
+            let paused = try await s.setSyncPaused(true)
+
+            let terminated = try await s.setSyncEnabled(false)
+            #expect(terminated.mode == .terminated)
+            #expect(!terminated.enabled && !terminated.paused)
+            #expect(terminated.revision > paused.revision)
+            #expect(terminated.generation == initial.generation)
+            // A terminate is not resumed, nor paused.
+            #expect(try await s.setSyncPaused(false) == terminated)
+            #expect(try await s.setSyncPaused(true) == terminated)
+            #expect(try await s.clientFile(file.ident) != nil)
+
+            let enabled = try await s.setSyncEnabled(true)
+            #expect(enabled.mode == .enabled)
+            #expect(enabled.generation > initial.generation)
+            #expect(enabled.revision > terminated.revision)
+            #expect(try await s.clientFile(file.ident) == nil)
+            #expect(try await s.clientFileCount(userId: "u1") == 0)
+        }
+    }
+
+    @Test(arguments: Backend.all)
+    func theRevisionGrowsWithEveryChange(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let s = store.storage
+            var last = try await s.syncState().revision
+            func grew(_ state: SyncState) -> Bool {
+                defer { last = state.revision }
+                return state.revision > last
+            }
+            #expect(grew(try await s.setSyncPaused(true)))
+            #expect(grew(try await s.setSyncPaused(false)))
+            #expect(grew(try await s.setSyncPaused(true)))
+            #expect(grew(try await s.setSyncEnabled(false)))
+            #expect(grew(try await s.setSyncEnabled(true)))
+            #expect(grew(try await s.setSyncPaused(true)))
+            #expect(grew(try await s.setSyncPaused(false)))
+            #expect(try await s.syncState().revision == last)
+        }
+    }
+
+    @Test(arguments: Backend.all)
     func theSharedSecretIsCreatedOnce(_ backend: Backend) async throws {
         try await backend.withStore { store in
             let s = store.storage

@@ -6,7 +6,8 @@ import Glibc
 
 /// The WebSocket of one user, shared by all the user's sessions (one per synced database), or
 /// of one session when the App does not multiplex. Lives on the loop thread. Reconnects by
-/// itself with exponential backoff and jitter (capped, reset by a successful connection) while
+/// itself with exponential backoff and jitter (capped, reset by a connection the server serves:
+/// one it ends at once with a transient ERROR, sync paused for example, counts as failed) while
 /// it has sessions; a refused access token is refreshed once, then retried. A connection that
 /// receives nothing for the read timeout is dropped and retried; pings every ping interval
 /// keep a healthy one talking.
@@ -29,6 +30,11 @@ final class SyncConnection: WebSocketDelegate {
     private var sessions: [UInt64: SyncSession] = [:]
     private var nextSession: UInt64 = 1
     private var attempts = 0
+    /// Connections in a row the server ended with a connection-level transient ERROR before
+    /// anything else (sync paused or terminated by an admin, too many connections): each counts
+    /// as a failed attempt, so the backoff grows while the server keeps refusing instead of
+    /// restarting from its minimum at every socket that opened.
+    private var refusedInARow = 0
     private var retryTimer: LoopTimer?
     private var shutDown = false
     private var refreshedForThisAttempt = false
@@ -89,6 +95,7 @@ final class SyncConnection: WebSocketDelegate {
     func reconnect() {
         guard !shutDown, state == .disconnected, !sessions.isEmpty else { return }
         attempts = 0
+        refusedInARow = 0
         retryTimer?.cancel()
         connect()
     }
@@ -161,7 +168,7 @@ final class SyncConnection: WebSocketDelegate {
 
     func webSocketDidOpen(_ socket: WebSocketClient) {
         guard socket === self.socket else { return }
-        attempts = 0
+        attempts = refusedInARow
         refreshedForThisAttempt = false
         app.log(.info, "Connection[\(user.id)]: connected")
         startKeepAlive()
@@ -177,6 +184,14 @@ final class SyncConnection: WebSocketDelegate {
             app.log(.error, "the server sent a malformed message: \(error)")
             socket.close()
             return
+        }
+        // A connection-level transient ERROR ends the connection (the server closes it); it
+        // counts as a failed attempt. Anything else means the server is serving this one.
+        if case .error(let e) = message, e.session == 0, e.tryAgain {
+            refusedInARow += 1
+        } else {
+            refusedInARow = 0
+            attempts = 0
         }
         switch message {
         case .ident(let s, _, _), .download(let s, _, _, _, _, _, _), .mark(let s, _), .unbind(let s):

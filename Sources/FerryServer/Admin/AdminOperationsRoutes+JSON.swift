@@ -5,6 +5,8 @@ import Hummingbird
 extension AdminOperationsRoutes {
     struct StatsJSON: ResponseEncodable {
         var node: String
+        /// "enabled", "paused" or "terminated" (as `GET sync`).
+        var state: String
         var sync_enabled: Bool
         var connections: Int
         var sessions: Int

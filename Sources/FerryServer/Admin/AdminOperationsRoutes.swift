@@ -29,7 +29,7 @@ struct AdminOperationsRoutes {
             // From the telemetry and the hub's status: never waits on the hub or the store.
             let totals = telemetry.metrics.snapshot
             let counts = telemetry.live.counts
-            return StatsJSON(node: telemetry.node, sync_enabled: hub.status.syncEnabled, connections: counts.connections,
+            return StatsJSON(node: telemetry.node, state: hub.status.mode.rawValue, sync_enabled: hub.status.syncEnabled, connections: counts.connections,
                              sessions: counts.sessions.values.reduce(0, +), uploads_total: totals.uploads, downloads_total: totals.downloads,
                              upload_bytes_total: totals.uploadBytes, download_bytes_total: totals.downloadBytes,
                              compensating_writes_total: totals.compensatingWrites, client_resets_total: totals.clientResets,

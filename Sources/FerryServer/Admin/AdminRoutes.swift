@@ -1,4 +1,5 @@
 import FerryAuth
+import FerrySyncStorage
 import Foundation
 import Hummingbird
 
@@ -16,8 +17,19 @@ struct AdminRoutes {
         var identities: [IdentityJSON]
         var disabled: Bool
     }
+    /// `state`: "enabled", "paused" (a resume carries on with the same sync identity) or
+    /// "terminated" (an enable starts a new one); `sync_enabled`: whether it is "enabled".
     /// `connections`: the sync WebSocket connections open now (what multiplexing saves).
-    struct StatusJSON: ResponseEncodable { var sync_enabled: Bool; var connections: Int }
+    struct StatusJSON: ResponseEncodable {
+        var state: String
+        var sync_enabled: Bool
+        var connections: Int
+        init(mode: SyncState.Mode, connections: Int) {
+            state = mode.rawValue
+            sync_enabled = mode == .enabled
+            self.connections = connections
+        }
+    }
     struct LogsJSON: ResponseEncodable { var entries: [ServerEventLog.Entry] }
 
     func add(to router: Router<ServerRequestContext>) {
@@ -46,22 +58,40 @@ struct AdminRoutes {
         admin.get("sync") { request, _ -> StatusJSON in
             try authorize(request)
             // From the hub's status, not the hub: an overloaded hub must not keep this waiting.
-            return StatusJSON(sync_enabled: hub.status.syncEnabled, connections: hub.status.connections)
+            return StatusJSON(mode: hub.status.mode, connections: hub.status.connections)
         }
+        // Each answers with the state after the action (as stored, which every node follows),
+        // or 409 when the action does not apply to the state sync is in.
         admin.post("sync/terminate") { request, _ -> StatusJSON in
             try authorize(request)
-            try await hub.terminateSync()
-            return StatusJSON(sync_enabled: false, connections: hub.status.connections)
+            return StatusJSON(mode: try await syncAction { try await hub.terminateSync() }, connections: hub.status.connections)
         }
         admin.post("sync/enable") { request, _ -> StatusJSON in
             try authorize(request)
-            try await hub.enableSync()
-            return StatusJSON(sync_enabled: true, connections: hub.status.connections)
+            return StatusJSON(mode: try await syncAction { try await hub.enableSync() }, connections: hub.status.connections)
+        }
+        admin.post("sync/pause") { request, _ -> StatusJSON in
+            try authorize(request)
+            return StatusJSON(mode: try await syncAction { try await hub.pauseSync() }, connections: hub.status.connections)
+        }
+        admin.post("sync/resume") { request, _ -> StatusJSON in
+            try authorize(request)
+            return StatusJSON(mode: try await syncAction { try await hub.resumeSync() }, connections: hub.status.connections)
         }
         admin.get("logs") { request, _ -> LogsJSON in
             try authorize(request)
             let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 100
             return LogsJSON(entries: await events.recent(limit: min(max(limit, 0), 1000)))
+        }
+    }
+
+    /// Runs an admin action on the sync state; a conflict is 409 `SyncStateConflict` with its
+    /// message and the state sync is in.
+    private func syncAction(_ action: () async throws -> SyncState) async throws -> SyncState.Mode {
+        do {
+            return try await action().mode
+        } catch let conflict as SyncHub.SyncStateConflict {
+            throw APIError(status: .conflict, code: "SyncStateConflict", message: "\(conflict.message) (sync is \(conflict.mode.rawValue))")
         }
     }
 

@@ -27,9 +27,11 @@ actor SyncHub {
     let beforeUploadMerge: (@Sendable (String) async -> Void)?
     /// Metrics, live connections and the sync log (never waited on).
     let telemetry: SyncTelemetry
-    /// False between an admin's terminate and enable (on any node): nothing syncs.
-    private(set) var syncEnabled: Bool { didSet { status.syncEnabled = syncEnabled } }
-    /// `syncEnabled` and the connection count for the admin API, readable without the actor.
+    /// Enabled, or stopped by an admin (on any node): paused until a resume, or terminated
+    /// until an enable. Nothing syncs unless enabled.
+    private(set) var syncMode: SyncState.Mode { didSet { status.mode = syncMode } }
+    private var syncEnabled: Bool { syncMode == .enabled }
+    /// `syncMode` and the connection count for the admin API, readable without the actor.
     nonisolated let status = SyncStatus()
     private var stateRevision: UInt64
     /// The newest head this node knows was committed.
@@ -61,6 +63,7 @@ actor SyncHub {
     static let badClientFileCode: Int32 = 208
     static let badChangesetCode: Int32 = 212
     static let syncDisabledCode: Int32 = 240
+    static let syncPausedCode: Int32 = 245
     /// The store cannot be reached: the client keeps its changes and retries.
     static let storageUnavailableCode: Int32 = 503
 
@@ -77,8 +80,8 @@ actor SyncHub {
         self.directory = directory
         self.logger = logger
         let state = try await storage.syncState()
-        syncEnabled = state.enabled
-        status.syncEnabled = state.enabled
+        syncMode = state.mode
+        status.mode = state.mode
         stateRevision = state.revision
         knownHead = state.headVersion
         sessions.breakChain(at: knownHead)
@@ -107,8 +110,8 @@ actor SyncHub {
         defer { nextConnection += 1 }
         let outbox = ConnectionOutbox(id: nextConnection, user: user, logger: logger, metrics: telemetry.metrics)
         connections[outbox.id] = outbox
-        if !syncEnabled {
-            outbox.send(.error(ProtocolError(session: 0, code: Self.syncDisabledCode, message: "sync is disabled on the server", tryAgain: true, action: .transient)))
+        if let refusal = Self.stoppedError(syncMode, now: false) {
+            outbox.send(.error(refusal))
             outbox.finish()
         }
         return outbox
@@ -129,21 +132,108 @@ actor SyncHub {
         }
     }
 
+    /// The ERROR a connection gets while sync is stopped (nil when enabled): transient, so the
+    /// device keeps its data and its local writes and retries with its backoff. `now`: sync
+    /// was stopped just now, under a connection that was open.
+    static func stoppedError(_ mode: SyncState.Mode, now: Bool) -> ProtocolError? {
+        switch mode {
+        case .enabled: return nil
+        case .paused:
+            return ProtocolError(session: 0, code: syncPausedCode, message: now ? "sync was paused on the server" : "sync is paused on the server",
+                                 tryAgain: true, action: .transient)
+        case .terminated:
+            return ProtocolError(session: 0, code: syncDisabledCode, message: now ? "sync was terminated on the server" : "sync is disabled on the server",
+                                 tryAgain: true, action: .transient)
+        }
+    }
+
+    /// An admin action that does not apply to the sync state as it is (the admin API's 409).
+    struct SyncStateConflict: Error {
+        let mode: SyncState.Mode
+        let message: String
+    }
+
     /// Admin: stops sync for everyone, on every node. Devices keep their data and retry until
-    /// sync is enabled. Kept in storage: a restart does not undo it.
-    func terminateSync() async throws {
+    /// sync is enabled. Kept in storage: a restart does not undo it. Allowed while paused (the
+    /// pause becomes a terminate: an enable, with a new sync identity, is needed then).
+    @discardableResult
+    func terminateSync() async throws -> SyncState {
+        let before = try await storage.syncState().mode
         let state = try await storage.setSyncEnabled(false)
         apply(state)
-        await events.record(kind: "sync_terminated", userId: nil, message: "sync terminated by an admin")
+        if before != .terminated {
+            await events.record(kind: "sync_terminated", userId: nil,
+                                message: before == .paused ? "sync terminated by an admin while paused" : "sync terminated by an admin")
+        }
+        return state
     }
 
     /// Admin: enables sync again with a new sync identity: every device known before must
-    /// reset (its next BIND is answered with a client-reset error).
-    func enableSync() async throws {
-        guard try await !storage.syncState().enabled else { return }
+    /// reset (its next BIND is answered with a client-reset error). Refused while paused (a
+    /// resume keeps the devices' data; to start a new identity, terminate first).
+    @discardableResult
+    func enableSync() async throws -> SyncState {
+        let current = try await storage.syncState()
+        switch current.mode {
+        case .enabled:
+            apply(current)
+            return current
+        case .paused:
+            throw SyncStateConflict(mode: .paused, message: Self.enableWhilePausedMessage)
+        case .terminated:
+            break
+        }
         let state = try await storage.setSyncEnabled(true)
         apply(state)
+        if state.mode == .paused { throw SyncStateConflict(mode: .paused, message: Self.enableWhilePausedMessage) }
         await events.record(kind: "sync_enabled", userId: nil, message: "sync enabled by an admin; known client files were forgotten")
+        return state
+    }
+
+    static let enableWhilePausedMessage = "sync is paused: resume it (POST /api/admin/v1/sync/resume) to keep the devices' data, "
+        + "or terminate it first (POST /api/admin/v1/sync/terminate) to start a new sync identity with enable"
+
+    /// Admin: stops sync for everyone, on every node, like a terminate, but keeps the sync
+    /// identity and every client file: a resume lets devices carry on (they keep their data
+    /// and their local writes meanwhile, retrying with their backoff). Kept in storage.
+    /// Pausing a paused app changes nothing; a terminated one is refused.
+    @discardableResult
+    func pauseSync() async throws -> SyncState {
+        let before = try await storage.syncState().mode
+        let state = try await storage.setSyncPaused(true)
+        let changed = before == .enabled && state.mode == .paused
+        apply(state)
+        switch state.mode {
+        case .terminated:
+            throw SyncStateConflict(mode: .terminated, message: "sync is terminated: only an enable restarts it (with a new sync identity); a pause applies to enabled sync")
+        case .paused:
+            if changed { await events.record(kind: "sync_paused", userId: nil, message: "sync paused by an admin; devices keep their data and wait for a resume") }
+        case .enabled:
+            // Resumed or enabled by another admin between the store's change and this answer.
+            break
+        }
+        return state
+    }
+
+    /// Admin: starts sync again after a pause with the same sync identity: devices reconnect,
+    /// upload what they wrote while paused and download what they missed, without a reset.
+    /// Refused unless paused.
+    @discardableResult
+    func resumeSync() async throws -> SyncState {
+        let before = try await storage.syncState()
+        guard before.mode == .paused else {
+            apply(before)
+            throw SyncStateConflict(mode: before.mode, message: before.mode == .enabled
+                ? "sync is not paused: it is enabled already"
+                : "sync is terminated, not paused: a terminate cannot be resumed; enable starts sync with a new sync identity (every device resets)")
+        }
+        let state = try await storage.setSyncPaused(false)
+        apply(state)
+        guard state.mode == .enabled else {
+            throw SyncStateConflict(mode: state.mode, message: "sync was terminated by another admin meanwhile: enable starts sync with a new sync identity")
+        }
+        await events.record(kind: "sync_resumed", userId: nil, message: "sync resumed by an admin; client files were kept")
+        return state
     }
 
     /// Admin: a user was disabled (in the user directory): this node ends the user's
@@ -169,15 +259,18 @@ actor SyncHub {
         headMoved(to: signal.headVersion)
     }
 
-    /// Acts on the stored sync state: a terminate ends every connection of this node.
+    /// Acts on the stored sync state: a terminate or a pause ends every connection of this
+    /// node. A state older than the one acted on (an answer that lost a race with the change
+    /// feed) is ignored.
     private func apply(_ state: SyncState) {
-        stateRevision = max(stateRevision, state.revision)
+        guard state.revision >= stateRevision else { return }
+        stateRevision = state.revision
         knownHead = max(knownHead, state.headVersion)
         let wasEnabled = syncEnabled
-        syncEnabled = state.enabled
-        if wasEnabled && !state.enabled {
+        syncMode = state.mode
+        if wasEnabled, let error = Self.stoppedError(state.mode, now: true) {
             for c in connections.values {
-                c.send(.error(ProtocolError(session: 0, code: Self.syncDisabledCode, message: "sync was terminated on the server", tryAgain: true, action: .transient)))
+                c.send(.error(error))
                 closeConnection(c)
             }
         }
