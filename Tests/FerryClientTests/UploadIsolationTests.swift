@@ -15,7 +15,7 @@ import Testing
     @Test func aHeldMergeHoldsUpNoOtherUsersUpload() async throws {
         let gate = MergeGate()
         let email = "held-\(UInt64.random(in: 0...UInt64.max))@example.com"
-        try await SyncTestServer.withServer(configure: { $0.beforeUploadMerge = { await gate.pass($0) } }) { url in
+        try await SyncTestServer.withServer(configure: { $0.beforeUploadMerge = { await gate.pass($0) }; $0.syncLimits.premergeFromInstructions = 1 }) { url in
             let held = try await TestDevice(baseURL: url, credentials: .emailPassword(email: email, password: "password123"),
                                             register: (email, "password123"))
             defer { held.close() }
@@ -52,7 +52,7 @@ import Testing
     @Test func aMergeWhoseObjectMovedIsMergedAgain() async throws {
         let gate = MergeGate()
         let email = "isolation-\(UInt64.random(in: 0...UInt64.max))@example.com"
-        try await SyncTestServer.withServer(configure: { $0.beforeUploadMerge = { await gate.pass($0) } }) { url in
+        try await SyncTestServer.withServer(configure: { $0.beforeUploadMerge = { await gate.pass($0) }; $0.syncLimits.premergeFromInstructions = 1 }) { url in
             let first = try await TestDevice(baseURL: url, credentials: .emailPassword(email: email, password: "password123"),
                                              register: (email, "password123"))
             defer { first.close() }
@@ -91,6 +91,31 @@ import Testing
                 try await device.sync()
                 #expect(try device.item(id) == values)
             }
+        }
+    }
+}
+
+extension UploadIsolationTests {
+    /// With the default threshold, an upload of one object is merged under the lock (its merge
+    /// costs less than the read outside it would), and one of many objects outside it.
+    @Test func onlyLargeUploadsAreMergedOutsideTheLock() async throws {
+        let gate = MergeGate()
+        try await SyncTestServer.withServer(configure: { $0.beforeUploadMerge = { await gate.pass($0) } }) { url in
+            let device = try await TestDevice(baseURL: url, credentials: .anonymous)
+            defer { device.close() }
+            try await device.subscribe("ownerId == \"\(device.user.id)\"")
+            try device.createItem(ObjectId.generate(), owner: device.user.id, name: "one", complexity: 1)
+            try await device.waitUpload()
+            #expect(await gate.calls(of: device.user.id) == 0, "a one-object upload was merged outside the lock")
+            let many = SyncLimits().premergeFromInstructions
+            try device.write { db in
+                for n in 0..<many {
+                    try db.create(classIndex: 0, values: [(0, .objectId(ObjectId.generate())), (1, .string(device.user.id)), (2, .string("item \(n)")), (3, .int(1))])
+                }
+            }
+            try await device.waitUpload()
+            #expect(await gate.calls(of: device.user.id) >= 1, "a \(many)-object upload was merged under the lock")
+            #expect(try device.allItems().count == many + 1)
         }
     }
 }

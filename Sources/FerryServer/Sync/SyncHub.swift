@@ -675,8 +675,9 @@ actor SyncHub {
         return outcome.compensating
     }
 
-    /// Merges and validates an upload, then commits it: the merge runs first, off the hub and
-    /// outside the app's write lock, beside other users' uploads (`PremergedUpload`); the
+    /// Merges and validates an upload, then commits it: a large upload (`SyncLimits.
+    /// premergeFromInstructions`) is merged first, off the hub and outside the app's write
+    /// lock, beside other users' uploads (`PremergedUpload`); a small one under it. The
     /// version is assigned and the upload made durable in a storage transaction under the
     /// lock, with the uploads that arrived meanwhile (`GroupCommit`). When what the merge read
     /// moved before the lock, it merges again; the last try merges under the lock. The group's
@@ -684,11 +685,13 @@ actor SyncHub {
     private func commitUpload(from origin: SessionKey, clientFile: UInt64, user: UserContext, view: SessionView, known: UInt64,
                               changesets: [UploadIntegration.Decoded], keys: [ObjectKey]) async throws -> Committed {
         let (app, schema, storage) = (self.app, self.schema, self.storage)
+        // Small uploads are merged under the lock: their merge costs less than the read outside it.
+        let outside = keys.count >= limits.premergeFromInstructions
         var tries = 0
         while true {
             tries += 1
-            let lastTry = tries >= Self.maxPremerges
-            let premerged = try await PremergedUpload.make(storage: storage, session: origin.session, clientFile: clientFile, user: user, view: view,
+            let lastTry = !outside || tries >= Self.maxPremerges
+            let premerged = !outside ? nil : try await PremergedUpload.make(storage: storage, session: origin.session, clientFile: clientFile, user: user, view: view,
                                                            app: app, schema: schema, known: known, changesets: changesets, beforeMerge: beforeUploadMerge)
             let attempt = try await commits.commit(reads: GroupCommit.Reads(clientFile: clientFile, keys: keys)) { tx -> UploadAttempt in
                 // The durable acknowledgement, not the session's copy: another session of the same
