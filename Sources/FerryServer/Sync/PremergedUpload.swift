@@ -23,6 +23,9 @@ struct PremergedUpload: Sendable {
 
     /// The client version the server had acknowledged when the merge read.
     let acknowledged: UInt64
+    /// The head before the merge read its objects: a transaction that sees the same head
+    /// sees the same objects (nothing was committed since), so it need not read them again.
+    let readHead: UInt64
     let integration: UploadIntegration
     /// The stored states the merge read (missing keys: no such object).
     let read: [ObjectKey: StoredObject]
@@ -36,6 +39,8 @@ struct PremergedUpload: Sendable {
     static func make(storage: any SyncStorage, session: UInt64, clientFile: UInt64, user: UserContext, view: SessionView,
                      app: AppConfiguration, schema: Schema, known: UInt64, changesets: [UploadIntegration.Decoded],
                      beforeMerge: (@Sendable (String) async -> Void)? = nil) async throws -> PremergedUpload? {
+        // The head first: objects read after it are at least as new.
+        let readHead = try await storage.syncState().headVersion
         let acknowledged = max(known, try await storage.clientFile(clientFile)?.acknowledgedClientVersion ?? 0)
         guard let integration = try? UploadIntegration(session: session, clientFile: clientFile, user: user, view: view, app: app,
                                                        schema: schema, acknowledged: acknowledged, decoded: changesets) else { return nil }
@@ -43,12 +48,15 @@ struct PremergedUpload: Sendable {
         let read = keys.isEmpty ? [:] : try await storage.objects(keys, schema: schema)
         if let beforeMerge { await beforeMerge(user.id) }
         guard let outcome = try? integration.integrate(stored: read, version: provisionalVersion) else { return nil }
-        return PremergedUpload(acknowledged: acknowledged, integration: integration, read: read, provisional: outcome)
+        return PremergedUpload(acknowledged: acknowledged, readHead: readHead, integration: integration, read: read, provisional: outcome)
     }
 
-    /// Whether the transaction sees what the merge read.
-    func isCurrent(acknowledged: UInt64, stored: [ObjectKey: StoredObject]) -> Bool {
-        acknowledged == self.acknowledged && stored == read
+    /// Whether a transaction at `head` sees what the merge read: nothing was committed since
+    /// the read (then `stored` is not called), or what `stored` reads is what the merge read.
+    func isCurrent(acknowledged: UInt64, head: UInt64, stored: () async throws -> [ObjectKey: StoredObject]) async throws -> Bool {
+        guard acknowledged == self.acknowledged else { return false }
+        if head == readHead { return true }
+        return try await stored() == read
     }
 
     /// The merge's outcome as committed at `version`.

@@ -701,7 +701,9 @@ actor SyncHub {
                 let before = tx.headVersion
                 let integration: UploadIntegration
                 let outcome: UploadIntegration.Outcome
-                if let premerged, premerged.isCurrent(acknowledged: acknowledged, stored: try await tx.objects(premerged.integration.keys, schema: schema)) {
+                if let premerged, try await premerged.isCurrent(acknowledged: acknowledged, head: before, stored: {
+                    try await tx.objects(premerged.integration.keys, schema: schema)
+                }) {
                     integration = premerged.integration
                     outcome = premerged.outcome(at: before + 1)
                 } else if premerged != nil, !lastTry {
