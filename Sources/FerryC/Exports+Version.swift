@@ -1,9 +1,10 @@
 import CFerry
+import FerryClient
 import FerryCore
 
 // Version and errors: the section "Version" and "Errors" of ferry.h.
 
-nonisolated(unsafe) private let versionString = mallocString("0.1.0")
+nonisolated(unsafe) private let versionString = mallocString(SDKIdentity.version)
 
 @c @implementation
 public func ferry_version() -> UnsafePointer<CChar>! { UnsafePointer(versionString) }

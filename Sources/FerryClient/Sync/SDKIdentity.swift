@@ -1,8 +1,9 @@
 /// What the client tells the server about itself on the sync WebSocket (`X-Ferry-SDK`), so an
 /// operator sees which SDK and platform each device runs (the admin API's device list).
-enum SDKIdentity {
-    /// The library's version; the same as `FERRY_VERSION_STRING` in include/ferry.h.
-    static let version = "0.1.0"
+public enum SDKIdentity {
+    /// The library's version: `ferry_version()` returns it; the same as `FERRY_VERSION_STRING`
+    /// in include/ferry.h.
+    public static let version = "0.1.0"
 
     static var platform: String {
         #if os(Linux)
