@@ -124,6 +124,9 @@ final class SessionRegistry {
         waiting[key, default: []].append(waiter)
     }
 
+    /// Whether a task waits for the session's turn.
+    func hasWaiters(_ key: SessionKey) -> Bool { !(waiting[key]?.isEmpty ?? true) }
+
     /// Hands the turn to the next waiting task, or frees it.
     func release(_ key: SessionKey) {
         guard sessions[key] != nil else { return }

@@ -324,9 +324,61 @@ actor SyncHub {
         knownHead = max(knownHead, head)
         guard uploadsInFlight == 0 else { return }
         sessions.breakChain(at: knownHead)
+        var behind: [SessionKey] = []
         for key in sessions.detachedKeys {
             guard let s = sessions[key], s.hasQuery, !s.busy, s.delivered < knownHead else { continue }
-            startCatchUp(key)
+            behind.append(key)
+        }
+        guard behind.count > 1 else {
+            if let key = behind.first { startCatchUp(key) }
+            return
+        }
+        for key in behind { sessions[key]?.busy = true }
+        Task { await self.catchUp(group: behind) }
+    }
+
+    /// Catches up many sessions together (`CatchUpGroup`: each class read once for all of
+    /// them), round after round until each has reached the newest head this node knows of.
+    /// Holds the members' turns; a member another task is waiting for (its upload's answer, a
+    /// QUERY) leaves the group after its round, and that task catches it up when it is done.
+    private func catchUp(group keys: [SessionKey]) async {
+        var keys = keys
+        while true {
+            var members: [CatchUpGroup.Member] = []
+            var staying: [SessionKey] = []
+            for key in keys {
+                guard let s = sessions[key], s.hasQuery, s.delivered < knownHead, !s.outbox.isClosed, !sessions.hasWaiters(key) else {
+                    sessions.release(key)
+                    continue
+                }
+                members.append(CatchUpGroup.Member(session: s.id, view: s.view, delivered: s.delivered))
+                staying.append(key)
+            }
+            keys = staying
+            guard !members.isEmpty else { return }
+            let target = knownHead
+            let downloads: [[[UInt8]]]
+            do {
+                downloads = try await CatchUpGroup(members: members, schema: schema, app: app).read(from: storage, through: target)
+            } catch {
+                logger.error("cannot catch up \(keys.count) sessions from version \(members.map(\.delivered).min() ?? 0): \(error)")
+                for key in keys {
+                    if let s = sessions[key] {
+                        s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
+                        closeConnection(s.outbox)
+                    }
+                    sessions.release(key)
+                }
+                return
+            }
+            for (key, chunks) in zip(keys, downloads) {
+                guard let now = sessions[key] else { continue }
+                if !chunks.isEmpty {
+                    var batch = DownloadBatch(session: now.id, sealed: chunks)
+                    batch.finish(serverVersion: target, acknowledged: now.acknowledged, subscriptionVersion: now.subscriptionVersion, to: now.outbox)
+                }
+                sessions[key]?.delivered = target
+            }
         }
     }
 
