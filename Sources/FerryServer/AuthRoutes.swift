@@ -158,10 +158,23 @@ struct APIError: HTTPResponseError {
 
 func jsonString(_ s: String) -> String { JSONText.quote(s) }
 
-/// Turns `AuthError`s thrown by routes into their API responses.
+/// Turns `AuthError`s thrown by routes into their API responses, and a store that cannot be
+/// reached (a PostgreSQL pool with no connection to lend within its deadline, a database
+/// that is down or busy) into 503 with `Retry-After`: the request may well succeed in a
+/// moment, which a 500 does not tell a client (a login under heavy load on two nodes got 500).
 struct AuthErrorMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
+    /// Seconds a client is asked to wait after a 503 for the store.
+    static let storeRetryAfter = 1
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        do { return try await next(request, context) } catch let e as AuthError { throw APIError(e) }
+        do { return try await next(request, context) } catch let e as AuthError { throw APIError(e) } catch let e as FerryError where Self.isUnavailable(e) {
+            context.logger.error("\(request.method) \(request.uri.path): the store is unavailable: \(e.message)")
+            var error = APIError(status: .serviceUnavailable, code: "ServiceUnavailable", message: "the server cannot reach its store; try again")
+            error.retryAfter = Self.storeRetryAfter
+            throw error
+        }
     }
+
+    static func isUnavailable(_ e: FerryError) -> Bool { [.io, .busy, .timeout].contains(e.code) }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import FerryCore
 @testable import FerryServer
 
 /// The auth HTTP API of a real server on the seeds' Item app.
@@ -153,6 +154,30 @@ struct AuthAPITests {
                 #expect(r.status == .ok)
                 #expect(String(buffer: r.body) == "ok")
             }
+        }
+    }
+}
+
+/// A store that cannot be reached answers 503 with `Retry-After` and a JSON error, not 500: a
+/// login under heavy load on two PostgreSQL nodes, whose pool lent no connection within its
+/// deadline, got a bare 500 (issue 13's bootstrap run), which tells a client nothing.
+@Suite("Server: an unreachable store")
+struct StoreUnavailableAPITests {
+    @Test func aStoreFailureIsAnswered503WithRetryAfter() async throws {
+        let router = Router(context: ServerRequestContext.self)
+        router.add(middleware: AuthErrorMiddleware())
+        router.post("login") { _, _ -> String in throw FerryError(.io, "no connection to PostgreSQL within 5 seconds (is the database reachable?)") }
+        router.post("bug") { _, _ -> String in throw FerryError(.invalidArgument, "a bug") }
+        try await Application(router: router).test(.router) { client in
+            try await client.execute(uri: "/login", method: .post) { r in
+                #expect(r.status == .serviceUnavailable)
+                #expect(r.headers[.retryAfter] == "1")
+                let o = try #require(try JSONSerialization.jsonObject(with: Data(buffer: r.body)) as? [String: Any])
+                #expect(o["error_code"] as? String == "ServiceUnavailable")
+                #expect(o["error"] as? String == "the server cannot reach its store; try again")
+            }
+            // Not the store: still an internal error.
+            try await client.execute(uri: "/bug", method: .post) { #expect($0.status == .internalServerError) }
         }
     }
 }
