@@ -745,7 +745,11 @@ actor SyncHub {
             let lastTry = !outside || tries >= Self.maxPremerges
             let premerged = !outside ? nil : try await PremergedUpload.make(storage: storage, session: origin.session, clientFile: clientFile, user: user, view: view,
                                                            app: app, schema: schema, known: known, changesets: changesets, beforeMerge: beforeUploadMerge)
-            let attempt = try await commits.commit(reads: GroupCommit.Reads(clientFile: clientFile, keys: keys)) { tx -> UploadAttempt in
+            // A merge made outside the lock read its objects already; under the lock it reads
+            // them again only if the head moved meanwhile (`isCurrent`), so the group does not
+            // read them ahead (on PostgreSQL that second read halved a bulk upload's rate).
+            let reads = GroupCommit<UploadAttempt>.Reads(clientFile: clientFile, keys: premerged == nil ? keys : [])
+            let attempt = try await commits.commit(reads: reads) { tx -> UploadAttempt in
                 // The durable acknowledgement, not the session's copy: another session of the same
                 // file (a reconnect racing an upload still in flight on another connection or
                 // node) may have moved it. Nothing is applied twice.
