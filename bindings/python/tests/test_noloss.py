@@ -1,15 +1,21 @@
 """SPEC F-NOLOSS through the Python binding, against a real ferry-server (the seeds' Item app,
 started by test_sync's module fixture): a compensating write reports what its revert took from
-the device, and ``Database.reapply_reverted`` puts it back. The writes of a case are made while
+the device, and ``Database.reapply_reverted`` puts it back; lists and a reverted delete on the
+convergence app's Doc with deletes refused (a server of its own). The writes of a case are made while
 the session is suspended, so they reach the server in one upload; the oracle is what the test
 wrote. Errors are waited for on a condition variable with a timeout.
 """
 from __future__ import annotations
 
-from typing import Any
+import shutil
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
 
 import ferry
-from test_sync import Device, devices, server  # noqa: F401  (fixtures)
+from ferry import ObjectSchema, Property, Type
+from test_sync import REPO, T, Device, ErrorLog, devices, run_server, server  # noqa: F401  (fixtures)
 
 
 def offline(d: Device, writes: list[Any], errors_before: int = 0) -> tuple[ferry.SyncError, list[int]]:
@@ -90,3 +96,80 @@ def test_reapply_refuses_what_is_not_a_record(devices: Any) -> None:
         pass
     else:
         raise AssertionError("reapply_reverted accepted a non-record")
+
+
+# --- lists and a reverted delete: the convergence app's Doc (a list of tags), deletes refused ---
+
+DOC = ObjectSchema("Doc", {
+    "_id": Property(Type.STRING, primary_key=True),
+    "ownerId": Property(Type.STRING),
+    "title": Property(Type.STRING),
+    "counter": Property(Type.INT),
+    "rank": Property(Type.INT),
+    "tags": Property(Type.STRING, list=True),
+})
+
+
+@pytest.fixture(scope="module")
+def doc_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    app = tmp_path_factory.mktemp("doc-app") / "app"
+    shutil.copytree(REPO / "Tests" / "Fixtures" / "convergence-app", app)
+    rules = app / "data_sources" / "mongodb-atlas" / "todo" / "Doc" / "rules.json"
+    rules.write_text(rules.read_text().replace('"delete": true', '"delete": false'))
+    with run_server(tmp_path_factory.mktemp("doc-server"), app_dir=app) as url:
+        yield url
+
+
+@pytest.fixture
+def doc_device(doc_server: str, tmp_path: Path) -> Iterator[Any]:
+    app = ferry.App(app_id="convergence", base_url=doc_server, base_directory=tmp_path, log_level=ferry.LogLevel.WARN)
+    errors = ErrorLog()
+    app.on_sync_error = errors
+    user = app.log_in(ferry.Credentials.anonymous(), timeout=T)
+    session = app.open_synced(user, tmp_path / "docs.ferry", [DOC])
+    session.wait_for_download(T)
+    session.wait_for_subscriptions(session.update_subscriptions(lambda s: s.add("docs", "Doc", "rank <= 10")), T)
+
+    class D:
+        pass
+    d = D()
+    d.app, d.user, d.session, d.db, d.errors = app, user, session, session.database, errors  # type: ignore[attr-defined]
+    d.sync = lambda: (session.wait_for_upload(T), session.wait_for_download(T))  # type: ignore[attr-defined]
+    yield d
+    app.close()
+    d.db.close()  # type: ignore[attr-defined]
+
+
+def test_a_reverted_create_keeps_its_lists(doc_device: Any) -> None:
+    d = doc_device
+    error, v = offline(d, [
+        lambda db: db.create("Doc", {"_id": "doc-a", "ownerId": "someone else", "title": "A", "rank": 1}),
+        lambda db: db.list_insert("Doc", "doc-a", "tags", 0, "x"),
+        lambda db: db.list_insert("Doc", "doc-a", "tags", 1, "y"),
+    ])
+    r = error.compensating_writes[0].reverted
+    assert r is not None and r.revert == ferry.RevertKind.REMOVED
+    assert r.values["tags"] == ["x", "y"] and r.values["ownerId"] == "someone else"
+    assert [(w.local_version, w.kind, w.index, w.value) for w in r.writes[1:]] == [
+        (v[1], ferry.WriteKind.LIST_INSERT, 0, "x"), (v[2], ferry.WriteKind.LIST_INSERT, 1, "y")]
+    assert d.db.get("Doc", "doc-a") is None
+    # Overrides may be lists too.
+    d.db.reapply_reverted(r, {"ownerId": d.user.id, "tags": ["x", "y", "z"]})
+    d.sync()
+    d.sync()
+    doc = d.db.get("Doc", "doc-a")
+    assert doc is not None and doc["tags"] == ["x", "y", "z"] and doc["ownerId"] == d.user.id
+    assert len(d.errors.errors) == 1
+
+
+def test_a_reverted_delete_is_restored_and_reported(doc_device: Any) -> None:
+    d = doc_device
+    with d.db.write():
+        d.db.create("Doc", {"_id": "doc-b", "ownerId": d.user.id, "title": "keep", "rank": 2, "tags": ["t"]})
+    d.sync()
+    error, v = offline(d, [lambda db: db.delete("Doc", "doc-b")])
+    r = error.compensating_writes[0].reverted
+    assert r is not None and r.revert == ferry.RevertKind.RESTORED and r.values == {}
+    assert r.writes == [ferry.LocalWrite(v[0], ferry.WriteKind.DELETE, None)]
+    doc = d.db.get("Doc", "doc-b")
+    assert doc is not None and doc["tags"] == ["t"]
