@@ -673,7 +673,8 @@ typedef struct ferry_sync_error {
 } ferry_sync_error_t;
 
 /** The App's sync error handler. session is lent for the call (do not free it). It runs after
- *  the server's revert has been integrated, so a rejected object is already gone locally. */
+ *  the server's revert has been integrated, so a rejected object is already gone locally;
+ *  ferry_sync_error_reverted_object says what the revert took from the device. */
 typedef void (*ferry_sync_error_cb)(void *userdata, ferry_sync_session_t *session, const ferry_sync_error_t *error);
 
 /** Sets (or with NULL clears) the App's sync error handler; a previous userdata is freed with
