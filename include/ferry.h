@@ -721,7 +721,9 @@ typedef struct ferry_reverted_value {
 } ferry_reverted_value_t;
 
 /** One local write to the object: the revert undid it (the rejected write) or discarded it (a
- *  later write to the object that did not survive the revert). */
+ *  later write to the object that did not survive the revert). For REMOVED these are every
+ *  write but deletes, for RESTORED the deletes, for CHANGED the writes to the properties it set
+ *  back (every write to such a list, its elements not told apart). */
 typedef struct ferry_local_write {
   uint64_t local_version;  /* the write transaction that made it: local versions count the
                               device's commits that changed something, 1, 2, 3... */

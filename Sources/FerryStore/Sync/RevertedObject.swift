@@ -26,7 +26,9 @@ public struct RevertedObject: Sendable, Equatable {
     public var values: [RevertedValue]
     /// The device's local writes to the object that the revert undid or discarded, oldest
     /// first: the rejected write and every later write to the object that did not survive the
-    /// revert (a write the revert left in place is not listed).
+    /// revert. For `removed` that is every write but deletes, for `restored` the deletes, for
+    /// `changed` the writes to the properties it set back (all of them: a list's inserts are
+    /// not told apart). Writes are looked for from the upload the revert answers on.
     public var writes: [LocalWrite]
 
     public init(objectType: String, primaryKey: FerryValue, revert: Revert, values: [RevertedValue], writes: [LocalWrite]) {
