@@ -673,7 +673,8 @@ typedef struct ferry_sync_error {
 } ferry_sync_error_t;
 
 /** The App's sync error handler. session is lent for the call (do not free it). It runs after
- *  the server's revert has been integrated, so a rejected object is already gone locally. */
+ *  the server's revert has been integrated, so a rejected object is already gone locally;
+ *  ferry_sync_error_reverted_object says what the revert took from the device. */
 typedef void (*ferry_sync_error_cb)(void *userdata, ferry_sync_session_t *session, const ferry_sync_error_t *error);
 
 /** Sets (or with NULL clears) the App's sync error handler; a previous userdata is freed with
@@ -681,6 +682,106 @@ typedef void (*ferry_sync_error_cb)(void *userdata, ferry_sync_session_t *sessio
  *  at once). The handler's session is NULL when the host already freed that session. */
 int ferry_app_set_sync_error_handler(ferry_app_t *app, ferry_sync_error_cb callback, void *userdata,
                                      ferry_free_fn userdata_free);
+
+/* --- What a compensating write took (SPEC F-NOLOSS) --------------------------------------- */
+
+/* The seeds' SDK reports a compensating write as object type, primary key and reason, and the
+ * device's values and every later local write to the object vanish. Ferry keeps them: for each
+ * object of a 231's compensating_writes, ferry_sync_error_reverted_object lends a record of
+ * what the revert took, and ferry_db_reapply_reverted puts it back as new local writes (for
+ * example with a corrected ownerId). Added after ferry_sync_error_t's fields, as functions, so
+ * hosts built before them keep working and the struct keeps its layout. */
+
+/** What the revert did to the device's object. */
+typedef enum ferry_revert_kind {
+  FERRY_REVERT_REMOVED = 0,  /* the device had the object and the revert erased it (a refused
+                                create, or an update that took it out of the user's view):
+                                values holds every property but the primary key */
+  FERRY_REVERT_CHANGED = 1,  /* the revert set properties back to the server's values: values
+                                holds the device's values of those properties */
+  FERRY_REVERT_RESTORED = 2  /* the device had deleted the object and the revert brought it
+                                back: values is empty */
+} ferry_revert_kind_t;
+
+/** The kinds of local writes. */
+typedef enum ferry_write_kind {
+  FERRY_WRITE_CREATE = 0, FERRY_WRITE_DELETE = 1, FERRY_WRITE_SET = 2, FERRY_WRITE_ADD_INT = 3,
+  FERRY_WRITE_LIST_INSERT = 4, FERRY_WRITE_LIST_SET = 5, FERRY_WRITE_LIST_ERASE = 6,
+  FERRY_WRITE_LIST_CLEAR = 7
+} ferry_write_kind_t;
+
+/** One property's value as the device had it just before the revert. */
+typedef struct ferry_reverted_value {
+  ferry_property_key_t property; /* its key in the object's class, as ferry_db_find_property */
+  const char *name;
+  bool is_list;
+  ferry_value_t value;           /* not a list: the value; a list: FERRY_TYPE_NULL */
+  const ferry_value_t *list;     /* a list: its elements (NULL when empty); else NULL */
+  size_t list_count;
+} ferry_reverted_value_t;
+
+/** One local write to the object: the revert undid it (the rejected write) or discarded it (a
+ *  later write to the object that did not survive the revert). For REMOVED these are every
+ *  write but deletes, for RESTORED the deletes, for CHANGED the writes to the properties it set
+ *  back (every write to such a list, its elements not told apart). */
+typedef struct ferry_local_write {
+  uint64_t local_version;  /* the write transaction that made it: local versions count the
+                              device's commits that changed something, 1, 2, 3... */
+  int32_t kind;            /* ferry_write_kind_t */
+  const char *property;    /* the property's name; NULL for CREATE and DELETE */
+  ferry_value_t value;     /* SET, LIST_INSERT, LIST_SET: the value; ADD_INT: the delta
+                              (FERRY_TYPE_INT); otherwise FERRY_TYPE_NULL */
+  size_t index;            /* LIST_INSERT, LIST_SET, LIST_ERASE: the position; otherwise 0 */
+} ferry_local_write_t;
+
+/** What the revert of a compensating write took from one object. */
+typedef struct ferry_reverted_object {
+  const char *object_type;
+  ferry_value_t primary_key;
+  int32_t revert;                        /* ferry_revert_kind_t */
+  const ferry_reverted_value_t *values;  /* the device's values before the revert of the
+                                            properties it removed or changed back, in schema
+                                            order; NULL when values_count is 0 */
+  size_t values_count;
+  const ferry_local_write_t *writes;     /* the local writes it undid or discarded, oldest
+                                            first; NULL when writes_count is 0 */
+  size_t writes_count;
+} ferry_reverted_object_t;
+
+/** What the revert of compensating_writes[index] of a 231 error took from the device. *out is
+ *  lent for the handler's call (copy it with ferry_reverted_object_copy to keep it), or NULL
+ *  when the revert took nothing: the object ends as the device had it (its later local writes
+ *  were laid on top again), or the device never had the write to lose. Entries naming the same
+ *  object lend the same record. Call it from the error handler, with the error it was given.
+ *  Errors: FERRY_ERR_INVALID_ARGUMENT (NULL out, or error is not a sync error lent to a
+ *  running handler), FERRY_ERR_OUT_OF_RANGE (index >= compensating_writes_count). */
+int ferry_sync_error_reverted_object(const ferry_reverted_object_t **out, const ferry_sync_error_t *error,
+                                     size_t index);
+
+/** Copies a record (lent or copied) for use after the handler returns. On success *out is
+ *  owned by the caller (ferry_reverted_object_free); everything in it lives until then. Any
+ *  thread. Errors: FERRY_ERR_INVALID_ARGUMENT (NULL out, or object is not a record Ferry lent
+ *  or copied and has not freed). */
+int ferry_reverted_object_copy(ferry_reverted_object_t **out, const ferry_reverted_object_t *object);
+
+/** Frees a copy. NULL, a lent record and a freed copy are no-ops. Any thread. */
+void ferry_reverted_object_free(ferry_reverted_object_t *object);
+
+/** Puts back what a revert took, as new local writes that sync like any other: a REMOVED
+ *  object is created again with the device's values (given them, if it exists again), CHANGED
+ *  properties get the device's values back, a RESTORED object is deleted again. overrides
+ *  (properties of the record's class, not the primary key) replace or add values first: fix
+ *  what the server refused, e.g. the ownerId, or it is refused again. Joins the handle's open
+ *  write transaction, else runs in a write transaction of its own (waiting for another
+ *  handle's like ferry_db_begin_write; nothing is written when it fails). object must be a
+ *  record Ferry lent (during its handler) or copied. Any thread, the error handler included.
+ *  Errors: FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT (NULL or unknown object,
+ *  overrides NULL with a count, the primary key overridden, overrides for RESTORED),
+ *  FERRY_ERR_NOT_FOUND (CHANGED properties of an object that is gone), FERRY_ERR_NO_SUCH_CLASS,
+ *  FERRY_ERR_NO_SUCH_PROPERTY, FERRY_ERR_WRONG_TYPE, FERRY_ERR_BUSY, FERRY_ERR_CLOSED,
+ *  FERRY_ERR_IO. */
+int ferry_db_reapply_reverted(ferry_db_t *db, const ferry_reverted_object_t *object,
+                              const ferry_property_value_t *overrides, size_t overrides_count);
 
 /* --- Client reset (SPEC F-RESET) ------------------------------------------------------------ */
 

@@ -109,6 +109,12 @@ func withSyncError(_ e: SyncError, _ body: (UnsafePointer<ferry_sync_error_t>) -
     var writes: [ferry_compensating_write_t] = e.compensatingWrites.map {
         ferry_compensating_write_t(object_type: storage.cString($0.objectType), primary_key: storage.cValue($0.primaryKey), reason: storage.cString($0.reason))
     }
+    // What each compensating write's revert took (SPEC F-NOLOSS), for
+    // ferry_sync_error_reverted_object; entries naming one object share its record.
+    let records = e.revertedObjects.map(RevertedObjectView.init)
+    let reverted: [RevertedObjectView?] = e.compensatingWrites.map { w in
+        records.first { $0.object.objectType == w.objectType && $0.object.primaryKey == w.primaryKey }
+    }
     let message = storage.cString(e.message)
     let backupPath = e.clientResetBackupPath.map { storage.cString($0) }
     let token = e.clientResetToken.map { storage.cString($0) }
@@ -118,7 +124,7 @@ func withSyncError(_ e: SyncError, _ body: (UnsafePointer<ferry_sync_error_t>) -
                 var c = ferry_sync_error_t(code: e.code, message: message, is_fatal: e.isFatal, action: Int32(e.action.rawValue),
                                            compensating_writes: buf.isEmpty ? nil : UnsafePointer(buf.baseAddress), compensating_writes_count: buf.count,
                                            client_reset_report: report, client_reset_backup_path: backupPath, client_reset_token: token)
-                withUnsafePointer(to: &c) { body($0) }
+                withUnsafePointer(to: &c) { p in RevertedRecords.shared.lending(p, reverted) { body(p) } }
             }
         }
     }

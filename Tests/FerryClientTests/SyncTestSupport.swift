@@ -103,9 +103,10 @@ final class TestDevice: @unchecked Sendable {
     var db: Database { session.database }
     let errors = ErrorLog()
 
-    init(baseURL: String, credentials: Credentials, register: (String, String)? = nil, tls: TLSOptions = TLSOptions()) async throws {
+    init(baseURL: String, credentials: Credentials, register: (String, String)? = nil, tls: TLSOptions = TLSOptions(),
+         schema: Schema = itemSchema, appId: String = "item-app-seeds") async throws {
         let dir = SyncTestServer.temporaryDirectory("device")
-        app = try App(App.Configuration(appId: "item-app-seeds", baseURL: baseURL, baseDirectory: dir, tls: tls, logLevel: .warn))
+        app = try App(App.Configuration(appId: appId, baseURL: baseURL, baseDirectory: dir, tls: tls, logLevel: .warn))
         let errors = self.errors
         app.errorHandler = { _, e in errors.add(e) }
         if let (email, password) = register {
@@ -117,7 +118,7 @@ final class TestDevice: @unchecked Sendable {
         app.login(credentials) { login.deliver($0) }
         guard let result = await login.wait(seconds: 60) else { throw FerryError(.timeout, "login timed out") }
         user = try result.get()
-        session = try app.openSynced(user: user, path: dir + "/items.ferry", schema: itemSchema)
+        session = try app.openSynced(user: user, path: dir + "/items.ferry", schema: schema)
     }
 
     func subscribe(_ query: String, name: String = "items") async throws {

@@ -68,6 +68,9 @@ static void *const all_functions[] = {
     (void *)ferry_sync_write_copy,
     /* client reset (FERRY_SYNC_OPTIONS_VERSION 3) */
     (void *)ferry_db_write_copy,    (void *)ferry_app_handle_client_reset,
+    /* what a compensating write took (F-NOLOSS) */
+    (void *)ferry_sync_error_reverted_object, (void *)ferry_reverted_object_copy,
+    (void *)ferry_reverted_object_free, (void *)ferry_db_reapply_reverted,
 };
 
 /* ---- userdata accounting ------------------------------------------------------------------ */
@@ -1373,7 +1376,7 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
 /* ---- the main sequence -------------------------------------------------------------------- */
 
 int main(void) {
-  CHECK(sizeof all_functions / sizeof all_functions[0] == 90);
+  CHECK(sizeof all_functions / sizeof all_functions[0] == 94);
   for (size_t i = 0; i < sizeof all_functions / sizeof all_functions[0]; i++) CHECK(all_functions[i] != NULL);
   test_globals();
   test_schemas();
@@ -1417,6 +1420,28 @@ int main(void) {
     CHECK_LAST_ERROR(FERRY_ERR_INVALID_ARGUMENT);
   }
   CHECK_OK(ferry_db_deliver_notifications(NULL, db)); /* this out may be NULL */
+  {
+    /* F-NOLOSS: records and errors are only those Ferry lent or copied; a host-made one is
+       refused, never read */
+    ferry_sync_error_t fake_error;
+    memset(&fake_error, 0, sizeof fake_error);
+    ferry_reverted_object_t fake;
+    memset(&fake, 0, sizeof fake);
+    const ferry_reverted_object_t *lent = NULL;
+    ferry_reverted_object_t *copy = NULL;
+    CHECK_ERR(ferry_sync_error_reverted_object(NULL, &fake_error, 0), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_sync_error_reverted_object(&lent, NULL, 0), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_sync_error_reverted_object(&lent, &fake_error, 0), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_reverted_object_copy(NULL, &fake), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_reverted_object_copy(&copy, NULL), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_reverted_object_copy(&copy, &fake), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK(copy == NULL);
+    ferry_reverted_object_free(NULL);
+    ferry_reverted_object_free(&fake); /* not Ferry's: left alone */
+    CHECK_ERR(ferry_db_reapply_reverted(NULL, &fake, NULL, 0), FERRY_ERR_INVALID_HANDLE);
+    CHECK_ERR(ferry_db_reapply_reverted(db, NULL, NULL, 0), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(ferry_db_reapply_reverted(db, &fake, NULL, 0), FERRY_ERR_INVALID_ARGUMENT);
+  }
   {
     /* ferry_db_write_copy's path: NULL, empty, an existing file, a missing directory; then a
        good copy, which opens with the file's own schema and holds the object */

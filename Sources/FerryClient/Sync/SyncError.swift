@@ -9,6 +9,10 @@ public struct SyncError: Sendable, Error {
     public var isFatal: Bool
     public var action: ErrorAction
     public var compensatingWrites: [CompensatingWrite]
+    /// For a compensating write (231): what the revert took from the device (SPEC F-NOLOSS),
+    /// one record per object of `compensatingWrites` that lost something (the device's values,
+    /// later local writes), in the order they are first named. `reverted(for:)` finds one.
+    public var revertedObjects: [RevertedObject] = []
     /// For a client reset that ran: what became of every object the unsynced changes touched.
     public var clientResetReport: ClientResetReport?
     /// For a client reset left to the host (SPEC F-RESETMANUAL): where the database file will
@@ -25,6 +29,12 @@ public struct SyncError: Sendable, Error {
         self.action = action
         self.compensatingWrites = compensatingWrites
         self.clientResetReport = clientResetReport
+    }
+
+    /// What the revert of one compensating write took from the device, or nil when it took
+    /// nothing (the object ends as the device had it, or it was not the device's to lose).
+    public func reverted(for write: CompensatingWrite) -> RevertedObject? {
+        revertedObjects.first { $0.objectType == write.objectType && $0.primaryKey == write.primaryKey }
     }
 
     public var asFerryError: FerryError { FerryError(.sync, "sync error \(code): \(message)") }

@@ -20,6 +20,12 @@ public final class SyncSession: @unchecked Sendable {
     var closed = false
     var lastUploaded: UInt64 = 0
     var acknowledged: UInt64 = 0
+    /// What the server had acknowledged before its last acknowledgement moved: the writes of
+    /// the upload a revert answers are after it (SPEC F-NOLOSS).
+    private var ackFloor: UInt64 = 0
+    /// Objects that downloads changed under the device's recent writes, until an error 231
+    /// names them (loop thread).
+    private var revertCaptures = RevertCaptures()
     private var sentQueryVersion: UInt64 = 0
     private var nextMark: UInt64 = 1
     private var markWaiters: [UInt64: @Sendable (FerryError?) -> Void] = [:]
@@ -62,6 +68,7 @@ public final class SyncSession: @unchecked Sendable {
         progress = ProgressNotifiers { loop.post($0) }
         let meta = try database.syncMetadata()
         acknowledged = meta.acknowledged
+        ackFloor = meta.acknowledged
         countedThrough = meta.acknowledged
         try countLocalChanges()
         // A reset's download left staged by a process that died mid-reset is of no use: the
@@ -310,6 +317,8 @@ public final class SyncSession: @unchecked Sendable {
     /// The connection closed (`fatal` nil: it will reconnect).
     func connectionEnded(fatal error: SyncError?) {
         ready = false
+        // A revert's error comes on the connection that brought the revert, or never.
+        revertCaptures.removeAll()
         // A reset in progress starts over: the file still has its old identity, which the
         // server refuses again on the next bind.
         abandonClientReset()
@@ -374,9 +383,16 @@ public final class SyncSession: @unchecked Sendable {
                 }
                 instructions += decoded.instructions
             }
-            do { try database.integrate(instructions, serverVersion: serverVersion, completesVersion: isLast, acknowledged: ack) } catch {
+            // A download that moves the acknowledgement answers an upload whose writes are
+            // after the previous one; one that does not may still carry that answer's reverts.
+            let floor = ack > acknowledged ? acknowledged : ackFloor
+            do {
+                revertCaptures.add(try database.integrate(instructions, serverVersion: serverVersion, completesVersion: isLast,
+                                                          acknowledged: ack, capturingWritesAfter: floor))
+            } catch {
                 return fail(SyncError(code: 0, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug))
             }
+            if ack > acknowledged { ackFloor = acknowledged }
             acknowledged = max(acknowledged, ack)
             countAcknowledged(acknowledged)
             if isLast { subscriptionCompleted(subscriptionVersion) }
@@ -388,8 +404,9 @@ public final class SyncSession: @unchecked Sendable {
         case .unbind:
             break
         case .error(let e):
-            let error = SyncError(code: e.code, message: e.message, isFatal: !e.tryAgain && e.action != .warning, action: e.action,
+            var error = SyncError(code: e.code, message: e.message, isFatal: !e.tryAgain && e.action != .warning, action: e.action,
                                   compensatingWrites: e.compensatingWrites)
+            if e.code == SyncErrorText.compensatingWriteCode { error.revertedObjects = revertCaptures.claim(e.compensatingWrites) }
             if e.code == SyncErrorText.compensatingWriteCode {
                 app.log(.error, SyncErrorText.compensatingWriteLogLine(connection: 1, session: Int(sessionId ?? 1)))
             }

@@ -131,6 +131,18 @@ extension Database {
     /// not claim the version). Returns the number of instructions integrated.
     @discardableResult
     public func integrate(_ objects: [Instruction], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64) throws -> Int {
+        _ = try integrate(objects, serverVersion: serverVersion, completesVersion: completesVersion, acknowledged: acknowledged, capturingWritesAfter: nil)
+        return objects.count
+    }
+
+    /// `integrate`, also capturing (SPEC F-NOLOSS) every object of the download that the
+    /// device wrote after local version `floor` and that the download left different from
+    /// what the device had: its state before and after, and those writes. A revert of a
+    /// compensating write is such a download; the sync session keeps the captures until the
+    /// error 231 that follows it says which objects were reverted.
+    public func integrate(_ objects: [Instruction], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64,
+                          capturingWritesAfter floor: UInt64?) throws -> [RevertCapture] {
+        var captures: [RevertCapture] = []
         try writingStore { c in
             let store = self.storeForSync
             let previous = try Self.getMeta(c, "sync.acknowledged")
@@ -143,12 +155,36 @@ extension Database {
             var classes: [String: Int] = [:]
             var applied: [Instruction] = []
             let observed = store.hasObservers
+            // The device's recent writes by object, and the states before the download of the
+            // objects it touches that have some (read once, before their first instruction).
+            var recent: [ObjectKeyRef: [LocalWrite]] = [:]
+            var before: [(ObjectKeyRef, Int, [FerryValue]?)] = []
+            var seen: Set<ObjectKeyRef> = []
+            if var floor, latest > floor, !objects.isEmpty {
+                // Every download until the acknowledgement moves again reads the last
+                // acknowledged upload: past `captureBytes` (a bulk import), only the writes the
+                // server had not acknowledged before this download are read.
+                if floor < previous, try Self.historyBytes(c, after: floor) > Self.captureBytes { floor = previous }
+                let s = try c.statement("SELECT version, changeset FROM __ferry_history WHERE version > ? ORDER BY version")
+                s.bind(1, Int64(bitPattern: floor))
+                while try s.step() {
+                    let v = UInt64(bitPattern: s.int64(0))
+                    for i in (try? ChangesetCodec.decode(s.blob(1)).instructions) ?? [] {
+                        recent[ObjectKeyRef(table: i.table, key: i.key), default: []].append(LocalWrite(version: v, instruction: i))
+                    }
+                }
+                s.resetKeepingBindings()
+            }
             for i in objects {
                 let ci: Int
                 if let known = classes[i.table] { ci = known } else {
                     guard let found = try? store.classIndex(named: i.table) else { continue } // a class this device does not have
                     classes[i.table] = found
                     ci = found
+                }
+                if !recent.isEmpty {
+                    let ref = ObjectKeyRef(table: i.table, key: i.key)
+                    if recent[ref] != nil, seen.insert(ref).inserted { before.append((ref, ci, try store.readRow(c, ci, key: i.key))) }
                 }
                 switch i {
                 case let .create(_, key, fields):
@@ -180,6 +216,12 @@ extension Database {
                     } catch {}
                 }
             }
+            for (ref, ci, was) in before {
+                let now = try store.readRow(c, ci, key: ref.key)
+                guard now != was else { continue }
+                captures.append(RevertCapture(objectSchema: store.layout(ci).objectSchema, primaryKey: ref.key, before: was, after: now,
+                                              writes: recent[ref] ?? []))
+            }
             try Self.putMeta(c, "sync.acknowledged", ack)
             if completesVersion {
                 try Self.putMeta(c, "sync.server_version", serverVersion)
@@ -199,7 +241,19 @@ extension Database {
             }
             return applied.isEmpty ? nil : applied
         }
-        return objects.count
+        return captures
+    }
+
+    /// How many bytes of local history a download's capture (F-NOLOSS) reads at most beyond
+    /// what the server had not acknowledged.
+    static let captureBytes: Int64 = 8 << 20
+
+    static func historyBytes(_ c: SQLiteConnection, after version: UInt64) throws -> Int64 {
+        let s = try c.statement("SELECT COALESCE(SUM(length(changeset)), 0) FROM __ferry_history WHERE version > ?")
+        defer { s.resetKeepingBindings() }
+        s.bind(1, Int64(bitPattern: version))
+        _ = try s.step()
+        return s.int64(0)
     }
 
     static func latestVersion(_ c: SQLiteConnection) throws -> UInt64 {

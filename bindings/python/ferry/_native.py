@@ -274,6 +274,45 @@ class CompensatingWrite(Structure):
     _fields_ = [("object_type", c_char_p), ("primary_key", Value), ("reason", c_char_p)]
 
 
+class RevertedValue(Structure):
+    """``ferry_reverted_value_t`` (SPEC F-NOLOSS)."""
+
+    _fields_ = [
+        ("property", c_uint32),
+        ("name", c_char_p),
+        ("is_list", c_bool),
+        ("value", Value),
+        ("list", POINTER(Value)),
+        ("list_count", c_size_t),
+    ]
+
+
+class LocalWrite(Structure):
+    """``ferry_local_write_t``."""
+
+    _fields_ = [
+        ("local_version", c_uint64),
+        ("kind", c_int32),
+        ("property", c_char_p),
+        ("value", Value),
+        ("index", c_size_t),
+    ]
+
+
+class RevertedObject(Structure):
+    """``ferry_reverted_object_t`` (lent during the error handler, or a copy)."""
+
+    _fields_ = [
+        ("object_type", c_char_p),
+        ("primary_key", Value),
+        ("revert", c_int32),
+        ("values", POINTER(RevertedValue)),
+        ("values_count", c_size_t),
+        ("writes", POINTER(LocalWrite)),
+        ("writes_count", c_size_t),
+    ]
+
+
 class ClientResetEntry(Structure):
     """``ferry_client_reset_entry_t`` (lent with its report)."""
 
@@ -454,6 +493,11 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "ferry_app_set_sync_error_handler": (c_int, [c_void_p, SYNC_ERROR_CB, c_void_p, FREE_FN]),
     # Sync: client reset
     "ferry_app_handle_client_reset": (c_int, [c_void_p, c_char_p]),
+    # what a compensating write took (SPEC F-NOLOSS)
+    "ferry_sync_error_reverted_object": (c_int, [POINTER(POINTER(RevertedObject)), POINTER(SyncErrorInfo), c_size_t]),
+    "ferry_reverted_object_copy": (c_int, [POINTER(POINTER(RevertedObject)), POINTER(RevertedObject)]),
+    "ferry_reverted_object_free": (None, [POINTER(RevertedObject)]),
+    "ferry_db_reapply_reverted": (c_int, [c_void_p, POINTER(RevertedObject), POINTER(PropertyValue), c_size_t]),
     # Sync: synced databases
     "ferry_sync_options_init": (c_int, [POINTER(SyncOptions), c_uint32]),
     "ferry_sync_open": (c_int, [_pp, _pp, c_void_p, POINTER(SyncOptions)]),

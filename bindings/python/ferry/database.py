@@ -758,6 +758,43 @@ class Database:
         for i, item in enumerate(items):
             self.list_insert(meta.name, pk, name, i, item)
 
+    def reapply_reverted(self, reverted: Any, overrides: Optional[Mapping[str, Any]] = None) -> None:
+        """Puts back what the revert of a compensating write took (a
+        :class:`~ferry.RevertedObject`, SPEC F-NOLOSS) as new local writes that sync like any
+        other: a removed object is created again with the device's values, changed-back
+        properties get them back, a restored object is deleted again. ``overrides`` (property
+        name to value, lists as Python lists) replace or add values first: fix what the
+        server refused, e.g. ``{"ownerId": user.id}``. Joins the open write transaction,
+        else runs in one of its own.
+
+        Raises:
+            NotFoundError (changed properties of an object that is gone), InvalidArgumentError
+            (the primary key overridden, overrides for a restored object), NoSuchPropertyError,
+            WrongTypeError.
+        """
+        record = getattr(reverted, "_ptr", None)
+        if record is None:
+            raise TypeError("reapply_reverted takes a ferry.RevertedObject")
+        meta = self._class(reverted.object_type)
+        keep = KeepAlive()
+        array, count, lists = self._property_values(meta, dict(overrides or {}), keep)
+        if not lists:
+            check(_native.lib().ferry_db_reapply_reverted(self._handle, record, array, count))
+            return
+        own = not self.in_transaction
+        if own:
+            self.begin_write()
+        try:
+            check(_native.lib().ferry_db_reapply_reverted(self._handle, record, array, count))
+            for name, items in lists.items():
+                self._fill_list(meta, reverted.primary_key, name, items)
+            if own:
+                self.commit()
+        except BaseException:
+            if own:
+                self.cancel()
+            raise
+
     def set(self, class_name: str, primary_key: Any, prop: str, value: Any) -> None:
         """Sets one property of an existing object (not the primary key).
 

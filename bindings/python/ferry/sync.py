@@ -61,6 +61,10 @@ __all__ = [
     "SyncError",
     "SyncAction",
     "CompensatingWrite",
+    "RevertedObject",
+    "RevertKind",
+    "LocalWrite",
+    "WriteKind",
     "Subscription",
     "SubscriptionSet",
     "MutableSubscriptionSet",
@@ -290,6 +294,93 @@ class Credentials:
 # --- Errors -----------------------------------------------------------------------------------
 
 
+class RevertKind(enum.IntEnum):
+    """What the revert of a compensating write did to the device's object
+    (``ferry_revert_kind_t``)."""
+
+    REMOVED = 0
+    """The device had the object and the revert erased it (a refused create, or an update
+    that took it out of the user's view); ``values`` holds every property."""
+    CHANGED = 1
+    """The revert set properties back to the server's values; ``values`` holds the device's."""
+    RESTORED = 2
+    """The device had deleted the object and the revert brought it back; ``values`` is empty."""
+
+
+class WriteKind(enum.IntEnum):
+    """The kind of a :class:`LocalWrite` (``ferry_write_kind_t``)."""
+
+    CREATE = 0
+    DELETE = 1
+    SET = 2
+    ADD_INT = 3
+    LIST_INSERT = 4
+    LIST_SET = 5
+    LIST_ERASE = 6
+    LIST_CLEAR = 7
+
+
+@dataclass(frozen=True)
+class LocalWrite:
+    """One local write a revert undid or discarded (``ferry_local_write_t``, copied)."""
+
+    local_version: int
+    """The write transaction that made it (the device's commits count 1, 2, 3...)."""
+    kind: Union[WriteKind, int]
+    property: Optional[str]
+    """None for ``CREATE`` and ``DELETE``."""
+    value: Any = None
+    """``SET``, ``LIST_INSERT``, ``LIST_SET``: the value; ``ADD_INT``: the delta."""
+    index: int = 0
+    """The list position of ``LIST_INSERT``, ``LIST_SET``, ``LIST_ERASE``."""
+
+
+class RevertedObject:
+    """What the revert of a compensating write took from one object (SPEC F-NOLOSS): the
+    device's values before the revert of the properties it removed or changed back, and the
+    local writes it undid or discarded. Put it back with :meth:`Database.reapply_reverted`.
+    Holds a copy of the library's record (``ferry_reverted_object_copy``), freed with it."""
+
+    __slots__ = ("object_type", "primary_key", "revert", "values", "writes", "_ptr", "_finalizer", "__weakref__")
+
+    def __init__(self, ptr: Any) -> None:
+        raw = ptr.contents
+        self._ptr = ptr
+        self._finalizer = weakref.finalize(self, _native.lib().ferry_reverted_object_free, ptr)
+        self.object_type: str = _text(raw.object_type)
+        self.primary_key: Any = from_native(raw.primary_key)
+        self.revert: Union[RevertKind, int] = _enum(RevertKind, raw.revert)
+        self.values: dict[str, Any] = {}
+        for i in range(raw.values_count):
+            v = raw.values[i]
+            self.values[_text(v.name)] = ([from_native(v.list[j]) for j in range(v.list_count)]
+                                          if v.is_list else from_native(v.value))
+        self.writes: list[LocalWrite] = []
+        for i in range(raw.writes_count):
+            w = raw.writes[i]
+            self.writes.append(LocalWrite(int(w.local_version), _enum(WriteKind, w.kind),
+                                          _text(w.property) if w.property else None,
+                                          from_native(w.value), int(w.index)))
+
+    @classmethod
+    def _copy(cls, lent: Any) -> "RevertedObject":
+        ptr = ctypes.POINTER(_native.RevertedObject)()
+        check(_native.lib().ferry_reverted_object_copy(ctypes.byref(ptr), lent))
+        return cls(ptr)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RevertedObject):
+            return NotImplemented
+        return (self.object_type, self.primary_key, self.revert, self.values, self.writes) == \
+            (other.object_type, other.primary_key, other.revert, other.values, other.writes)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"RevertedObject({self.object_type!r}, {self.primary_key!r}, {self.revert!r}, "
+                f"values={self.values!r}, writes={self.writes!r})")
+
+
 @dataclass(frozen=True)
 class CompensatingWrite:
     """One object of a write the server rejected and reverted."""
@@ -297,6 +388,9 @@ class CompensatingWrite:
     object_type: str
     primary_key: Any
     reason: str
+    reverted: Optional[RevertedObject] = field(default=None, compare=False)
+    """What the revert took from the device (SPEC F-NOLOSS), or None when it took nothing.
+    Entries naming the same object share one record."""
 
 
 @dataclass(frozen=True)
@@ -359,12 +453,22 @@ class SyncError:
     client_reset_token: Optional[str] = None
 
     @classmethod
-    def _from_native(cls, raw: _native.SyncErrorInfo) -> "SyncError":
+    def _from_native(cls, pointer: Any) -> "SyncError":
+        raw = pointer.contents
         writes = []
+        copies: dict[int, RevertedObject] = {}
+        lib = _native.lib()
         for i in range(raw.compensating_writes_count):
             w = raw.compensating_writes[i]
+            lent = ctypes.POINTER(_native.RevertedObject)()
+            reverted = None
+            if lib.ferry_sync_error_reverted_object(ctypes.byref(lent), pointer, i) == _native.FERRY_OK and lent:
+                address = ctypes.addressof(lent.contents)
+                reverted = copies.get(address)
+                if reverted is None:
+                    reverted = copies[address] = RevertedObject._copy(lent)
             writes.append(
-                CompensatingWrite(_text(w.object_type), from_native(w.primary_key), _text(w.reason))
+                CompensatingWrite(_text(w.object_type), from_native(w.primary_key), _text(w.reason), reverted)
             )
         report = ClientResetReport._from_native(raw.client_reset_report.contents) if raw.client_reset_report else None
         return cls(raw.code, _text(raw.message), bool(raw.is_fatal), _action(raw.action), writes,
@@ -715,7 +819,7 @@ def _on_sync_error(userdata: Optional[int], session: Optional[int], error: Any) 
         if entry is None:
             return
         handler = entry[1]
-        handler(_sessions.get(session or 0), SyncError._from_native(error.contents))
+        handler(_sessions.get(session or 0), SyncError._from_native(error))
     except BaseException:  # noqa: BLE001
         _log_exception("exception in a Ferry sync error handler")
 

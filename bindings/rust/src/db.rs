@@ -725,6 +725,29 @@ impl<'db> Transaction<'db> {
         })
     }
 
+    /// Puts back what the revert of a compensating write took (SPEC F-NOLOSS), as new local
+    /// writes in this transaction that sync like any other: a removed object is created again
+    /// with the device's values, changed-back properties get them back, a restored object is
+    /// deleted again. `overrides` (not the primary key, not lists) replace or add values
+    /// first: fix what the server refused, e.g. `("ownerId", user_id)`.
+    ///
+    /// Errors: [`ErrorCode::NotFound`] (changed properties of an object that is gone),
+    /// [`ErrorCode::InvalidArgument`] (the primary key overridden, overrides for a restored
+    /// object), [`ErrorCode::NoSuchProperty`], [`ErrorCode::WrongType`], and the transaction
+    /// errors.
+    pub fn reapply_reverted(
+        &self,
+        reverted: &crate::RevertedObject,
+        overrides: &[(&str, Value)],
+    ) -> Result<()> {
+        let meta = self.db.class(&reverted.object_type)?;
+        let raw = self.db.property_values(&meta, overrides)?;
+        // SAFETY: `raw` borrows `overrides`, alive for the call; the record is our live copy.
+        crate::RevertedObject::check(unsafe {
+            sys::ferry_db_reapply_reverted(self.db.ptr(), reverted.raw(), raw.as_ptr(), raw.len())
+        })
+    }
+
     /// Sets one property (not the primary key, not a list) of an existing object.
     ///
     /// Errors: [`ErrorCode::NotFound`], [`ErrorCode::WrongType`],

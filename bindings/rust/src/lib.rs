@@ -85,6 +85,7 @@ mod error;
 mod notify;
 mod open;
 mod reset;
+mod reverted;
 mod schema;
 mod session;
 mod sync;
@@ -98,6 +99,7 @@ pub use error::{Error, ErrorCode, Result};
 pub use notify::{ChangeSet, NotificationToken};
 pub use open::{DownloadBeforeOpen, SyncOptions};
 pub use reset::{ClientResetEntry, ClientResetMode, ClientResetOutcome, ClientResetReport};
+pub use reverted::{LocalWrite, RevertKind, RevertedObject, RevertedValue, WriteKind};
 pub use schema::{ClassSchema, Property, PropertyType, Schema};
 pub use session::{
     ConnectionState, ConnectionStateToken, Progress, ProgressDirection, ProgressMode,

@@ -16,6 +16,7 @@ use crate::completion::{block_on, free_off_loop, start_status, SendPtr};
 use crate::db::c_string;
 use crate::error::{Error, ErrorCode, Result};
 use crate::reset::{ClientResetReport, ResetCallbacks};
+use crate::reverted::RevertedObject;
 use crate::schema::string_from;
 use crate::session::{
     self, ConnectionState, ConnectionStateToken, Progress, ProgressDirection, ProgressMode,
@@ -112,6 +113,10 @@ pub struct SyncError {
     pub action: SyncAction,
     /// For compensating writes: the reverted objects.
     pub compensating_writes: Vec<CompensatingWrite>,
+    /// For compensating writes (SPEC F-NOLOSS): what each one's revert took from the device,
+    /// by the index of `compensating_writes` (`None` where it took nothing; entries naming the
+    /// same object share one record). See [`SyncError::reverted`].
+    pub reverted_objects: Vec<Option<Arc<RevertedObject>>>,
     /// For a finished automatic client reset: what was recovered and discarded.
     pub client_reset_report: Option<ClientResetReport>,
     /// For a client reset handed to the host: where
@@ -134,6 +139,12 @@ impl SyncError {
     /// as a reset handed to the host reports it.
     pub const BAD_CLIENT_FILE: i32 = 208;
 
+    /// What the revert of `compensating_writes[index]` took from the device: the device's
+    /// values and the local writes it undid or discarded (`None` when it took nothing).
+    pub fn reverted(&self, index: usize) -> Option<&RevertedObject> {
+        self.reverted_objects.get(index).and_then(|r| r.as_deref())
+    }
+
     /// Whether this is a compensating write (code 231).
     pub fn is_compensating_write(&self) -> bool {
         self.code == SyncError::COMPENSATING_WRITE
@@ -150,7 +161,27 @@ impl SyncError {
             } else {
                 std::slice::from_raw_parts(raw.compensating_writes, raw.compensating_writes_count)
             };
+        let mut reverted_objects: Vec<Option<Arc<RevertedObject>>> =
+            Vec::with_capacity(writes.len());
+        for i in 0..writes.len() {
+            let mut lent: *const sys::ferry_reverted_object_t = ptr::null();
+            let same = (sys::ferry_sync_error_reverted_object(&mut lent, raw, i) == sys::FERRY_OK
+                && !lent.is_null())
+            .then(|| {
+                (0..i).find(|&j| {
+                    let mut earlier: *const sys::ferry_reverted_object_t = ptr::null();
+                    sys::ferry_sync_error_reverted_object(&mut earlier, raw, j) == sys::FERRY_OK
+                        && earlier == lent
+                })
+            })
+            .flatten();
+            reverted_objects.push(match same {
+                Some(j) => reverted_objects[j].clone(),
+                None => RevertedObject::from_error(raw, i).map(Arc::new),
+            });
+        }
         SyncError {
+            reverted_objects,
             code: raw.code,
             message: string_from(raw.message).unwrap_or_default(),
             is_fatal: raw.is_fatal,

@@ -597,6 +597,61 @@ pub struct ferry_sync_error_t {
     pub client_reset_token: *const c_char,
 }
 
+/// `ferry_revert_kind_t` (SPEC F-NOLOSS).
+pub type ferry_revert_kind_t = i32;
+pub const FERRY_REVERT_REMOVED: i32 = 0;
+pub const FERRY_REVERT_CHANGED: i32 = 1;
+pub const FERRY_REVERT_RESTORED: i32 = 2;
+
+/// `ferry_write_kind_t`.
+pub type ferry_write_kind_t = i32;
+pub const FERRY_WRITE_CREATE: i32 = 0;
+pub const FERRY_WRITE_DELETE: i32 = 1;
+pub const FERRY_WRITE_SET: i32 = 2;
+pub const FERRY_WRITE_ADD_INT: i32 = 3;
+pub const FERRY_WRITE_LIST_INSERT: i32 = 4;
+pub const FERRY_WRITE_LIST_SET: i32 = 5;
+pub const FERRY_WRITE_LIST_ERASE: i32 = 6;
+pub const FERRY_WRITE_LIST_CLEAR: i32 = 7;
+
+/// One property's value as the device had it just before a revert.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_reverted_value_t {
+    pub property: ferry_property_key_t,
+    pub name: *const c_char,
+    pub is_list: bool,
+    pub value: ferry_value_t,
+    pub list: *const ferry_value_t,
+    pub list_count: usize,
+}
+
+/// One local write a revert undid or discarded.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_local_write_t {
+    pub local_version: u64,
+    /// `ferry_write_kind_t`.
+    pub kind: i32,
+    pub property: *const c_char,
+    pub value: ferry_value_t,
+    pub index: usize,
+}
+
+/// What the revert of a compensating write took from one object.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ferry_reverted_object_t {
+    pub object_type: *const c_char,
+    pub primary_key: ferry_value_t,
+    /// `ferry_revert_kind_t`.
+    pub revert: i32,
+    pub values: *const ferry_reverted_value_t,
+    pub values_count: usize,
+    pub writes: *const ferry_local_write_t,
+    pub writes_count: usize,
+}
+
 pub type ferry_sync_error_cb = Option<
     unsafe extern "C" fn(
         userdata: *mut c_void,
@@ -811,6 +866,24 @@ extern "C" {
 
     // Client reset
     pub fn ferry_app_handle_client_reset(app: *mut ferry_app_t, token: *const c_char) -> c_int;
+
+    // What a compensating write took (SPEC F-NOLOSS)
+    pub fn ferry_sync_error_reverted_object(
+        out: *mut *const ferry_reverted_object_t,
+        error: *const ferry_sync_error_t,
+        index: usize,
+    ) -> c_int;
+    pub fn ferry_reverted_object_copy(
+        out: *mut *mut ferry_reverted_object_t,
+        object: *const ferry_reverted_object_t,
+    ) -> c_int;
+    pub fn ferry_reverted_object_free(object: *mut ferry_reverted_object_t);
+    pub fn ferry_db_reapply_reverted(
+        db: *mut ferry_db_t,
+        object: *const ferry_reverted_object_t,
+        overrides: *const ferry_property_value_t,
+        overrides_count: usize,
+    ) -> c_int;
 
     // Synced databases
     pub fn ferry_sync_options_init(opts: *mut ferry_sync_options_t, version: u32) -> c_int;
