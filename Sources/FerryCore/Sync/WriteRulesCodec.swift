@@ -47,7 +47,7 @@ public enum WriteRulesCodec {
                 let name = try r.string()
                 let bits = try r.byte()
                 guard bits < 8 else { throw r.corrupt("unknown role flags \(bits)") }
-                let filter = try flag(&r) ? try decodeFilter(from: &r, depth: 0) : nil
+                let filter: DocumentFilter? = try flag(&r) ? decodeFilter(from: &r, depth: 0) : nil
                 // Only what a write check reads: the write filter and the kinds of write allowed.
                 role = Role(name: name, writeFilter: filter, read: false, write: bits & 1 != 0, insert: bits & 2 != 0, delete: bits & 4 != 0)
             }
