@@ -46,6 +46,7 @@ from .errors import (
     OutOfRangeError,
     QueryError,
     SchemaMismatchError,
+    WriteRejectedError,
     WrongTypeError,
     strerror,
 )
@@ -63,6 +64,7 @@ from .sync import (
     DownloadBeforeOpen,
     LogLevel,
     MutableSubscriptionSet,
+    PrecheckMode,
     Progress,
     ProgressDirection,
     ProgressMode,
@@ -130,6 +132,7 @@ __all__ = [
     "ClientResetOutcome",
     "ClientResetReport",
     "ClientResetEntry",
+    "PrecheckMode",
     # errors
     "FerryError",
     "InvalidArgumentError",
@@ -155,6 +158,7 @@ __all__ = [
     "AuthError",
     "SyncServerError",
     "FerryTimeoutError",
+    "WriteRejectedError",
     "InternalError",
 ]
 
