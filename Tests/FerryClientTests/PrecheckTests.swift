@@ -136,6 +136,33 @@ struct PrecheckTests {
         }
     }
 
+    /// Only a client that lists `write-rules` in `X-Ferry-Features` gets WRITE_RULES: an older
+    /// client, whose decoder refuses unknown message types, never sees one.
+    @Test func onlyClientsThatAskGetTheRules() async throws {
+        try await SyncTestServer.withServer { url in
+            let user = try await RawSyncClient.anonymousUser(url)
+            for features in [nil, "receipts, write-rules"] {
+                try await RawSyncClient.connect(url, token: user.token, features: features) { client in
+                    try await client.send(.bind(session: 1, database: "raw", clientFileIdent: 0, clientFileSalt: 0, lastServerVersion: 0))
+                    try await client.send(.mark(session: 1, request: 7))
+                    var rules: WriteRules?
+                    while let m = await client.next(seconds: 30) {
+                        if case .writeRules(1, let r) = m { rules = r }
+                        if case .mark(1, 7) = m { break }
+                    }
+                    if features == nil {
+                        #expect(rules == nil)
+                    } else {
+                        let item = try #require(rules?.rules(for: "Item"))
+                        #expect(item.role?.writeFilter == .field("ownerId", .equal(.value(.string(user.userId)))))
+                        #expect(item.role?.write == true && item.role?.insert == true && item.role?.delete == true)
+                        #expect(item.role?.name == "owner-read-write")
+                    }
+                }
+            }
+        }
+    }
+
     /// The rules live in the file: after a restart with no server, the check still knows the
     /// role. A file that never met a server checks the subscriptions only.
     @Test func theRulesSurviveARestartOffline() async throws {
