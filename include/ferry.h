@@ -82,6 +82,8 @@ typedef enum ferry_error_code {
   FERRY_ERR_AUTH = -21,                 /* the server refused the credentials or the token */
   FERRY_ERR_SYNC = -22,                 /* the sync server reported an error */
   FERRY_ERR_TIMEOUT = -23,              /* the operation did not complete within its timeout */
+  FERRY_ERR_WRITE_REJECTED = -24,       /* a strict pre-flight check refused a write transaction
+                                           (SPEC F-PRECHECK): it was rolled back */
   FERRY_ERR_INTERNAL = -100             /* a bug in Ferry: please report it with the message */
 } ferry_error_code_t;
 
@@ -316,9 +318,12 @@ int ferry_db_begin_write(ferry_db_t *db);
 
 /** Commits the write transaction: the data and one history changeset holding every change of
  *  the transaction are made durable in one SQLite transaction. Then notifications are
- *  scheduled. A transaction with no changes writes no changeset.
+ *  scheduled. A transaction with no changes writes no changeset. On a synced file opened with
+ *  a pre-flight check (ferry_sync_options_t.precheck_mode) the check runs first and its
+ *  callback is called before this returns.
  *  Errors: FERRY_ERR_NOT_IN_TRANSACTION, FERRY_ERR_IO (the transaction was rolled back and is
- *  over), FERRY_ERR_CLOSED. */
+ *  over), FERRY_ERR_WRITE_REJECTED (a STRICT pre-flight check refused it: rolled back and
+ *  over; the message gives the reasons), FERRY_ERR_CLOSED. */
 int ferry_db_commit(ferry_db_t *db);
 
 /** Cancels the write transaction, discarding its changes.
@@ -852,7 +857,7 @@ int ferry_app_handle_client_reset(ferry_app_t *app, const char *token);
 
 /* --- Synced databases ------------------------------------------------------------------- */
 
-#define FERRY_SYNC_OPTIONS_VERSION 3
+#define FERRY_SYNC_OPTIONS_VERSION 4
 
 /** When an open waits for the server (SPEC F-OPEN). */
 typedef enum ferry_download_before_open {
@@ -867,10 +872,35 @@ typedef enum ferry_download_before_open {
  *  opening thread, before the call returns. */
 typedef int (*ferry_initial_subscriptions_cb)(void *userdata, ferry_subscription_set_t *set);
 
-/* Version 1 ends at schema, version 2 at rerun_initial_subscriptions; the fields after a
- * host's version take their defaults. */
+/** The pre-flight check of local writes (SPEC F-PRECHECK). At every commit on the synced
+ *  file (from any handle of this process), each object the transaction wrote is judged, as
+ *  it was before and as the commit leaves it, exactly as the server will judge it: against the
+ *  file's latest subscription set and the write rules the server last published to the file
+ *  (the user's role with %%user values expanded; kept in the file, so the check works offline
+ *  and after a restart). Before any server published rules, only the subscriptions are
+ *  checked. The server stays the authority: a write that passed here may still be compensated
+ *  (error 231) if the rules changed. */
+typedef enum ferry_precheck_mode {
+  FERRY_PRECHECK_OFF = 0,    /* default: no check; a commit reads nothing extra */
+  FERRY_PRECHECK_WARN = 1,   /* the commit succeeds; the callback gets the would-be compensating
+                                writes at once (offline too); the server reverts them later */
+  FERRY_PRECHECK_STRICT = 2  /* the commit fails with FERRY_ERR_WRITE_REJECTED (the message lists
+                                the reasons), the transaction is rolled back and over; the
+                                callback gets the same list */
+} ferry_precheck_mode_t;
+
+/** A commit failed the pre-flight check: writes (count of them, each with the seeds' exact
+ *  reason, e.g. write to "<pk>" in table "Item" was denied by write filter in role
+ *  "owner-read-write") are lent for the call; committed is true in WARN mode (the data is
+ *  committed) and false in STRICT mode (rolled back). Called on the committing thread, inside
+ *  ferry_db_commit, after the commit or rollback, with no lock of the database held; only
+ *  for commits that fail the check. */
+typedef void (*ferry_precheck_cb)(void *userdata, const ferry_compensating_write_t *writes, size_t count, bool committed);
+
+/* Version 1 ends at schema, version 2 at rerun_initial_subscriptions, version 3 at
+ * after_reset_userdata; the fields after a host's version take their defaults. */
 typedef struct ferry_sync_options {
-  uint32_t version;              /* FERRY_SYNC_OPTIONS_VERSION (1 and 2 are accepted too) */
+  uint32_t version;              /* FERRY_SYNC_OPTIONS_VERSION (1 to 3 are accepted too) */
   const char *path;              /* required: the database file (created if missing), or the
                                     identifier of an in-memory database */
   const ferry_schema_t *schema;  /* required */
@@ -889,6 +919,10 @@ typedef struct ferry_sync_options {
   void *before_reset_userdata;   /* must stay valid until the session is freed */
   ferry_client_reset_after_cb after_reset;   /* NULL: none; automatic modes only */
   void *after_reset_userdata;    /* must stay valid until the session is freed */
+  /* version 4 */
+  int32_t precheck_mode;         /* ferry_precheck_mode_t, default OFF (SPEC F-PRECHECK) */
+  ferry_precheck_cb precheck_callback; /* NULL: none (STRICT still fails the commit) */
+  void *precheck_userdata;       /* must stay valid until the session is freed */
 } ferry_sync_options_t;
 
 int ferry_sync_options_init(ferry_sync_options_t *opts, uint32_t version);

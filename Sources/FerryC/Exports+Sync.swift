@@ -205,7 +205,8 @@ public func ferry_sync_options_init(_ opts: UnsafeMutablePointer<ferry_sync_opti
 
 /// The sizes of the sync options' older versions (see `readVersioned`).
 private let syncOptionSizes = [MemoryLayout<ferry_sync_options_t>.offset(of: \.download_before_open)!,
-                               MemoryLayout<ferry_sync_options_t>.offset(of: \.client_reset_mode)!]
+                               MemoryLayout<ferry_sync_options_t>.offset(of: \.client_reset_mode)!,
+                               MemoryLayout<ferry_sync_options_t>.offset(of: \.precheck_mode)!]
 
 private var syncOptionDefaults: ferry_sync_options_t {
     var d = ferry_sync_options_t()
@@ -233,6 +234,16 @@ private struct SyncOpenRequest {
         }
         var options = SyncOpenOptions(downloadBeforeOpen: download, openTimeoutMs: o.open_timeout_ms, inMemory: o.in_memory,
                                       rerunInitialSubscriptions: o.rerun_initial_subscriptions, clientResetMode: resetMode)
+        guard let precheck = PrecheckMode(rawValue: o.precheck_mode) else {
+            throw FerryError(.invalidArgument, "unknown precheck_mode \(o.precheck_mode)")
+        }
+        options.precheckMode = precheck
+        if let cb = o.precheck_callback {
+            let box = CCallback(userdata: o.precheck_userdata)
+            options.precheckHandler = { rejected, committed in
+                withCompensatingWrites(rejected) { writes, count in cb(box.userdata, writes, count, committed) }
+            }
+        }
         if let cb = o.before_reset {
             let box = CCallback(userdata: o.before_reset_userdata)
             options.beforeReset = { before in withLentDatabases([before]) { cb(box.userdata, $0[0]) } }

@@ -131,6 +131,18 @@ func withSyncError(_ e: SyncError, _ body: (UnsafePointer<ferry_sync_error_t>) -
     if let report = e.clientResetReport { withClientResetReport(report) { call($0) } } else { call(nil) }
 }
 
+/// Calls `body` with a C view of compensating writes (the pre-flight check's finding), valid
+/// for the call; NULL and 0 for none.
+func withCompensatingWrites(_ list: [CompensatingWrite], _ body: (UnsafePointer<ferry_compensating_write_t>?, Int) -> Void) {
+    let storage = CValueStorage()
+    var writes: [ferry_compensating_write_t] = list.map {
+        ferry_compensating_write_t(object_type: storage.cString($0.objectType), primary_key: storage.cValue($0.primaryKey), reason: storage.cString($0.reason))
+    }
+    withExtendedLifetime(storage) {
+        writes.withUnsafeMutableBufferPointer { buf in body(buf.isEmpty ? nil : UnsafePointer(buf.baseAddress), buf.count) }
+    }
+}
+
 /// Calls `body` with a C view of a client-reset report, valid for the call.
 func withClientResetReport(_ r: ClientResetReport, _ body: (UnsafePointer<ferry_client_reset_report_t>) -> Void) {
     let storage = CValueStorage()

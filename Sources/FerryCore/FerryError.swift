@@ -27,6 +27,9 @@ public enum ErrorCode: Int32, Sendable, CaseIterable {
     /// The sync server reported an error (see the sync error handler for details).
     case sync = -22
     case timeout = -23
+    /// A write transaction failed the pre-flight check in strict mode (SPEC F-PRECHECK): the
+    /// server would reject it; nothing was written.
+    case writeRejected = -24
     case `internal` = -100
 
     /// Short static text for the code, as `ferry_strerror` returns it.
@@ -55,6 +58,7 @@ public enum ErrorCode: Int32, Sendable, CaseIterable {
         case .auth: return "authentication failed"
         case .sync: return "sync error"
         case .timeout: return "timed out"
+        case .writeRejected: return "write rejected by the pre-flight check"
         case .internal: return "internal error"
         }
     }

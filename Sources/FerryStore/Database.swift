@@ -119,7 +119,23 @@ public final class Database: @unchecked Sendable {
         }
     }
 
+    /// Commits the write transaction. On a synced file with a pre-flight check (SPEC
+    /// F-PRECHECK) the check runs first: in strict mode a transaction it rejects is rolled back
+    /// and the commit fails with `writeRejected` (the transaction is over, nothing is written);
+    /// in warn mode the commit goes ahead. Either way the check's report reaches the host
+    /// before this returns.
     public func commit() throws {
+        var finding: (check: any CommitCheck, rejected: [CompensatingWrite])?
+        do {
+            try commitLocked(&finding)
+        } catch {
+            if let f = finding { f.check.report(f.rejected, committed: false) }
+            throw error
+        }
+        if let f = finding { f.check.report(f.rejected, committed: true) }
+    }
+
+    private func commitLocked(_ finding: inout (check: any CommitCheck, rejected: [CompensatingWrite])?) throws {
         try locked {
             guard let log = transaction else { throw FerryError(.notInTransaction, "there is no write transaction to commit") }
             transaction = nil
@@ -128,6 +144,13 @@ public final class Database: @unchecked Sendable {
                 var encoded: [UInt8] = []
                 if !log.isEmpty {
                     encoded = log.encode(timestamp: try store.nextTimestamp())
+                    if let check = store.commitCheck {
+                        let rejected = check.check(try objectWrites(try ChangesetCodec.decode(encoded).instructions, store: store))
+                        if !rejected.isEmpty {
+                            finding = (check, rejected)
+                            if check.rejectsCommit { throw PrecheckRejection(rejected) }
+                        }
+                    }
                     let s = try store.writer.statement("INSERT INTO __ferry_history (changeset) VALUES (?)")
                     defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
                     s.bind(1, blob: encoded)
@@ -139,6 +162,9 @@ public final class Database: @unchecked Sendable {
                 // reverse): they read under the reader lock, so commit and publish under it.
                 try store.commitAndPublish(changes)
                 if !log.isEmpty { store.notifyCommitListeners() }
+            } catch let r as PrecheckRejection {
+                try? store.writer.exec("ROLLBACK")
+                throw r.error
             } catch let e as FerryError {
                 try? store.writer.exec("ROLLBACK")
                 throw FerryError(e.code == .duplicatePrimaryKey ? .io : e.code, "the commit failed and was rolled back: \(e.message)")

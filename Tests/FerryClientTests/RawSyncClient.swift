@@ -1,6 +1,7 @@
 import FerryClient
 import FerryCore
 import Foundation
+import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import NIOCore
@@ -52,15 +53,18 @@ final class RawSyncClient: @unchecked Sendable {
     }
 
     /// Connects with an access token and runs `body`; the connection ends with it.
-    static func connect(_ baseURL: String, token: String, appId: String = "item-app-seeds",
+    /// `features`: the `X-Ferry-Features` header to send (none by default, like an older client).
+    static func connect(_ baseURL: String, token: String, appId: String = "item-app-seeds", features: String? = nil,
                         _ body: @escaping @Sendable (RawSyncClient) async throws -> Void) async throws {
         let url = baseURL.replacingOccurrences(of: "http://", with: "ws://") + "/api/client/v2.0/app/\(appId)/realm-sync"
         var logger = Logger(label: "raw-sync-client")
         logger.logLevel = .critical
+        var headers: HTTPFields = [.authorization: "Bearer \(token)", .secWebSocketProtocol: "ferry-sync.1"]
+        if let features { headers[HTTPField.Name("X-Ferry-Features")!] = features }
         let failure = Arrival<Error?>()
         _ = try await WebSocketClient.connect(
             url: url,
-            configuration: .init(maxFrameSize: 64 << 20, additionalHeaders: [.authorization: "Bearer \(token)", .secWebSocketProtocol: "ferry-sync.1"]),
+            configuration: .init(maxFrameSize: 64 << 20, additionalHeaders: headers),
             logger: logger
         ) { inbound, outbound, _ in
             let client = RawSyncClient(outbound: outbound)

@@ -15,6 +15,7 @@ struct ProtocolCodecTests {
         .error(ProtocolError(session: 1, code: 231, message: SyncErrorText.compensatingWriteMessage, tryAgain: true, action: .warning,
                              compensatingWrites: [.outsideView(objectType: "Item", primaryKey: .int(5))])),
         .ping(timestamp: 123), .pong(timestamp: 123),
+        .writeRules(session: 1, rules: WriteRulesTests.onTheWire),
     ]
 
     @Test func everyMessageRoundTrips() throws {

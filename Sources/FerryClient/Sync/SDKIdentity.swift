@@ -27,4 +27,9 @@ public enum SDKIdentity {
 
     /// `ferry/0.1.0 linux-x86_64`.
     static var header: (String, String) { ("X-Ferry-SDK", "ferry/\(version) \(platform)") }
+
+    /// The optional server messages this client understands (docs/protocol.md): a server
+    /// sends WRITE_RULES only to a client that lists `write-rules`, so older clients, whose
+    /// decoder refuses unknown message types, never get one; older servers ignore the header.
+    static var featuresHeader: (String, String) { ("X-Ferry-Features", "write-rules") }
 }

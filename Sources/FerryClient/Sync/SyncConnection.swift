@@ -81,7 +81,8 @@ final class SyncConnection: WebSocketDelegate {
         state = .connecting
         app.log(.debug, "connecting to \(app.syncURL) for user \(user.id)")
         let ws = WebSocketClient(loop: app.loop, url: app.syncURL, subprotocol: "ferry-sync.1",
-                                 headers: [("Authorization", "Bearer \(user.accessToken)"), SDKIdentity.header], tls: app.configuration.tls)
+                                 headers: [("Authorization", "Bearer \(user.accessToken)"), SDKIdentity.header, SDKIdentity.featuresHeader],
+                                 tls: app.configuration.tls)
         // The read timeout covers the handshake too: a server that accepts and stays silent
         // is as dead as one that stops answering later.
         ws.connectTimeoutMs = app.configuration.readTimeoutMs
@@ -194,7 +195,7 @@ final class SyncConnection: WebSocketDelegate {
             attempts = 0
         }
         switch message {
-        case .ident(let s, _, _), .download(let s, _, _, _, _, _, _), .mark(let s, _), .unbind(let s):
+        case .ident(let s, _, _), .download(let s, _, _, _, _, _, _), .mark(let s, _), .unbind(let s), .writeRules(let s, _):
             sessions[s]?.handle(message)
         case .error(let e):
             if e.session == 0 {

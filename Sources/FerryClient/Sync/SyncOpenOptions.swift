@@ -1,3 +1,4 @@
+import FerryCore
 import FerryStore
 
 /// When opening a synced database waits for the server (the seeds' `downloadBeforeOpen`).
@@ -33,6 +34,13 @@ public struct SyncOpenOptions: Sendable {
     /// (lent for the call), the database after (the session's handle), and the report
     /// (`recovered` says whether the unsynced changes were recovered).
     public var afterReset: (@Sendable (_ before: Database, _ after: Database, _ report: ClientResetReport) -> Void)?
+    /// The pre-flight check of local writes (SPEC F-PRECHECK): off (default), warn or strict.
+    public var precheckMode: PrecheckMode = .off
+    /// Gets the would-be compensating writes of a commit that fails the check (with the
+    /// seeds' exact reasons) and whether the commit went ahead (`warn`) or was rolled back
+    /// (`strict`): on the committing thread, before the commit returns, with no database lock
+    /// held. Only failed checks are reported.
+    public var precheckHandler: (@Sendable (_ rejected: [CompensatingWrite], _ committed: Bool) -> Void)?
 
     public init(downloadBeforeOpen: DownloadBeforeOpen = .never, openTimeoutMs: UInt64 = 30_000, inMemory: Bool = false,
                 initialSubscriptions: (@Sendable (inout SubscriptionSet) throws -> Void)? = nil, rerunInitialSubscriptions: Bool = false,

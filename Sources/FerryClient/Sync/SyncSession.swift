@@ -38,6 +38,8 @@ public final class SyncSession: @unchecked Sendable {
     let beforeReset: (@Sendable (Database) -> Void)?
     let afterReset: (@Sendable (Database, Database, ClientResetReport) -> Void)?
     var reset: ClientResetRun?
+    /// The pre-flight check installed on the file's store (nil in mode off).
+    let precheck: WritePrecheck?
     /// Tests only (loop thread): called after each DOWNLOAD message of a reset's fresh state is
     /// staged, with the number of changesets the run has staged so far.
     var resetStagingProbe: ((Int) -> Void)?
@@ -61,6 +63,7 @@ public final class SyncSession: @unchecked Sendable {
         resetMode = options.clientResetMode
         beforeReset = options.beforeReset
         afterReset = options.afterReset
+        precheck = options.precheckMode == .off ? nil : WritePrecheck(mode: options.precheckMode, handler: options.precheckHandler)
         self.user = user
         self.database = database
         self.path = path
@@ -75,6 +78,13 @@ public final class SyncSession: @unchecked Sendable {
         // next reset run downloads again (a read when nothing is staged).
         try? database.clearStagedResetDownload()
         if let set = try? SubscriptionSet.load(database), set.version > 0, set.state == .pending { progress.expectDownload() }
+        if let precheck {
+            // The last rules a server published to this file: the check works offline.
+            let stored = try database.syncValue(WritePrecheck.rulesKey).flatMap { try? WriteRulesCodec.decode($0) }
+            precheck.update(rules: stored)
+            precheck.update(subscriptions: try SubscriptionSet.load(database).subscriptions)
+            database.setCommitCheck(precheck)
+        }
         database.setCommitListener(self) { [weak self] in
             guard let self else { return }
             self.app.loop.post {
@@ -190,6 +200,13 @@ public final class SyncSession: @unchecked Sendable {
 
     // MARK: the host's API
 
+    /// The write rules a server last published to this file (SPEC F-PRECHECK): per class, the
+    /// role that applies to the user (`%%user` values expanded) and the queryable fields; nil
+    /// until a server that publishes them was connected once. Any thread.
+    public func writeRules() throws -> WriteRules? {
+        try database.syncValue(WritePrecheck.rulesKey).flatMap { try? WriteRulesCodec.decode($0) }
+    }
+
     /// The current subscription set, as stored in the database.
     public func subscriptions() throws -> SubscriptionSet { try SubscriptionSet.load(database) }
 
@@ -203,6 +220,7 @@ public final class SyncSession: @unchecked Sendable {
         set.state = .pending
         set.errorMessage = ""
         try set.save(database)
+        precheck?.update(subscriptions: set.subscriptions)
         let v = set.version
         progress.expectDownload()
         app.loop.post { [self] in sendQuery() }
@@ -257,6 +275,7 @@ public final class SyncSession: @unchecked Sendable {
     /// the session owns.
     public func close() {
         database.setCommitListener(self, nil)
+        if precheck != nil { database.setCommitCheck(nil) }
         let done = LoopSemaphore()
         app.loop.post { [self] in
             closed = true
@@ -401,6 +420,12 @@ public final class SyncSession: @unchecked Sendable {
             checkUploadWaiters()
         case let .mark(_, request):
             markWaiters.removeValue(forKey: request)?(nil)
+        case let .writeRules(_, rules):
+            // Kept in the file even in mode off: a later open with a check has them offline.
+            do { try database.setSyncValue(WritePrecheck.rulesKey, WriteRulesCodec.encode(rules)) } catch {
+                app.log(.warn, "cannot store the write rules of \(path): \(error)")
+            }
+            precheck?.update(rules: rules)
         case .unbind:
             break
         case .error(let e):

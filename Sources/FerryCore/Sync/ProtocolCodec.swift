@@ -7,7 +7,7 @@ public enum ProtocolCodec {
     /// Larger frames are refused (a bootstrap is sent as several DOWNLOAD messages).
     public static let maxFrameBytes = 64 << 20
 
-    enum Kind: UInt8 { case bind = 1, ident, query, upload, download, mark, unbind, error, ping, pong }
+    enum Kind: UInt8 { case bind = 1, ident, query, upload, download, mark, unbind, error, ping, pong, writeRules }
 
     public static func encode(_ m: ProtocolMessage) -> [UInt8] {
         var w = ByteWriter(capacity: 64)
@@ -38,6 +38,8 @@ public enum ProtocolCodec {
             w.byte(Kind.ping.rawValue); w.varint(t)
         case let .pong(t):
             w.byte(Kind.pong.rawValue); w.varint(t)
+        case let .writeRules(session, rules):
+            w.byte(Kind.writeRules.rawValue); w.varint(session); WriteRulesCodec.encode(rules, into: &w)
         }
         return w.bytes
     }
@@ -105,6 +107,8 @@ public enum ProtocolCodec {
             m = .ping(timestamp: try r.varint())
         case .pong:
             m = .pong(timestamp: try r.varint())
+        case .writeRules:
+            m = .writeRules(session: try r.varint(), rules: try WriteRulesCodec.decode(from: &r))
         }
         guard r.isAtEnd else { throw r.corrupt("trailing bytes after a \(kind) message") }
         return m

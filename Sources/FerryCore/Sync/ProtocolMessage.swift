@@ -25,6 +25,10 @@ public enum ProtocolMessage: Sendable, Equatable {
     case error(ProtocolError)
     case ping(timestamp: UInt64)
     case pong(timestamp: UInt64)
+    /// Server: the write rules that apply to the session's user (SPEC F-PRECHECK), sent after
+    /// BIND only to a client that asked for them in its handshake (`X-Ferry-Features:
+    /// write-rules`), so an older client never receives a type it does not know.
+    case writeRules(session: UInt64, rules: WriteRules)
 }
 
 public struct Subscription: Sendable, Equatable {

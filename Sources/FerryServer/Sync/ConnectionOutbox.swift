@@ -36,6 +36,13 @@ final class ConnectionOutbox: Sendable {
     let logger: Logger
     /// Counts the DOWNLOAD messages sent (nil in tests of the outbox alone).
     let metrics: ServerMetrics?
+    /// The client asked for WRITE_RULES after each BIND (SPEC F-PRECHECK); set by the socket
+    /// before the first message is processed.
+    var sendsWriteRules: Bool {
+        get { writeRulesWanted.withLock { $0 } }
+        set { writeRulesWanted.withLock { $0 = newValue } }
+    }
+    private let writeRulesWanted = LockedValue(false)
 
     private struct State {
         var frames: [[UInt8]] = []

@@ -498,7 +498,7 @@ actor SyncHub {
                 outbox.send(.unbind(session: session))
             case let .ping(timestamp):
                 outbox.send(.pong(timestamp: timestamp))
-            case .ident, .download, .error, .pong:
+            case .ident, .download, .error, .pong, .writeRules:
                 // A protocol violation ends the connection (docs/protocol.md, error 201).
                 outbox.send(.error(ProtocolError(session: 0, code: 201, message: "the client sent a server-only message", tryAgain: false, action: .protocolViolation)))
                 closeConnection(outbox)
@@ -574,6 +574,7 @@ actor SyncHub {
         s.subscriptionVersion = record.subscriptionVersion
         s.subscriptions = record.subscriptions
         sessions[key] = s
+        if outbox.sendsWriteRules { outbox.send(.writeRules(session: id, rules: app.publishedWriteRules(for: outbox.user, schema: schema))) }
         telemetry.sessionBound(outbox, session: id, clientFile: record.ident, newFile: ident == 0, serverVersion: bindVersion)
     }
 

@@ -27,6 +27,9 @@ struct SyncRoutes {
     /// The header a client names its SDK and host in (`ferry/1.2.0 linux-x86_64`); optional,
     /// older clients send none.
     static let sdkHeader = HTTPField.Name("X-Ferry-SDK")!
+    /// The optional messages a client understands (`write-rules`: WRITE_RULES after each BIND,
+    /// SPEC F-PRECHECK); a client that sends none gets none of them.
+    static let featuresHeader = HTTPField.Name("X-Ferry-Features")!
 
     init(appId: String, auth: AuthService, hub: SyncHub, limits: ConnectionLimits, userLimits: SyncLimits, logger: Logger,
          telemetry: SyncTelemetry? = nil) {
@@ -49,8 +52,12 @@ struct SyncRoutes {
         let socket = SyncSocket(hub: hub, limits: limits, budget: budget, quotas: quotas, logger: logger, telemetry: telemetry)
         // Bounded: it is stored and shown to operators.
         let sdk = request.headerFields[Self.sdkHeader].map { excerpt($0, limit: 200) }
+        let features = (request.headerFields[Self.featuresHeader] ?? "").prefix(200).split(separator: ",")
+        let writeRules = features.contains { $0.trimmingCharacters(in: .whitespaces) == "write-rules" }
         return .upgrade([.secWebSocketProtocol: Self.subprotocol]) { inbound, outbound, _ in
-            await socket.run(user: user.context, sdk: sdk, frames: InboundFrames(stream: inbound)) { try await outbound.write(.binary($0)) }
+            await socket.run(user: user.context, sdk: sdk, sendsWriteRules: writeRules, frames: InboundFrames(stream: inbound)) {
+                try await outbound.write(.binary($0))
+            }
         }
     }
 

@@ -47,8 +47,9 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
     }
 
     /// Runs the connection until it ends: `frames` are the client's, `write` sends one message.
-    /// `sdk`: the SDK/host version string the client sent (`X-Ferry-SDK`), if any.
-    func run<Frames: AsyncSequence & Sendable>(user: UserContext, sdk: String? = nil, frames: Frames,
+    /// `sdk`: the SDK/host version string the client sent (`X-Ferry-SDK`), if any;
+    /// `sendsWriteRules`: the client understands WRITE_RULES (`X-Ferry-Features`).
+    func run<Frames: AsyncSequence & Sendable>(user: UserContext, sdk: String? = nil, sendsWriteRules: Bool = false, frames: Frames,
                                                write: @escaping @Sendable (ByteBuffer) async throws -> Void) async
     where Frames.Element == InboundFrame {
         guard quotas.openConnection(user.id) else {
@@ -64,6 +65,7 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
         }
         defer { quotas.closeConnection(user.id) }
         let outbox = await hub.openConnection(user: user)
+        outbox.sendsWriteRules = sendsWriteRules
         outbox.limitQueue(to: limits.maxQueuedBytesPerConnection)
         outbox.logger.info("sync connection \(outbox.id) opened for user \(user.id)\(sdk.map { " (\($0))" } ?? "")")
         telemetry?.connectionOpened(outbox, sdk: sdk)

@@ -37,6 +37,12 @@ final class Store: @unchecked Sendable {
         state.withLock { commitListeners[owner] = listener }
     }
 
+    /// The pre-flight check local commits run (SPEC F-PRECHECK), if the sync session installed
+    /// one; guarded by `state`.
+    private var _commitCheck: (any CommitCheck)?
+    var commitCheck: (any CommitCheck)? { state.withLock { _commitCheck } }
+    func setCommitCheck(_ check: (any CommitCheck)?) { state.withLock { _commitCheck = check } }
+
     func notifyCommitListeners() {
         let current = state.withLock { Array(commitListeners.values) }
         for l in current { l() }

@@ -46,6 +46,7 @@ from .errors import (
     OutOfRangeError,
     QueryError,
     SchemaMismatchError,
+    WriteRejectedError,
     WrongTypeError,
     strerror,
 )
@@ -67,6 +68,7 @@ from .sync import (
     DownloadBeforeOpen,
     LogLevel,
     MutableSubscriptionSet,
+    PrecheckMode,
     Progress,
     ProgressDirection,
     ProgressMode,
@@ -138,6 +140,7 @@ __all__ = [
     "ClientResetOutcome",
     "ClientResetReport",
     "ClientResetEntry",
+    "PrecheckMode",
     # errors
     "FerryError",
     "InvalidArgumentError",
@@ -163,6 +166,7 @@ __all__ = [
     "AuthError",
     "SyncServerError",
     "FerryTimeoutError",
+    "WriteRejectedError",
     "InternalError",
 ]
 

@@ -77,6 +77,7 @@ FERRY_ERR_NETWORK = -20
 FERRY_ERR_AUTH = -21
 FERRY_ERR_SYNC = -22
 FERRY_ERR_TIMEOUT = -23
+FERRY_ERR_WRITE_REJECTED = -24
 FERRY_ERR_INTERNAL = -100
 
 FERRY_TYPE_NULL = 0
@@ -104,7 +105,7 @@ FERRY_DELIVERY_POLL = 1
 
 FERRY_DB_OPTIONS_VERSION = 1
 FERRY_APP_OPTIONS_VERSION = 2
-FERRY_SYNC_OPTIONS_VERSION = 3
+FERRY_SYNC_OPTIONS_VERSION = 4
 
 FERRY_DOWNLOAD_BEFORE_OPEN_NEVER = 0
 FERRY_DOWNLOAD_BEFORE_OPEN_ALWAYS = 1
@@ -358,11 +359,13 @@ INITIAL_SUBSCRIPTIONS_CB = CFUNCTYPE(c_int, c_void_p, c_void_p)
 CLIENT_RESET_BEFORE_CB = CFUNCTYPE(None, c_void_p, c_void_p)
 # ferry_client_reset_after_cb: (userdata, lent before, lent after, lent report)
 CLIENT_RESET_AFTER_CB = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p, POINTER(ClientResetReport))
+# ferry_precheck_cb: (userdata, lent compensating writes, count, committed)
+PRECHECK_CB = CFUNCTYPE(None, c_void_p, POINTER(CompensatingWrite), c_size_t, c_bool)
 
 
 class SyncOptions(Structure):
-    """``ferry_sync_options_t`` (version 3: version 1 ends at ``schema``, version 2 at
-    ``rerun_initial_subscriptions``)."""
+    """``ferry_sync_options_t`` (version 4: version 1 ends at ``schema``, version 2 at
+    ``rerun_initial_subscriptions``, version 3 at ``after_reset_userdata``)."""
 
     _fields_ = [
         ("version", c_uint32),
@@ -381,6 +384,10 @@ class SyncOptions(Structure):
         ("before_reset_userdata", c_void_p),
         ("after_reset", CLIENT_RESET_AFTER_CB),
         ("after_reset_userdata", c_void_p),
+        # version 4 (SPEC F-PRECHECK)
+        ("precheck_mode", c_int32),
+        ("precheck_callback", PRECHECK_CB),
+        ("precheck_userdata", c_void_p),
     ]
 
 

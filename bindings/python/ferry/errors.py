@@ -40,6 +40,7 @@ __all__ = [
     "AuthError",
     "SyncServerError",
     "FerryTimeoutError",
+    "WriteRejectedError",
     "error_for_code",
     "strerror",
 ]
@@ -237,6 +238,14 @@ class InternalError(FerryError):
     CODE = _native.FERRY_ERR_INTERNAL
 
 
+class WriteRejectedError(FerryError):
+    """FERRY_ERR_WRITE_REJECTED: a strict pre-flight check (SPEC F-PRECHECK) refused a write
+    transaction; it was rolled back. The message lists the reasons; the session's
+    ``on_precheck`` callable got the same list."""
+
+    CODE = _native.FERRY_ERR_WRITE_REJECTED
+
+
 _BY_CODE: dict[int, type[FerryError]] = {
     cls.CODE: cls
     for cls in (
@@ -263,6 +272,7 @@ _BY_CODE: dict[int, type[FerryError]] = {
         AuthError,
         SyncServerError,
         FerryTimeoutError,
+        WriteRejectedError,
         InternalError,
     )
     if cls.CODE is not None

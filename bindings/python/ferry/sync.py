@@ -79,6 +79,7 @@ __all__ = [
     "ProgressToken",
     "ProgressStream",
     "ClientResetMode",
+    "PrecheckMode",
     "ClientResetOutcome",
     "ClientResetEntry",
     "ClientResetReport",
@@ -182,6 +183,21 @@ class ProgressMode(enum.IntEnum):
     """Every unit of work, until the token is closed."""
     FOR_CURRENT_WORK = 1
     """The work outstanding at registration; the last report is 1.0."""
+
+
+class PrecheckMode(enum.IntEnum):
+    """``ferry_precheck_mode_t``: the pre-flight check of local writes (SPEC F-PRECHECK). At
+    every commit each written object is judged as the server will judge it, against the
+    file's latest subscriptions and the write rules the server last published to the file
+    (kept in the file: the check works offline). The server stays the authority."""
+
+    OFF = 0
+    """No check (the default)."""
+    WARN = 1
+    """The commit succeeds; ``on_precheck`` gets the would-be compensating writes at once."""
+    STRICT = 2
+    """The commit raises :class:`~ferry.WriteRejectedError` and is rolled back;
+    ``on_precheck`` gets the same list."""
 
 
 class ClientResetMode(enum.IntEnum):
@@ -696,14 +712,17 @@ _INITIAL_SUBSCRIPTIONS_TRAMPOLINE = _native.INITIAL_SUBSCRIPTIONS_CB(_on_initial
 
 
 class _ResetHooks:
-    """An open's ``before_reset`` and ``after_reset`` callables. The library may call them
-    until the session is freed; the entry goes when the session is freed (or the open fails)."""
+    """An open's ``before_reset`` and ``after_reset`` callables, and its ``on_precheck``. The
+    library may call them until the session is freed; the entry goes when the session is freed
+    (or the open fails)."""
 
-    __slots__ = ("before", "after")
+    __slots__ = ("before", "after", "precheck")
 
-    def __init__(self, before: Optional[Callable[..., Any]], after: Optional[Callable[..., Any]]) -> None:
+    def __init__(self, before: Optional[Callable[..., Any]], after: Optional[Callable[..., Any]],
+                 precheck: Optional[Callable[..., Any]] = None) -> None:
         self.before = before
         self.after = after
+        self.precheck = precheck
 
 
 # userdata -> hooks. An unknown userdata (a session freed meanwhile) is ignored.
@@ -745,6 +764,20 @@ def _on_after_reset(userdata: Optional[int], before: Optional[int], after: Optio
         _log_exception("exception in a Ferry after_reset callback")
 
 
+def _on_precheck(userdata: Optional[int], writes: Any, count: int, committed: bool) -> None:
+    # The committing thread, inside ferry_db_commit (the writes are lent for this call: copied).
+    try:
+        hooks = _reset_hooks.get(userdata or 0)
+        if hooks is None or hooks.precheck is None:
+            return
+        copied = [CompensatingWrite(_text(writes[i].object_type), from_native(writes[i].primary_key), _text(writes[i].reason))
+                  for i in range(count)] if writes else []
+        hooks.precheck(copied, bool(committed))
+    except BaseException:  # noqa: BLE001 - nothing may unwind into C
+        _log_exception("exception in a Ferry on_precheck callback")
+
+
+_PRECHECK_TRAMPOLINE = _native.PRECHECK_CB(_on_precheck)
 _BEFORE_RESET_TRAMPOLINE = _native.CLIENT_RESET_BEFORE_CB(_on_before_reset)
 _AFTER_RESET_TRAMPOLINE = _native.CLIENT_RESET_AFTER_CB(_on_after_reset)
 
@@ -1556,7 +1589,8 @@ class App:
                  download_before_open: DownloadBeforeOpen, open_timeout_ms: Optional[int],
                  in_memory: bool, initial_subscriptions: Optional[Callable[[MutableSubscriptionSet], Any]],
                  rerun_initial_subscriptions: bool, client_reset_mode: ClientResetMode,
-                 hooks: Optional[_ResetHooks], key: int) -> _native.SyncOptions:
+                 hooks: Optional[_ResetHooks], key: int,
+                 precheck_mode: "PrecheckMode" = PrecheckMode.OFF) -> _native.SyncOptions:
         opts = _native.SyncOptions()
         check(_native.lib().ferry_sync_options_init(ctypes.byref(opts), _native.FERRY_SYNC_OPTIONS_VERSION))
         opts.path = os.fsencode(path)
@@ -1580,6 +1614,10 @@ class App:
         if hooks is not None and hooks.after is not None:
             opts.after_reset = _AFTER_RESET_TRAMPOLINE
             opts.after_reset_userdata = key
+        opts.precheck_mode = int(precheck_mode)
+        if hooks is not None and hooks.precheck is not None:
+            opts.precheck_callback = _PRECHECK_TRAMPOLINE
+            opts.precheck_userdata = key
         return opts
 
     def _open(self, user: User, path: Union[str, "os.PathLike[str]"], schema: SchemaLike, *,
@@ -1588,7 +1626,9 @@ class App:
               rerun_initial_subscriptions: bool, client_reset_mode: ClientResetMode,
               before_reset: Optional[Callable[[Database], Any]],
               after_reset: Optional[Callable[[Database, Database, ClientResetReport], Any]],
-              asynchronous: bool) -> tuple[Optional[_Pending], Any, list[Any], int]:
+              asynchronous: bool, precheck_mode: "PrecheckMode" = PrecheckMode.OFF,
+              on_precheck: Optional[Callable[[list[CompensatingWrite], bool], Any]] = None,
+              ) -> tuple[Optional[_Pending], Any, list[Any], int]:
         """Starts an open. Returns (pending, None, entry, hooks_key) for ferry_sync_open_async,
         or (None, (session, db), entry, hooks_key) for ferry_sync_open; entry[1] is an
         exception raised by ``initial_subscriptions``; hooks_key (0: none) names the reset
@@ -1596,7 +1636,10 @@ class App:
         if isinstance(client_reset_mode, bool):
             raise TypeError("client_reset_mode must be a ferry.ClientResetMode")
         mode = ClientResetMode(client_reset_mode)  # ValueError for an unknown mode
-        for name, fn in (("before_reset", before_reset), ("after_reset", after_reset)):
+        if isinstance(precheck_mode, bool):
+            raise TypeError("precheck_mode must be a ferry.PrecheckMode")
+        precheck = PrecheckMode(precheck_mode)  # ValueError for an unknown mode
+        for name, fn in (("before_reset", before_reset), ("after_reset", after_reset), ("on_precheck", on_precheck)):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{name} must be callable or None")
         lib = _native.lib()
@@ -1608,12 +1651,12 @@ class App:
         if initial_subscriptions is not None:
             _initial_subscriptions[key] = entry
         hooks: Optional[_ResetHooks] = None
-        if before_reset is not None or after_reset is not None:
-            hooks = _reset_hooks[key] = _ResetHooks(before_reset, after_reset)
+        if before_reset is not None or after_reset is not None or on_precheck is not None:
+            hooks = _reset_hooks[key] = _ResetHooks(before_reset, after_reset, on_precheck)
         opened = False
         try:
             opts = self._options(path, schema, download_before_open, open_timeout_ms, in_memory,
-                                 initial_subscriptions, rerun_initial_subscriptions, mode, hooks, key)
+                                 initial_subscriptions, rerun_initial_subscriptions, mode, hooks, key, precheck)
             if asynchronous:
                 hooks_key = key if hooks is not None else 0
                 pending = _start(lambda k: lib.ferry_sync_open_async(
@@ -1665,6 +1708,8 @@ class App:
         before_reset: Optional[Callable[[Database], Any]] = None,
         after_reset: Optional[Callable[[Database, Database, ClientResetReport], Any]] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
+        precheck_mode: PrecheckMode = PrecheckMode.OFF,
+        on_precheck: Optional[Callable[[list[CompensatingWrite], bool], Any]] = None,
     ) -> SyncSession:
         """Opens a flexible-sync database of a logged-in user and starts its session. Nothing
         syncs down until the subscription set has a subscription.
@@ -1699,6 +1744,14 @@ class App:
                 :class:`~ferry.ClosedError`; do not close them. Exceptions the callbacks raise
                 are logged (logger ``"ferry"``). Both callbacks are kept until the session is
                 closed.
+            precheck_mode: the pre-flight check of local writes (a :class:`PrecheckMode`,
+                default ``OFF``): ``WARN`` commits and reports, ``STRICT`` makes a commit the
+                server would reject raise :class:`~ferry.WriteRejectedError` (rolled back).
+            on_precheck: ``callable(writes, committed)`` called on the committing thread,
+                before the commit returns, for every commit that fails the check: ``writes``
+                is a list of :class:`CompensatingWrite` with the server's exact reasons,
+                ``committed`` True in ``WARN`` mode, False in ``STRICT`` mode. Exceptions it
+                raises are logged. Kept until the session is closed.
 
         Raises:
             AuthError: the user is logged out. MultipleSyncAgentsError. FerryTimeoutError.
@@ -1710,7 +1763,8 @@ class App:
             user, path, schema, download_before_open=download_before_open, open_timeout_ms=open_timeout_ms,
             in_memory=in_memory, initial_subscriptions=initial_subscriptions,
             rerun_initial_subscriptions=rerun_initial_subscriptions, client_reset_mode=client_reset_mode,
-            before_reset=before_reset, after_reset=after_reset, asynchronous=asynchronous)
+            before_reset=before_reset, after_reset=after_reset, asynchronous=asynchronous,
+            precheck_mode=precheck_mode, on_precheck=on_precheck)
         if pending is not None:
             try:
                 handles = pending.wait(timeout, "opening a synced database")
@@ -1735,6 +1789,8 @@ class App:
         before_reset: Optional[Callable[[Database], Any]] = None,
         after_reset: Optional[Callable[[Database, Database, ClientResetReport], Any]] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
+        precheck_mode: PrecheckMode = PrecheckMode.OFF,
+        on_precheck: Optional[Callable[[list[CompensatingWrite], bool], Any]] = None,
     ) -> SyncSession:
         """The asyncio twin of :meth:`open_synced`, for every ``download_before_open`` mode
         (``ferry_sync_open_async``): the completion arrives on Ferry's loop thread and wakes
@@ -1747,7 +1803,8 @@ class App:
             user, path, schema, download_before_open=download_before_open, open_timeout_ms=open_timeout_ms,
             in_memory=in_memory, initial_subscriptions=initial_subscriptions,
             rerun_initial_subscriptions=rerun_initial_subscriptions, client_reset_mode=client_reset_mode,
-            before_reset=before_reset, after_reset=after_reset, asynchronous=True)
+            before_reset=before_reset, after_reset=after_reset, asynchronous=True,
+            precheck_mode=precheck_mode, on_precheck=on_precheck)
         assert pending is not None
         try:
             handles = await pending.wait_async("opening a synced database", timeout)

@@ -64,6 +64,9 @@ pub enum ErrorCode {
     Sync,
     /// `FERRY_ERR_TIMEOUT`: the operation did not complete within its timeout.
     Timeout,
+    /// `FERRY_ERR_WRITE_REJECTED`: a strict pre-flight check refused a write transaction
+    /// (SPEC F-PRECHECK); it was rolled back.
+    WriteRejected,
     /// `FERRY_ERR_INTERNAL`: a bug in Ferry.
     Internal,
     /// A code this binding does not know.
@@ -99,6 +102,7 @@ impl ErrorCode {
             sys::FERRY_ERR_AUTH => Auth,
             sys::FERRY_ERR_SYNC => Sync,
             sys::FERRY_ERR_TIMEOUT => Timeout,
+            sys::FERRY_ERR_WRITE_REJECTED => WriteRejected,
             sys::FERRY_ERR_INTERNAL => Internal,
             other => Unknown(other),
         }
@@ -131,6 +135,7 @@ impl ErrorCode {
             Auth => sys::FERRY_ERR_AUTH,
             Sync => sys::FERRY_ERR_SYNC,
             Timeout => sys::FERRY_ERR_TIMEOUT,
+            WriteRejected => sys::FERRY_ERR_WRITE_REJECTED,
             Internal => sys::FERRY_ERR_INTERNAL,
             Unknown(code) => code,
         }

@@ -84,6 +84,7 @@ mod db;
 mod error;
 mod notify;
 mod open;
+mod precheck;
 mod reset;
 mod reverted;
 mod schema;
@@ -98,6 +99,7 @@ pub use db::{Database, Delivery, Field, Object, Options, Results, ResultsIter, T
 pub use error::{Error, ErrorCode, Result};
 pub use notify::{ChangeSet, NotificationToken};
 pub use open::{DownloadBeforeOpen, SyncOptions};
+pub use precheck::PrecheckMode;
 pub use reset::{ClientResetEntry, ClientResetMode, ClientResetOutcome, ClientResetReport};
 pub use reverted::{LocalWrite, RevertKind, RevertedObject, RevertedValue, WriteKind};
 pub use schema::{ClassSchema, Property, PropertyType, Schema};

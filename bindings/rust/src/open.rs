@@ -1,6 +1,6 @@
-//! How a synced database is opened (`ferry_sync_options_t` version 3): download before open,
-//! the open timeout, in-memory databases, initial subscriptions, and the client reset mode
-//! with its before and after closures.
+//! How a synced database is opened (`ferry_sync_options_t` version 4): download before open,
+//! the open timeout, in-memory databases, initial subscriptions, the client reset mode
+//! with its before and after closures, and the pre-flight check of local writes.
 
 use std::any::Any;
 use std::fmt;
@@ -16,8 +16,10 @@ use std::time::Duration;
 use crate::completion::enter_callback;
 use crate::db::{c_string, Database};
 use crate::error::{Error, ErrorCode, Result};
+use crate::precheck::PrecheckMode;
 use crate::reset::{ClientResetMode, ClientResetReport, ResetCallbacks};
 use crate::schema::Schema;
+use crate::sync::CompensatingWrite;
 use crate::sync::MutableSubscriptionSet;
 use crate::sys;
 
@@ -76,6 +78,7 @@ pub struct SyncOptions<'a> {
     rerun_initial_subscriptions: bool,
     client_reset_mode: ClientResetMode,
     reset_callbacks: ResetCallbacks,
+    precheck_mode: PrecheckMode,
 }
 
 impl fmt::Debug for SyncOptions<'_> {
@@ -89,6 +92,7 @@ impl fmt::Debug for SyncOptions<'_> {
             .field("rerun_initial_subscriptions", &self.rerun_initial_subscriptions)
             .field("client_reset_mode", &self.client_reset_mode)
             .field("reset_callbacks", &self.reset_callbacks)
+            .field("precheck_mode", &self.precheck_mode)
             .finish()
     }
 }
@@ -109,6 +113,7 @@ impl<'a> SyncOptions<'a> {
             rerun_initial_subscriptions: false,
             client_reset_mode: ClientResetMode::RecoverUnsyncedChanges,
             reset_callbacks: ResetCallbacks::default(),
+            precheck_mode: PrecheckMode::Off,
         }
     }
 
@@ -186,6 +191,29 @@ impl<'a> SyncOptions<'a> {
         self
     }
 
+    /// The pre-flight check of local writes (default [`PrecheckMode::Off`]; SPEC
+    /// F-PRECHECK): [`Warn`](PrecheckMode::Warn) commits and reports,
+    /// [`Strict`](PrecheckMode::Strict) fails a commit the server would reject with
+    /// [`ErrorCode::WriteRejected`] and rolls it back.
+    pub fn precheck_mode(mut self, mode: PrecheckMode) -> SyncOptions<'a> {
+        self.precheck_mode = mode;
+        self
+    }
+
+    /// Called for every commit that fails the pre-flight check, on the committing thread
+    /// before the commit returns, with the would-be compensating writes (the server's exact
+    /// reasons) and whether the commit went ahead (warn) or was rolled back (strict). Shared
+    /// by every session opened with these options; a panic in it is caught and reported on
+    /// stderr.
+    pub fn on_precheck<F>(mut self, callback: F) -> SyncOptions<'a>
+    where
+        F: Fn(&[CompensatingWrite], bool) + Send + Sync + 'static,
+    {
+        let boxed: Box<crate::precheck::PrecheckFn> = Box::new(callback);
+        self.reset_callbacks.precheck = Some(Arc::new(boxed));
+        self
+    }
+
     /// The reset closures, which a session opened with these options must keep alive.
     pub(crate) fn reset_callbacks(&self) -> ResetCallbacks {
         self.reset_callbacks.clone()
@@ -219,6 +247,7 @@ impl<'a> SyncOptions<'a> {
         raw.in_memory = self.in_memory;
         raw.rerun_initial_subscriptions = self.rerun_initial_subscriptions;
         raw.client_reset_mode = self.client_reset_mode.as_raw();
+        raw.precheck_mode = self.precheck_mode.as_raw();
         // The caller keeps a clone of the closures (`reset_callbacks`) with the session.
         self.reset_callbacks.fill(&mut raw);
         let state = self.initial_subscriptions.as_deref().map(|fill| InitialState {

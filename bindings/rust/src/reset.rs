@@ -198,6 +198,8 @@ pub(crate) type AfterReset = Mutex<Box<dyn FnMut(&Database, &Database, &ClientRe
 pub(crate) struct ResetCallbacks {
     pub(crate) before: Option<Arc<BeforeReset>>,
     pub(crate) after: Option<Arc<AfterReset>>,
+    /// The pre-flight check's closure (SPEC F-PRECHECK), kept alive the same way.
+    pub(crate) precheck: Option<Arc<Box<crate::precheck::PrecheckFn>>>,
 }
 
 impl fmt::Debug for ResetCallbacks {
@@ -208,6 +210,7 @@ impl fmt::Debug for ResetCallbacks {
                 "after",
                 &self.after.as_ref().map(|_| "FnMut(&Database, &Database, &ClientResetReport)"),
             )
+            .field("precheck", &self.precheck.as_ref().map(|_| "Fn(&[CompensatingWrite], bool)"))
             .finish()
     }
 }
@@ -223,6 +226,9 @@ impl ResetCallbacks {
         if let Some(after) = &self.after {
             raw.after_reset = Some(after_trampoline);
             raw.after_reset_userdata = Arc::as_ptr(after) as *mut c_void;
+        }
+        if let Some(precheck) = &self.precheck {
+            crate::precheck::fill(precheck, raw);
         }
     }
 }

@@ -48,6 +48,7 @@ pub const FERRY_ERR_NETWORK: c_int = -20;
 pub const FERRY_ERR_AUTH: c_int = -21;
 pub const FERRY_ERR_SYNC: c_int = -22;
 pub const FERRY_ERR_TIMEOUT: c_int = -23;
+pub const FERRY_ERR_WRITE_REJECTED: c_int = -24;
 pub const FERRY_ERR_INTERNAL: c_int = -100;
 
 /// The last error on the calling thread.
@@ -710,7 +711,25 @@ pub type ferry_client_reset_after_cb = Option<
     ),
 >;
 
-pub const FERRY_SYNC_OPTIONS_VERSION: u32 = 3;
+pub const FERRY_SYNC_OPTIONS_VERSION: u32 = 4;
+
+/// `ferry_precheck_mode_t` (SPEC F-PRECHECK).
+pub type ferry_precheck_mode_t = i32;
+pub const FERRY_PRECHECK_OFF: i32 = 0;
+pub const FERRY_PRECHECK_WARN: i32 = 1;
+pub const FERRY_PRECHECK_STRICT: i32 = 2;
+
+/// A commit failed the pre-flight check: `writes` (`count` of them) are lent for the call;
+/// `committed` is true in WARN mode, false in STRICT mode. Called on the committing thread,
+/// inside `ferry_db_commit`.
+pub type ferry_precheck_cb = Option<
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        writes: *const ferry_compensating_write_t,
+        count: usize,
+        committed: bool,
+    ),
+>;
 
 /// `ferry_download_before_open_t`.
 pub type ferry_download_before_open_t = i32;
@@ -724,8 +743,8 @@ pub type ferry_initial_subscriptions_cb = Option<
     unsafe extern "C" fn(userdata: *mut c_void, set: *mut ferry_subscription_set_t) -> c_int,
 >;
 
-/// Version 3; version 1 ends at `schema`, version 2 at `rerun_initial_subscriptions` (the
-/// later fields take their defaults).
+/// Version 4; version 1 ends at `schema`, version 2 at `rerun_initial_subscriptions`,
+/// version 3 at `after_reset_userdata` (the later fields take their defaults).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ferry_sync_options_t {
@@ -749,6 +768,12 @@ pub struct ferry_sync_options_t {
     pub after_reset: ferry_client_reset_after_cb,
     /// Must stay valid until the session is freed.
     pub after_reset_userdata: *mut c_void,
+    // version 4
+    /// `ferry_precheck_mode_t`.
+    pub precheck_mode: i32,
+    pub precheck_callback: ferry_precheck_cb,
+    /// Must stay valid until the session is freed.
+    pub precheck_userdata: *mut c_void,
 }
 
 /// Open completion: new session and database handles owned by the callee and a NULL error, or
@@ -1071,7 +1096,10 @@ mod layout {
         assert_eq!(offset_of!(ferry_sync_error_t, action), 20);
         assert_eq!(offset_of!(ferry_sync_error_t, compensating_writes), 24);
         assert_eq!(offset_of!(ferry_sync_error_t, compensating_writes_count), 32);
-        assert_eq!(size_of::<ferry_sync_options_t>(), 104);
+        assert_eq!(size_of::<ferry_sync_options_t>(), 128);
+        assert_eq!(offset_of!(ferry_sync_options_t, precheck_mode), 104);
+        assert_eq!(offset_of!(ferry_sync_options_t, precheck_callback), 112);
+        assert_eq!(offset_of!(ferry_sync_options_t, precheck_userdata), 120);
         assert_eq!(offset_of!(ferry_sync_options_t, client_reset_mode), 68);
         assert_eq!(offset_of!(ferry_sync_options_t, before_reset), 72);
         assert_eq!(offset_of!(ferry_sync_options_t, before_reset_userdata), 80);
