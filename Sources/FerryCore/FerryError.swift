@@ -27,6 +27,9 @@ public enum ErrorCode: Int32, Sendable, CaseIterable {
     /// The sync server reported an error (see the sync error handler for details).
     case sync = -22
     case timeout = -23
+    /// An encrypted file could not be decrypted: a wrong key, a missing key, an unencrypted
+    /// file opened with a key, or a page that fails authentication (changed or damaged).
+    case decrypt = -24
     case `internal` = -100
 
     /// Short static text for the code, as `ferry_strerror` returns it.
@@ -55,6 +58,7 @@ public enum ErrorCode: Int32, Sendable, CaseIterable {
         case .auth: return "authentication failed"
         case .sync: return "sync error"
         case .timeout: return "timed out"
+        case .decrypt: return "cannot decrypt: wrong key or damaged file"
         case .internal: return "internal error"
         }
     }
