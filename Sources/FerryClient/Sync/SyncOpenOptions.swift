@@ -33,6 +33,9 @@ public struct SyncOpenOptions: Sendable {
     /// (lent for the call), the database after (the session's handle), and the report
     /// (`recovered` says whether the unsynced changes were recovered).
     public var afterReset: (@Sendable (_ before: Database, _ after: Database, _ report: ClientResetReport) -> Void)?
+    /// The key of an encrypted file (docs/encryption.md); a reset's snapshots and backups are
+    /// encrypted with it too.
+    public var encryptionKey: EncryptionKey?
 
     public init(downloadBeforeOpen: DownloadBeforeOpen = .never, openTimeoutMs: UInt64 = 30_000, inMemory: Bool = false,
                 initialSubscriptions: (@Sendable (inout SubscriptionSet) throws -> Void)? = nil, rerunInitialSubscriptions: Bool = false,
