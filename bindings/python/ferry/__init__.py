@@ -25,6 +25,7 @@ from .errors import (
     AlreadyInTransactionError,
     AuthError,
     FerryTimeoutError,
+    DecryptError,
     NetworkError,
     SyncServerError,
     BusyError,
@@ -155,6 +156,7 @@ __all__ = [
     "AuthError",
     "SyncServerError",
     "FerryTimeoutError",
+    "DecryptError",
     "InternalError",
 ]
 

@@ -77,6 +77,7 @@ FERRY_ERR_NETWORK = -20
 FERRY_ERR_AUTH = -21
 FERRY_ERR_SYNC = -22
 FERRY_ERR_TIMEOUT = -23
+FERRY_ERR_DECRYPT = -24
 FERRY_ERR_INTERNAL = -100
 
 FERRY_TYPE_NULL = 0
@@ -102,9 +103,10 @@ FERRY_CLASS_ASYMMETRIC = 1
 FERRY_DELIVERY_LOOP = 0
 FERRY_DELIVERY_POLL = 1
 
-FERRY_DB_OPTIONS_VERSION = 1
-FERRY_APP_OPTIONS_VERSION = 2
-FERRY_SYNC_OPTIONS_VERSION = 3
+FERRY_DB_OPTIONS_VERSION = 2
+FERRY_ENCRYPTION_KEY_SIZE = 64
+FERRY_APP_OPTIONS_VERSION = 3
+FERRY_SYNC_OPTIONS_VERSION = 4
 
 FERRY_DOWNLOAD_BEFORE_OPEN_NEVER = 0
 FERRY_DOWNLOAD_BEFORE_OPEN_ALWAYS = 1
@@ -190,7 +192,7 @@ class ClassInfo(Structure):
 
 
 class DbOptions(Structure):
-    """``ferry_db_options_t`` (version 1)."""
+    """``ferry_db_options_t`` (version 2)."""
 
     _fields_ = [
         ("version", c_uint32),
@@ -199,6 +201,7 @@ class DbOptions(Structure):
         ("schema", c_void_p),
         ("delivery", c_int32),
         ("synced", c_bool),
+        ("encryption_key", c_void_p),
     ]
 
 
@@ -235,7 +238,8 @@ LOG_CB = CFUNCTYPE(None, c_void_p, c_int32, c_char_p)
 
 
 class AppOptions(Structure):
-    """``ferry_app_options_t`` (version 2: version 1 ends at ``log_userdata``)."""
+    """``ferry_app_options_t`` (version 3: version 1 ends at ``log_userdata``, version 2 at
+    ``reconnect_delay_max_ms``)."""
 
     _fields_ = [
         ("version", c_uint32),
@@ -254,6 +258,8 @@ class AppOptions(Structure):
         ("ping_interval_ms", c_uint64),
         ("reconnect_delay_min_ms", c_uint64),
         ("reconnect_delay_max_ms", c_uint64),
+        # version 3
+        ("encryption_key", c_void_p),
     ]
 
 
@@ -322,8 +328,8 @@ CLIENT_RESET_AFTER_CB = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p, POINTER(Cl
 
 
 class SyncOptions(Structure):
-    """``ferry_sync_options_t`` (version 3: version 1 ends at ``schema``, version 2 at
-    ``rerun_initial_subscriptions``)."""
+    """``ferry_sync_options_t`` (version 4: version 1 ends at ``schema``, version 2 at
+    ``rerun_initial_subscriptions``, version 3 at ``after_reset_userdata``)."""
 
     _fields_ = [
         ("version", c_uint32),
@@ -342,6 +348,8 @@ class SyncOptions(Structure):
         ("before_reset_userdata", c_void_p),
         ("after_reset", CLIENT_RESET_AFTER_CB),
         ("after_reset_userdata", c_void_p),
+        # version 4
+        ("encryption_key", c_void_p),
     ]
 
 
@@ -386,6 +394,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     # Databases
     "ferry_db_options_init": (c_int, [POINTER(DbOptions), c_uint32]),
     "ferry_db_open": (c_int, [_pp, POINTER(DbOptions)]),
+    "ferry_db_change_key": (c_int, [c_char_p, c_void_p, c_void_p]),
     "ferry_db_close": (c_int, [c_void_p]),
     "ferry_db_free": (None, [c_void_p]),
     "ferry_db_is_closed": (c_int, [POINTER(c_bool), c_void_p]),

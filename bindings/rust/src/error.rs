@@ -64,6 +64,9 @@ pub enum ErrorCode {
     Sync,
     /// `FERRY_ERR_TIMEOUT`: the operation did not complete within its timeout.
     Timeout,
+    /// `FERRY_ERR_DECRYPT`: an encrypted file cannot be decrypted: a wrong or missing key, a
+    /// key for an unencrypted file, or a page that fails authentication.
+    Decrypt,
     /// `FERRY_ERR_INTERNAL`: a bug in Ferry.
     Internal,
     /// A code this binding does not know.
@@ -99,6 +102,7 @@ impl ErrorCode {
             sys::FERRY_ERR_AUTH => Auth,
             sys::FERRY_ERR_SYNC => Sync,
             sys::FERRY_ERR_TIMEOUT => Timeout,
+            sys::FERRY_ERR_DECRYPT => Decrypt,
             sys::FERRY_ERR_INTERNAL => Internal,
             other => Unknown(other),
         }
@@ -131,6 +135,7 @@ impl ErrorCode {
             Auth => sys::FERRY_ERR_AUTH,
             Sync => sys::FERRY_ERR_SYNC,
             Timeout => sys::FERRY_ERR_TIMEOUT,
+            Decrypt => sys::FERRY_ERR_DECRYPT,
             Internal => sys::FERRY_ERR_INTERNAL,
             Unknown(code) => code,
         }
