@@ -87,3 +87,18 @@ def test_change_key_converts_both_ways(tmp_path):
     ferry.Database.change_key(str(path), OTHER_KEY, None)
     with ferry.Database.open(path) as db:
         assert len(db.query("Person", "TRUEPREDICATE")) == 50
+
+
+def test_app_user_cache_is_encrypted_with_the_app_key(tmp_path):
+    # No server needed: creating the App opens (and creates) its user cache.
+    app = ferry.App(app_id="enc-app", base_url="http://127.0.0.1:9", base_directory=tmp_path, encryption_key=KEY)
+    app.close()
+    cache = (tmp_path / "ferry-users.sqlite").read_bytes()
+    assert cache and not cache.startswith(b"SQLite format 3")
+    with pytest.raises(ferry.DecryptError):
+        ferry.App(app_id="enc-app", base_url="http://127.0.0.1:9", base_directory=tmp_path)
+    with pytest.raises(ferry.DecryptError):
+        ferry.App(app_id="enc-app", base_url="http://127.0.0.1:9", base_directory=tmp_path,
+                  encryption_key=OTHER_KEY)
+    ferry.App(app_id="enc-app", base_url="http://127.0.0.1:9", base_directory=tmp_path,
+              encryption_key=KEY).close()

@@ -76,7 +76,13 @@ impl<'a> Options<'a> {
     }
 
     fn at(location: Location) -> Options<'a> {
-        Options { location, schema: None, delivery: Delivery::Loop, synced: false, encryption_key: None }
+        Options {
+            location,
+            schema: None,
+            delivery: Delivery::Loop,
+            synced: false,
+            encryption_key: None,
+        }
     }
 
     /// The schema to open with. Without one, the schema stored in the file is used (an error

@@ -286,7 +286,11 @@ extern "C" {
     // Databases
     pub fn ferry_db_options_init(opts: *mut ferry_db_options_t, version: u32) -> c_int;
     pub fn ferry_db_open(out: *mut *mut ferry_db_t, opts: *const ferry_db_options_t) -> c_int;
-    pub fn ferry_db_change_key(path: *const c_char, old_key: *const u8, new_key: *const u8) -> c_int;
+    pub fn ferry_db_change_key(
+        path: *const c_char,
+        old_key: *const u8,
+        new_key: *const u8,
+    ) -> c_int;
     pub fn ferry_db_close(db: *mut ferry_db_t) -> c_int;
     pub fn ferry_db_free(db: *mut ferry_db_t);
     pub fn ferry_db_is_closed(out: *mut bool, db: *const ferry_db_t) -> c_int;

@@ -21,7 +21,10 @@ fn fill(db: &Database, count: usize) {
         for i in 0..count {
             tx.create(
                 "Item",
-                &[("_id", ObjectId::generate().into()), ("itemName", format!("{MARKER}-{i}").into())],
+                &[
+                    ("_id", ObjectId::generate().into()),
+                    ("itemName", format!("{MARKER}-{i}").into()),
+                ],
             )?;
         }
         Ok(())
@@ -60,7 +63,10 @@ fn wrong_missing_and_unneeded_keys_are_decrypt_errors() {
     let path = dir.file("enc.ferry");
     let schema = schema();
     drop(Database::open(&Options::path(&path).schema(&schema).encryption_key(&key(1))).unwrap());
-    let message = expect_err(Database::open(&Options::path(&path).encryption_key(&key(2))), ErrorCode::Decrypt);
+    let message = expect_err(
+        Database::open(&Options::path(&path).encryption_key(&key(2))),
+        ErrorCode::Decrypt,
+    );
     assert!(message.contains("key does not decrypt"), "{message}");
     let message = expect_err(Database::open(&Options::path(&path)), ErrorCode::Decrypt);
     assert!(message.contains("is encrypted"), "{message}");
@@ -109,4 +115,22 @@ fn change_key_converts_both_ways() {
     assert!(contains(&path, MARKER));
     let db = Database::open(&Options::path(&path)).unwrap();
     assert_eq!(db.query("Item", "TRUEPREDICATE", &[]).unwrap().len(), 20);
+}
+
+#[test]
+fn app_user_cache_is_encrypted_with_the_app_key() {
+    use ferry::{App, AppOptions};
+    let dir = TempDir::new("appkey");
+    let options = |key: Option<[u8; 64]>| AppOptions {
+        encryption_key: key,
+        ..AppOptions::new("enc-app", "http://127.0.0.1:9", dir.path())
+    };
+    // No server needed: creating the App opens (and creates) its user cache.
+    drop(App::new(options(Some(key(6)))).unwrap());
+    let cache = std::fs::read(dir.file("ferry-users.sqlite")).unwrap();
+    assert!(!cache.is_empty() && !cache.starts_with(b"SQLite format 3"));
+    expect_err(App::new(options(None)), ErrorCode::Decrypt);
+    expect_err(App::new(options(Some(key(7)))), ErrorCode::Decrypt);
+    assert!(!format!("{:?}", options(Some(key(6)))).contains("encryption_key: Some(["));
+    drop(App::new(options(Some(key(6)))).unwrap());
 }
