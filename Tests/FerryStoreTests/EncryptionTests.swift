@@ -141,6 +141,41 @@ struct EncryptionTests {
         }
     }
 
+    /// Files that are not what they claim: a garbage header, a valid-looking encrypted header
+    /// over garbage pages, a truncated file. Each is an error, never a crash.
+    @Test func hostileFilesAreErrors() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        var rng = SystemRandomNumberGenerator()
+        func write(_ name: String, _ bytes: [UInt8]) -> String {
+            let path = dir + "/" + name
+            let f = fopen(path, "wb")!
+            _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, bytes.count, f) }
+            fclose(f)
+            return path
+        }
+        var garbage = (0..<(3 * 4096)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let paths = [write("garbage.ferry", garbage)]
+        // Bytes 16..23 of an encrypted page 1 (4096-byte pages, 28 reserved bytes), then noise.
+        garbage.replaceSubrange(16..<24, with: [16, 0, 1, 1, 28, 64, 32, 32])
+        let lookalike = write("lookalike.ferry", garbage)
+        let truncated = write("truncated.ferry", Array(garbage[0..<1000]))
+        let odd = write("odd-size.ferry", Array(garbage[0..<(4096 + 17)]))
+        for path in paths + [lookalike, truncated, odd] {
+            do {
+                let db = try Self.open(path, key: Self.key)
+                _ = try db.query(classIndex: 0, query: "complexity >= 0", arguments: [])
+                db.close()
+                Issue.record("\(path) opened")
+            } catch let e as FerryError {
+                #expect([.decrypt, .corrupt].contains(e.code), "\(path): \(e)")
+            }
+        }
+        // Converting one is refused the same way, and leaves no temporary file.
+        #expect(throws: FerryError.self) { try Database.changeKey(path: lookalike, oldKey: Self.key, newKey: nil) }
+        #expect(access(lookalike + ".ferry-rekey", F_OK) != 0)
+    }
+
     @Test func filesConvertBothWays() throws {
         let dir = Fixtures.temporaryDirectory()
         defer { Fixtures.removeTree(dir) }
