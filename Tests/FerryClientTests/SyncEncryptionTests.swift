@@ -55,6 +55,45 @@ struct SyncEncryptionTests {
     }
 }
 
+extension SyncEncryptionTests {
+    /// A client reset of an encrypted file: the callbacks' snapshot opens (it is a copy of the
+    /// file, encrypted with its key), a copy of it is encrypted too, and the reset file syncs on.
+    @Test func aResetOfAnEncryptedFileSeesItsSnapshotAndCopiesStayEncrypted() async throws {
+        try await SyncTestServer.withServer(secrets: AdminAPI.secrets) { url in
+            let seen = EventLog<String>()
+            let copy = SyncTestServer.temporaryDirectory("encrypted-before-copy") + "/copy.ferry"
+            var options = SyncOpenOptions(clientResetMode: .recoverUnsyncedChanges, beforeReset: { before in
+                let n = (try? before.query(classIndex: 0, query: "TRUEPREDICATE", arguments: []).count) ?? -1
+                seen.add("before: \(n) items")
+                seen.add((try? before.writeCopy(toPath: copy)) != nil ? "copied" : "copy failed")
+            }, afterReset: { _, after, report in
+                let a = (try? after.query(classIndex: 0, query: "TRUEPREDICATE", arguments: []).count) ?? -1
+                seen.add("after: \(a) items, recovered \(report.recovered)")
+            })
+            options.encryptionKey = Self.key
+            let a = try await SessionTestApp(url: url, subject: "encrypted-reset") { $0.reconnectDelayMinMs = 50; $0.reconnectDelayMaxMs = 200 }
+            defer { a.app.close() }
+            let s = try a.open("a.ferry", options: options)
+            defer { s.close() }
+            try await s.subscribe("ownerId == '\(a.user.id)'")
+            try s.createItem(owner: a.user.id, name: "\(Self.marker) synced")
+            try await s.waitUpload()
+            s.suspend()
+            try s.createItem(owner: a.user.id, name: "\(Self.marker) unsynced")
+            try await AdminAPI.post(url, "sync/terminate")
+            try await AdminAPI.post(url, "sync/enable")
+            s.resume()
+            #expect(await seen.wait(seconds: 30) { $0.count >= 3 })
+            #expect(seen.all == ["before: 2 items", "copied", "after: 2 items, recovered true"])
+            #expect(Self.contents(copy).range(of: Data(Self.marker.utf8)) == nil)
+            let opened = try Database.open(DatabaseConfiguration(location: .file(copy), schema: nil, encryptionKey: Self.key),
+                                           scheduler: PollingScheduler())
+            #expect(try opened.query(classIndex: 0, query: "TRUEPREDICATE", arguments: []).count == 2)
+            opened.close()
+        }
+    }
+}
+
 extension SyncOpenOptions {
     static func mine(_ user: SyncUser) -> SyncOpenOptions {
         let q = "ownerId == '\(user.id)'"
