@@ -47,7 +47,11 @@ let package = Package(
         .target(name: "FerryCore", swiftSettings: fastExclusivity),
         /// The SQLite wrapper the client's store and the server's embedded store both use.
         .target(name: "FerrySQLite", dependencies: ["FerryCore", "CSQLite"], swiftSettings: fastExclusivity),
-        .target(name: "FerryStore", dependencies: ["FerryCore", "FerrySQLite", "CSQLite"], swiftSettings: fastExclusivity),
+        /// Encryption at rest: an SQLite VFS that seals every page with AES-256-GCM (OpenSSL).
+        /// C, because it is a table of callbacks SQLite calls per page (docs/encryption.md).
+        .target(name: "CFerryCipher", dependencies: ["CSQLite", "COpenSSL"],
+                linkerSettings: [.linkedLibrary("crypto"), .linkedLibrary("sqlite3")]),
+        .target(name: "FerryStore", dependencies: ["FerryCore", "FerrySQLite", "CSQLite", "CFerryCipher"], swiftSettings: fastExclusivity),
         .target(name: "FerryClient", dependencies: ["FerryCore", "FerrySQLite", "FerryStore", "CLibUV", "COpenSSL"]),
         .target(
             name: "FerryC",

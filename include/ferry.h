@@ -84,6 +84,8 @@ typedef enum ferry_error_code {
   FERRY_ERR_TIMEOUT = -23,              /* the operation did not complete within its timeout */
   FERRY_ERR_WRITE_REJECTED = -24,       /* a strict pre-flight check refused a write transaction
                                            (SPEC F-PRECHECK): it was rolled back */
+  FERRY_ERR_DECRYPT = -25,              /* wrong or missing key, or an encrypted page that fails
+                                           authentication (see ferry_db_options_t.encryption_key) */
   FERRY_ERR_INTERNAL = -100             /* a bug in Ferry: please report it with the message */
 } ferry_error_code_t;
 
@@ -219,10 +221,13 @@ typedef enum ferry_delivery {
   FERRY_DELIVERY_POLL = 1
 } ferry_delivery_t;
 
-#define FERRY_DB_OPTIONS_VERSION 1
+#define FERRY_DB_OPTIONS_VERSION 2
+
+/* The size of an encryption key (ferry_db_options_t.encryption_key, ferry_db_change_key). */
+#define FERRY_ENCRYPTION_KEY_SIZE 64
 
 typedef struct ferry_db_options {
-  uint32_t version;                 /* FERRY_DB_OPTIONS_VERSION */
+  uint32_t version;                 /* FERRY_DB_OPTIONS_VERSION (1 is accepted too) */
   /* Exactly one of path and in_memory_identifier. A file database lives at path (created if
      missing; its directory must exist). An in-memory database touches no disk; every handle
      opened with the same identifier in this process shares it, and it is dropped when the
@@ -244,6 +249,15 @@ typedef struct ferry_db_options {
      FERRY_ERR_MULTIPLE_SYNC_AGENTS. Handles within one process share the agent role. Once set,
      the mark stays in the file. Not allowed for in-memory databases. */
   bool synced;
+  /* Version 2. NULL (the default) for an unencrypted file, or FERRY_ENCRYPTION_KEY_SIZE (64)
+     bytes: a new file is created encrypted with it, an existing file must have been
+     encrypted with it. Every page of the file and of its WAL is encrypted and authenticated
+     with AES-256-GCM (docs/encryption.md). Ferry copies the key during ferry_db_open (the
+     caller may wipe its buffer on return) and wipes its own copy when the last handle on the
+     file closes. A wrong key, a key for an unencrypted file or no key for an encrypted one is
+     FERRY_ERR_DECRYPT, and so is a page changed on disk when it is read. Every handle on one
+     file in a process must give the same key. Not allowed for in-memory databases. */
+  const uint8_t *encryption_key;
 } ferry_db_options_t;
 
 /** Fills *opts with defaults for the given options version (FERRY_DB_OPTIONS_VERSION).
@@ -258,6 +272,17 @@ int ferry_db_options_init(ferry_db_options_t *opts, uint32_t version);
  *  message says), FERRY_ERR_CORRUPT (not a Ferry database), FERRY_ERR_SCHEMA_MISMATCH,
  *  FERRY_ERR_MULTIPLE_SYNC_AGENTS, FERRY_ERR_INVALID_SCHEMA (no schema for a new database). */
 int ferry_db_open(ferry_db_t **out, const ferry_db_options_t *opts);
+
+/** Encrypts, decrypts or re-keys the database file at path, which no process may have open:
+ *  old_key opens the file as it is (NULL: it is not encrypted), new_key (NULL: not encrypted)
+ *  is the key of the result; keys are FERRY_ENCRYPTION_KEY_SIZE bytes. The file is rewritten
+ *  beside itself (path + ".ferry-rekey") and moved over the original once complete, so a
+ *  failure or a crash leaves the original intact. Any thread. Takes as long as copying the file.
+ *  Errors: FERRY_ERR_INVALID_ARGUMENT (NULL path, a missing or empty file, the file open in
+ *  this process), FERRY_ERR_DECRYPT (old_key is wrong, or given for an unencrypted file, or
+ *  missing for an encrypted one), FERRY_ERR_CORRUPT (not a Ferry database), FERRY_ERR_BUSY
+ *  (another process is writing it or has it open), FERRY_ERR_IO. */
+int ferry_db_change_key(const char *path, const uint8_t *old_key, const uint8_t *new_key);
 
 /** Closes a database handle: an open write transaction is cancelled, its notification
  *  registrations stop firing (their tokens must still be freed), and later calls on the handle
@@ -547,12 +572,12 @@ typedef void (*ferry_log_cb)(void *userdata, int32_t level, const char *message)
  *  the call). Called exactly once, on the loop thread. */
 typedef void (*ferry_status_cb)(void *userdata, const ferry_error_t *error);
 
-#define FERRY_APP_OPTIONS_VERSION 2
+#define FERRY_APP_OPTIONS_VERSION 3
 
-/* Version 1 ends at log_userdata; a host built against version 1 keeps working (the fields
- * after it take their defaults). */
+/* Version 1 ends at log_userdata, version 2 at reconnect_delay_max_ms; a host built against an
+ * older version keeps working (the fields after it take their defaults). */
 typedef struct ferry_app_options {
-  uint32_t version;            /* FERRY_APP_OPTIONS_VERSION (1 is accepted too) */
+  uint32_t version;            /* FERRY_APP_OPTIONS_VERSION (1 and 2 are accepted too) */
   const char *app_id;          /* required: the app id of the server's app configuration */
   const char *base_url;        /* required: http://host:port or https://host:port */
   const char *base_directory;  /* required, must exist: the user cache lives here */
@@ -570,6 +595,12 @@ typedef struct ferry_app_options {
   uint64_t ping_interval_ms;        /* default 60000: a quiet connection pings the server */
   uint64_t reconnect_delay_min_ms;  /* default 1000: first retry after a failed connection */
   uint64_t reconnect_delay_max_ms;  /* default 16000: the backoff's cap (F-BACKOFF) */
+  /* version 3 */
+  const uint8_t *encryption_key;    /* NULL, or FERRY_ENCRYPTION_KEY_SIZE bytes: the user cache
+                                       in base_directory (user ids and tokens) is encrypted
+                                       like a database file (docs/encryption.md), an unencrypted
+                                       cache is encrypted at once; copied during the call. An
+                                       encrypted cache without its key is FERRY_ERR_DECRYPT. */
 } ferry_app_options_t;
 
 /** Fills *opts with defaults. Errors: FERRY_ERR_INVALID_ARGUMENT (NULL, unknown version). */
@@ -857,7 +888,7 @@ int ferry_app_handle_client_reset(ferry_app_t *app, const char *token);
 
 /* --- Synced databases ------------------------------------------------------------------- */
 
-#define FERRY_SYNC_OPTIONS_VERSION 4
+#define FERRY_SYNC_OPTIONS_VERSION 5
 
 /** When an open waits for the server (SPEC F-OPEN). */
 typedef enum ferry_download_before_open {
@@ -898,9 +929,9 @@ typedef enum ferry_precheck_mode {
 typedef void (*ferry_precheck_cb)(void *userdata, const ferry_compensating_write_t *writes, size_t count, bool committed);
 
 /* Version 1 ends at schema, version 2 at rerun_initial_subscriptions, version 3 at
- * after_reset_userdata; the fields after a host's version take their defaults. */
+ * after_reset_userdata, version 4 at precheck_userdata; the fields after a host's version take their defaults. */
 typedef struct ferry_sync_options {
-  uint32_t version;              /* FERRY_SYNC_OPTIONS_VERSION (1 to 3 are accepted too) */
+  uint32_t version;              /* FERRY_SYNC_OPTIONS_VERSION (1 to 4 are accepted too) */
   const char *path;              /* required: the database file (created if missing), or the
                                     identifier of an in-memory database */
   const ferry_schema_t *schema;  /* required */
@@ -923,6 +954,11 @@ typedef struct ferry_sync_options {
   int32_t precheck_mode;         /* ferry_precheck_mode_t, default OFF (SPEC F-PRECHECK) */
   ferry_precheck_cb precheck_callback; /* NULL: none (STRICT still fails the commit) */
   void *precheck_userdata;       /* must stay valid until the session is freed */
+  /* version 5 */
+  const uint8_t *encryption_key; /* NULL, or FERRY_ENCRYPTION_KEY_SIZE bytes: the file is
+                                    encrypted as with ferry_db_options_t.encryption_key (copied
+                                    during the open), and so are a client reset's snapshots and
+                                    backups. Not with in_memory. */
 } ferry_sync_options_t;
 
 int ferry_sync_options_init(ferry_sync_options_t *opts, uint32_t version);

@@ -9,19 +9,22 @@ import FerryStore
 public func ferry_db_options_init(_ opts: UnsafeMutablePointer<ferry_db_options_t>!, _ version: UInt32) -> Int32 {
     ferryCall {
         let opts = try required(opts, "opts")
-        guard version == 1 else { throw FerryError(.invalidArgument, "unknown ferry_db_options_t version \(version) (this library knows 1)") }
-        opts.pointee = ferry_db_options_t()
-        opts.pointee.version = version
-        opts.pointee.delivery = 0
+        try checkVersion(version, olderSizes: dbOptionSizes, what: "ferry_db_options_t")
+        var d = ferry_db_options_t()
+        d.version = version
+        d.delivery = 0
+        writeVersioned(opts, d, olderSizes: dbOptionSizes)
     }
 }
+
+/// The sizes of the database options' older versions (see `readVersioned`).
+private let dbOptionSizes = [MemoryLayout<ferry_db_options_t>.offset(of: \.encryption_key)!]
 
 @c @implementation
 public func ferry_db_open(_ out: UnsafeMutablePointer<OpaquePointer?>!, _ opts: UnsafePointer<ferry_db_options_t>!) -> Int32 {
     ferryCall {
         let out = try required(out, "out")
-        let o = try required(opts, "opts").pointee
-        guard o.version == 1 else { throw FerryError(.invalidArgument, "unknown ferry_db_options_t version \(o.version); call ferry_db_options_init") }
+        let o = try readVersioned(try required(opts, "opts"), ferry_db_options_t(), olderSizes: dbOptionSizes, what: "ferry_db_options_t")
         let location: DatabaseConfiguration.Location
         switch (o.path, o.in_memory_identifier) {
         case (let p?, nil): location = .file(try hostString(p, "opts->path"))
@@ -34,6 +37,10 @@ public func ferry_db_open(_ out: UnsafeMutablePointer<OpaquePointer?>!, _ opts: 
         if o.synced, case .memory = location {
             throw FerryError(.invalidArgument, "an in-memory database cannot be marked synced here; open it with ferry_sync_open and in_memory")
         }
+        if o.encryption_key != nil, case .memory = location {
+            throw FerryError(.invalidArgument, "an in-memory database cannot be encrypted: give no encryption_key")
+        }
+        let key = try o.encryption_key.map { try EncryptionKey(copying: UnsafeRawBufferPointer(start: $0, count: EncryptionKey.size)) }
         var schema: Schema?
         if let s = o.schema { schema = try HandleTable.shared.lookup(s, .schema, as: SchemaHandle.self).schema }
         let scheduler: NotificationScheduler
@@ -48,12 +55,23 @@ public func ferry_db_open(_ out: UnsafeMutablePointer<OpaquePointer?>!, _ opts: 
         }
         let database: Database
         do {
-            database = try Database.open(DatabaseConfiguration(location: location, schema: schema, synced: o.synced), scheduler: scheduler)
+            database = try Database.open(DatabaseConfiguration(location: location, schema: schema, synced: o.synced, encryptionKey: key),
+                                         scheduler: scheduler)
         } catch {
             scheduler.shutdown()
             throw error
         }
         out.pointee = HandleTable.shared.register(DatabaseHandle(database: database, polling: polling), kind: .database)
+    }
+}
+
+@c @implementation
+public func ferry_db_change_key(_ path: UnsafePointer<CChar>!, _ oldKey: UnsafePointer<UInt8>!, _ newKey: UnsafePointer<UInt8>!) -> Int32 {
+    ferryCall {
+        let p = try hostString(path, "path")
+        let old = try oldKey.map { try EncryptionKey(copying: UnsafeRawBufferPointer(start: $0, count: EncryptionKey.size)) }
+        let new = try newKey.map { try EncryptionKey(copying: UnsafeRawBufferPointer(start: $0, count: EncryptionKey.size)) }
+        try Database.changeKey(path: p, oldKey: old, newKey: new)
     }
 }
 

@@ -32,7 +32,8 @@ public func ferry_app_options_init(_ opts: UnsafeMutablePointer<ferry_app_option
 }
 
 /// The sizes of the app options' older versions (see `readVersioned`).
-private let appOptionSizes = [MemoryLayout<ferry_app_options_t>.offset(of: \.multiplex_sessions)!]
+private let appOptionSizes = [MemoryLayout<ferry_app_options_t>.offset(of: \.multiplex_sessions)!,
+                              MemoryLayout<ferry_app_options_t>.offset(of: \.encryption_key)!]
 
 /// The defaults of the fields a version-1 host does not have.
 private var appOptionDefaults: ferry_app_options_t {
@@ -52,12 +53,13 @@ public func ferry_app_new(_ out: UnsafeMutablePointer<OpaquePointer?>!, _ opts: 
         let o = try readVersioned(try required(opts, "opts"), appOptionDefaults, olderSizes: appOptionSizes, what: "ferry_app_options_t")
         guard let level = LogLevel(rawValue: o.log_level) else { throw FerryError(.invalidArgument, "unknown log level \(o.log_level)") }
         guard o.request_timeout_ms > 0 else { throw FerryError(.invalidArgument, "request_timeout_ms must be positive") }
-        let config = App.Configuration(appId: try hostString(o.app_id, "opts->app_id"), baseURL: try hostString(o.base_url, "opts->base_url"),
+        var config = App.Configuration(appId: try hostString(o.app_id, "opts->app_id"), baseURL: try hostString(o.base_url, "opts->base_url"),
                                        baseDirectory: try hostString(o.base_directory, "opts->base_directory"),
                                        tls: TLSOptions(caFile: try optionalString(o.ca_file, "opts->ca_file"), verifyPeer: o.verify_peer),
                                        requestTimeoutMs: o.request_timeout_ms, logLevel: level, multiplexSessions: o.multiplex_sessions,
                                        readTimeoutMs: o.read_timeout_ms, pingIntervalMs: o.ping_interval_ms,
                                        reconnectDelayMinMs: o.reconnect_delay_min_ms, reconnectDelayMaxMs: o.reconnect_delay_max_ms)
+        config.encryptionKey = try o.encryption_key.map { try EncryptionKey(copying: UnsafeRawBufferPointer(start: $0, count: EncryptionKey.size)) }
         let app = try App(config)
         if let cb = o.log_callback {
             let box = CCallback(userdata: o.log_userdata)
@@ -206,7 +208,8 @@ public func ferry_sync_options_init(_ opts: UnsafeMutablePointer<ferry_sync_opti
 /// The sizes of the sync options' older versions (see `readVersioned`).
 private let syncOptionSizes = [MemoryLayout<ferry_sync_options_t>.offset(of: \.download_before_open)!,
                                MemoryLayout<ferry_sync_options_t>.offset(of: \.client_reset_mode)!,
-                               MemoryLayout<ferry_sync_options_t>.offset(of: \.precheck_mode)!]
+                               MemoryLayout<ferry_sync_options_t>.offset(of: \.precheck_mode)!,
+                               MemoryLayout<ferry_sync_options_t>.offset(of: \.encryption_key)!]
 
 private var syncOptionDefaults: ferry_sync_options_t {
     var d = ferry_sync_options_t()
@@ -244,6 +247,10 @@ private struct SyncOpenRequest {
                 withCompensatingWrites(rejected) { writes, count in cb(box.userdata, writes, count, committed) }
             }
         }
+        if let key = o.encryption_key {
+            guard !o.in_memory else { throw FerryError(.invalidArgument, "an in-memory database cannot be encrypted: give no encryption_key") }
+            options.encryptionKey = try EncryptionKey(copying: UnsafeRawBufferPointer(start: key, count: EncryptionKey.size))
+        }
         if let cb = o.before_reset {
             let box = CCallback(userdata: o.before_reset_userdata)
             options.beforeReset = { before in withLentDatabases([before]) { cb(box.userdata, $0[0]) } }
@@ -272,7 +279,8 @@ private struct SyncOpenRequest {
     func hostDatabase() throws -> OpaquePointer {
         let scheduler = try LoopScheduler()
         do {
-            let db = try Database.open(DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true),
+            let db = try Database.open(DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true,
+                                                             encryptionKey: options.encryptionKey),
                                        scheduler: scheduler)
             return HandleTable.shared.register(DatabaseHandle(database: db, polling: nil), kind: .database)
         } catch {

@@ -30,6 +30,9 @@ public enum ErrorCode: Int32, Sendable, CaseIterable {
     /// A write transaction failed the pre-flight check in strict mode (SPEC F-PRECHECK): the
     /// server would reject it; nothing was written.
     case writeRejected = -24
+    /// An encrypted file could not be decrypted: a wrong key, a missing key, an unencrypted
+    /// file opened with a key, or a page that fails authentication (changed or damaged).
+    case decrypt = -25
     case `internal` = -100
 
     /// Short static text for the code, as `ferry_strerror` returns it.
@@ -59,6 +62,7 @@ public enum ErrorCode: Int32, Sendable, CaseIterable {
         case .sync: return "sync error"
         case .timeout: return "timed out"
         case .writeRejected: return "write rejected by the pre-flight check"
+        case .decrypt: return "cannot decrypt: wrong key or damaged file"
         case .internal: return "internal error"
         }
     }

@@ -11,6 +11,9 @@ public final class SQLiteConnection {
     /// cheaper than hashing the SQL text on every insert).
     private var keyed: [Int: Statement] = [:]
     package let description: String
+    /// Explains a failure that SQLite only reports as an I/O error or a damaged file, such as a
+    /// page of an encrypted file that does not decrypt (the store's page cipher knows why).
+    package var explainFailure: (() -> FerryError?)?
 
     private static let configured: Bool = {
         _ = ferry_sqlite_disable_memstatus()
@@ -57,6 +60,9 @@ public final class SQLiteConnection {
     }
 
     public func error(_ rc: Int32, _ what: String) -> FerryError {
+        if [SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_NOTADB].contains(rc & 0xff), let e = explainFailure?() {
+            return FerryError(e.code, "\(what): \(e.message)")
+        }
         if let e = descriptorError(rc, what) { return e }
         let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
         switch rc & 0xff {

@@ -12,12 +12,16 @@ public struct DatabaseConfiguration: Sendable {
     /// A handle that reads only: `beginWrite` fails (e.g. the snapshot a client reset's
     /// callbacks get of the database as it was).
     public var readOnly: Bool
+    /// The key of an encrypted file (docs/encryption.md): a new file is created encrypted, an
+    /// existing one must have been encrypted with this key. Nil for an unencrypted file.
+    public var encryptionKey: EncryptionKey?
 
-    public init(location: Location, schema: Schema?, synced: Bool = false, readOnly: Bool = false) {
+    public init(location: Location, schema: Schema?, synced: Bool = false, readOnly: Bool = false, encryptionKey: EncryptionKey? = nil) {
         self.location = location
         self.schema = schema
         self.synced = synced
         self.readOnly = readOnly
+        self.encryptionKey = encryptionKey
     }
 }
 
@@ -47,7 +51,8 @@ public final class Database: @unchecked Sendable {
             }
             location = .memory(identifier: id)
         }
-        let store = try StoreRegistry.shared.acquire(location, schema: configuration.schema, synced: configuration.synced)
+        let store = try StoreRegistry.shared.acquire(location, schema: configuration.schema, synced: configuration.synced,
+                                                     key: configuration.encryptionKey)
         return Database(store: store, scheduler: scheduler, readOnly: configuration.readOnly)
     }
 
@@ -77,6 +82,8 @@ public final class Database: @unchecked Sendable {
     public var isClosed: Bool { lock.withLock { closed } }
     public var isInTransaction: Bool { lock.withLock { transaction != nil } }
     public var isSynced: Bool { store.isSynced }
+    /// The key the file is encrypted with (nil when it is not), for opening copies of it.
+    public var encryptionKey: EncryptionKey? { store.key }
     public var isInMemory: Bool { if case .memory = store.location { return true } else { return false } }
     /// How many handles of this process share this handle's file (this one included).
     public var handleCount: Int { StoreRegistry.shared.handleCount(store) }

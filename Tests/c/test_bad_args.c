@@ -71,6 +71,8 @@ static void *const all_functions[] = {
     /* what a compensating write took (F-NOLOSS) */
     (void *)ferry_sync_error_reverted_object, (void *)ferry_reverted_object_copy,
     (void *)ferry_reverted_object_free, (void *)ferry_db_reapply_reverted,
+    /* encryption at rest (FERRY_DB_OPTIONS_VERSION 2) */
+    (void *)ferry_db_change_key,
 };
 
 /* ---- userdata accounting ------------------------------------------------------------------ */
@@ -142,14 +144,14 @@ static void test_globals(void) {
   CHECK_ERR(ferry_object_id_generate(NULL), FERRY_ERR_INVALID_ARGUMENT);
 
   /* strerror: every code has a description, unknown ones "unknown error" */
-  for (int code = -24; code <= 0; code++) {
+  for (int code = FERRY_ERR_DECRYPT; code <= 0; code++) {
     const char *s1 = ferry_strerror(code);
     CHECKF(s1 != NULL && s1[0] != '\0' && strcmp(s1, "unknown error") != 0,
            "ferry_strerror(%d) = \"%s\"", code, s1 ? s1 : "(NULL)");
   }
   const char *s100 = ferry_strerror(FERRY_ERR_INTERNAL);
   CHECK(s100 != NULL && strcmp(s100, "unknown error") != 0);
-  const int unknown[] = {1, 2, 100, -25, -99, -101, -1000, INT_MIN, INT_MAX, INT_MIN + 1};
+  const int unknown[] = {1, 2, 100, -26, -27, -99, -101, -1000, INT_MIN, INT_MAX, INT_MIN + 1};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
     CHECKF(ferry_strerror(unknown[i]) != NULL && strcmp(ferry_strerror(unknown[i]), "unknown error") == 0,
            "ferry_strerror(%d) = \"%s\"", unknown[i], ferry_strerror(unknown[i]));
@@ -299,7 +301,7 @@ static void test_options(const ferry_schema_t *schema, ferry_schema_t *freed_sch
   ferry_db_options_t o, sentinel;
   memset(&sentinel, 0xa5, sizeof sentinel);
   CHECK_ERR(ferry_db_options_init(NULL, FERRY_DB_OPTIONS_VERSION), FERRY_ERR_INVALID_ARGUMENT);
-  const uint32_t bad_versions[] = {0, 2, 1000, UINT32_MAX};
+  const uint32_t bad_versions[] = {0, FERRY_DB_OPTIONS_VERSION + 1, 1000, UINT32_MAX};
   for (size_t i = 0; i < 4; i++) {
     o = sentinel;
     CHECK_ERR(ferry_db_options_init(&o, bad_versions[i]), FERRY_ERR_INVALID_ARGUMENT);
@@ -310,6 +312,7 @@ static void test_options(const ferry_schema_t *schema, ferry_schema_t *freed_sch
   CHECK(o.path == NULL && o.in_memory_identifier == NULL && o.schema == NULL);
   CHECK_EQ_INT(o.delivery, FERRY_DELIVERY_LOOP);
   CHECK(!o.synced);
+  CHECK(o.encryption_key == NULL);
 
   ferry_db_t *db = (ferry_db_t *)&db;
   ferry_db_t *const untouched = db;
@@ -352,8 +355,23 @@ static void test_options(const ferry_schema_t *schema, ferry_schema_t *freed_sch
   o.schema = freed_schema;
   CHECK_ERR(ferry_db_open(&db, &o), FERRY_ERR_INVALID_HANDLE);
   CHECK(db == untouched);
+  /* an encryption key for an in-memory database */
+  static const uint8_t key[FERRY_ENCRYPTION_KEY_SIZE] = {1};
+  o = good;
+  o.path = NULL;
+  o.in_memory_identifier = "encrypted-in-memory";
+  o.encryption_key = key;
+  CHECK_ERR(ferry_db_open(&db, &o), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK(db == untouched);
   /* none of this created the file */
   struct stat st;
+  CHECK(stat(good.path, &st) != 0);
+  /* ferry_db_change_key: no path, an empty path, a missing file, a directory; none is made */
+  CHECK_ERR(ferry_db_change_key(NULL, NULL, key), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_db_change_key("", NULL, key), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_db_change_key(good.path, NULL, key), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_db_change_key(good.path, key, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR_ANY(ferry_db_change_key(test_tmpdir(), NULL, key), FERRY_ERR_INVALID_ARGUMENT, FERRY_ERR_IO);
   CHECK(stat(good.path, &st) != 0);
 }
 
@@ -1376,7 +1394,7 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
 /* ---- the main sequence -------------------------------------------------------------------- */
 
 int main(void) {
-  CHECK(sizeof all_functions / sizeof all_functions[0] == 94);
+  CHECK(sizeof all_functions / sizeof all_functions[0] == 95);
   for (size_t i = 0; i < sizeof all_functions / sizeof all_functions[0]; i++) CHECK(all_functions[i] != NULL);
   test_globals();
   test_schemas();

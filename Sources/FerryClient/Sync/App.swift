@@ -28,6 +28,10 @@ public final class App: @unchecked Sendable {
         /// it up to the maximum; a successful connection starts over (F-BACKOFF).
         public var reconnectDelayMinMs: UInt64
         public var reconnectDelayMaxMs: UInt64
+        /// Encrypts the user cache in the base directory (ids and tokens of the users that
+        /// logged in on this device) like a database file (docs/encryption.md); an
+        /// unencrypted cache is encrypted at once.
+        public var encryptionKey: EncryptionKey?
         public init(appId: String, baseURL: String, baseDirectory: String, tls: TLSOptions = TLSOptions(),
                     requestTimeoutMs: UInt64 = 60_000, logLevel: LogLevel = .info, multiplexSessions: Bool = true,
                     readTimeoutMs: UInt64 = 120_000, pingIntervalMs: UInt64 = 60_000,
@@ -76,7 +80,7 @@ public final class App: @unchecked Sendable {
         }
         self.configuration = configuration
         _ = Self.openSSLReady
-        let store = try UserStore(directory: configuration.baseDirectory)
+        let store = try UserStore(directory: configuration.baseDirectory, key: configuration.encryptionKey)
         self.store = store
         loop = try EventLoop.acquireShared()
         for r in try store.all() {
@@ -341,7 +345,8 @@ public final class App: @unchecked Sendable {
         let scheduler = try LoopScheduler()
         var db: Database
         do {
-            let configuration = DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true)
+            let configuration = DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true,
+                                                      encryptionKey: options.encryptionKey)
             db = try Database.open(configuration, scheduler: scheduler)
             // A client reset the host left pending (SPEC F-RESETMANUAL) happens now, when
             // nothing else in this process has the file open: it moves to its backup path and

@@ -41,6 +41,9 @@ public struct SyncOpenOptions: Sendable {
     /// (`strict`): on the committing thread, before the commit returns, with no database lock
     /// held. Only failed checks are reported.
     public var precheckHandler: (@Sendable (_ rejected: [CompensatingWrite], _ committed: Bool) -> Void)?
+    /// The key of an encrypted file (docs/encryption.md); a reset's snapshots and backups are
+    /// encrypted with it too.
+    public var encryptionKey: EncryptionKey?
 
     public init(downloadBeforeOpen: DownloadBeforeOpen = .never, openTimeoutMs: UInt64 = 30_000, inMemory: Bool = false,
                 initialSubscriptions: (@Sendable (inout SubscriptionSet) throws -> Void)? = nil, rerunInitialSubscriptions: Bool = false,

@@ -171,7 +171,9 @@ extension SyncSession {
         let snapshotPath = base + ".before-reset-\(UInt64.random(in: 0...UInt64.max))"
         try database.writeCopy(toPath: snapshotPath)
         do {
-            let db = try Database.open(DatabaseConfiguration(location: .file(snapshotPath), schema: nil, readOnly: true), scheduler: PollingScheduler())
+            let db = try Database.open(DatabaseConfiguration(location: .file(snapshotPath), schema: nil, readOnly: true,
+                                                             encryptionKey: database.encryptionKey),
+                                       scheduler: PollingScheduler())
             return (db, snapshotPath)
         } catch {
             Database.removeFile(snapshotPath)

@@ -15,9 +15,21 @@ final class UserStore {
     }
 
     private let db: SQLiteConnection
+    /// The cache's encryption, when the App has a key (docs/encryption.md).
+    private let encrypted: EncryptedConnection?
 
-    init(directory: String) throws {
-        db = try SQLiteConnection(creatingAt: directory + "/ferry-users.sqlite", description: "the user cache in \(directory)")
+    init(directory: String, key: EncryptionKey? = nil) throws {
+        let path = directory + "/ferry-users.sqlite"
+        let description = "the user cache in \(directory)"
+        if let key {
+            let e = try EncryptedConnection(path: path, key: key, description: description)
+            encrypted = e
+            db = e.connection
+        } else {
+            encrypted = nil
+            try EncryptedConnection.checkUnencrypted(path: path, description: description)
+            db = try SQLiteConnection(creatingAt: path, description: description)
+        }
         try db.exec("""
             PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
             CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY NOT NULL, access TEXT NOT NULL, refresh TEXT NOT NULL,
@@ -25,7 +37,10 @@ final class UserStore {
             """)
     }
 
-    func close() { db.close() }
+    func close() {
+        db.close()
+        encrypted?.close()
+    }
 
     /// Every cached user, most recently logged in first.
     func all() throws -> [Record] {

@@ -23,6 +23,11 @@ final class Store: @unchecked Sendable {
     let readerLock = Lock()
     private var agentLock: SyncAgentLock?
     private(set) var isSynced: Bool
+    /// The page cipher of an encrypted file (nil when the file is not encrypted).
+    let cipher: PageCipher?
+    /// The key, kept (in memory it wipes) for the files made from this one that must open
+    /// with it: a client reset's snapshot.
+    let key: EncryptionKey?
 
     /// Guards the write lock's owner and the observers. (`lastTimestamp` belongs to whoever
     /// holds the write lock.)
@@ -49,11 +54,11 @@ final class Store: @unchecked Sendable {
     }
     private var lastTimestamp: Int64 = 0
 
-    init(location: StoreLocation, schema requested: Schema?, synced: Bool) throws {
+    init(location: StoreLocation, schema requested: Schema?, synced: Bool, key: EncryptionKey? = nil) throws {
         self.location = location
         // An in-memory store may be synced too (SPEC F-INMEM): it is private to this process,
         // so it needs no sync-agent lock; only files do.
-        let name: String
+        var name: String
         var memFile: String?
         switch location {
         case .file(let path): name = StoreLocation.uri(path: path)
@@ -69,16 +74,31 @@ final class Store: @unchecked Sendable {
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         var filePath: String?
         if case .file(let path) = location { filePath = path }
+        var cipher: PageCipher?
+        if let filePath {
+            try PageCipher.checkKey(path: filePath, hasKey: key != nil, description: location.displayName)
+            if let key {
+                let c = try PageCipher(key: key)
+                cipher = c
+                name = c.uri(filePath)
+            }
+        } else if key != nil {
+            throw FerryError(.invalidArgument, "an in-memory database is not encrypted: give no key")
+        }
+        self.cipher = cipher
+        self.key = key
         let createdFile = filePath.map { access($0, F_OK) != 0 } ?? false
         var lock: SyncAgentLock?
-        /// Undoes what opening did: the lock, and files this open created.
+        /// Undoes what opening did: the lock, the cipher, and files this open created.
         func undo() {
+            cipher?.destroy()
             lock?.release()
             if let f = memFile { MemoryFiles.remove(f) }
             if createdFile, let p = filePath { for suffix in ["", "-wal", "-shm"] { unlink(p + suffix) } }
         }
         do {
-            writer = try SQLiteConnection(path: name, flags: flags, description: location.displayName)
+            writer = try cipher?.connection(name, flags: flags, description: location.displayName)
+                ?? SQLiteConnection(path: name, flags: flags, description: location.displayName)
         } catch {
             undo()
             throw error
@@ -96,7 +116,8 @@ final class Store: @unchecked Sendable {
         }
         layouts = schema.classes.enumerated().map { TableLayout($0.element, classIndex: $0.offset) }
         do {
-            let r = try SQLiteConnection(path: name, flags: flags, description: location.displayName)
+            let r = try cipher?.connection(name, flags: flags, description: location.displayName)
+                ?? SQLiteConnection(path: name, flags: flags, description: location.displayName)
             // SQLite opens a connection's WAL at its first read: read now, so a process out
             // of file descriptors fails this open, not a later read of an open database.
             do { try r.exec("SELECT count(*) FROM sqlite_master") } catch {
@@ -190,6 +211,7 @@ final class Store: @unchecked Sendable {
         readerLock.withLock { reader.close() }
         agentLock?.release()
         agentLock = nil
+        cipher?.destroy()
         if let f = memoryFile {
             MemoryFiles.remove(f)
             memoryFile = nil
@@ -197,7 +219,14 @@ final class Store: @unchecked Sendable {
     }
 
     /// A second handle in this process must agree with the store's schema.
-    func checkCompatible(schema requested: Schema?, synced: Bool) throws {
+    func checkCompatible(schema requested: Schema?, synced: Bool, key: EncryptionKey? = nil) throws {
+        switch (cipher, key) {
+        case (nil, nil): break
+        case (let c?, let k?):
+            guard c.matches(k) else { throw FerryError(.decrypt, "\(location.displayName) is already open in this process with another key") }
+        case (_?, nil): throw FerryError(.decrypt, "\(location.displayName) is encrypted: open it with its key")
+        case (nil, _?): throw FerryError(.decrypt, "\(location.displayName) is not encrypted: convert it with ferry_db_change_key before opening it with a key")
+        }
         if let requested, requested != schema {
             throw FerryError(.schemaMismatch, "\(location.displayName) is already open in this process with a different schema; close its other handles before opening it with a new one")
         }

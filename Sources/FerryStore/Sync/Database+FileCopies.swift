@@ -7,7 +7,8 @@ import FerryCore
 extension Database {
     /// Writes a consistent copy of the whole database (data, history, sync state) to a new file
     /// at `path`, e.g. a backup of the state before a client reset. The copy is an ordinary
-    /// Ferry database file. `path` must not exist.
+    /// Ferry database file, encrypted with this file's key if it is encrypted. `path` must not
+    /// exist.
     public func writeCopy(toPath path: String) throws {
         guard !path.isEmpty, !path.utf8.contains(0) else { throw FerryError(.invalidArgument, "the copy's path is empty or contains NUL") }
         guard access(path, F_OK) != 0 else { throw FerryError(.invalidArgument, "\(path) already exists: a copy needs a new file") }
@@ -15,7 +16,7 @@ extension Database {
             try readingStore { c in
                 let s = try c.statement("VACUUM INTO ?")
                 defer { s.resetKeepingBindings() }
-                s.bind(1, path)
+                s.bind(1, copyTarget(path))
                 try s.run()
             }
         } catch {
@@ -23,6 +24,10 @@ extension Database {
             throw error
         }
     }
+
+    /// What VACUUM INTO writes to for a copy at `path`: the file through this store's page
+    /// cipher when it is encrypted, so a copy never holds the data in the clear.
+    func copyTarget(_ path: String) -> String { storeForSync.cipher?.uri(path) ?? path }
 
     /// Moves a database file that no handle of this process has open (with its WAL and
     /// shared-memory files) to `destination`, which must not exist.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CSQLite
 import FerryCore
 import FerrySQLite
 
@@ -23,11 +24,12 @@ extension Database {
         try readingStore { c in
             let s = try c.statement("VACUUM INTO ?")
             defer { s.resetKeepingBindings() }
-            s.bind(1, path)
+            s.bind(1, copyTarget(path))
             try s.run()
         }
         do {
-            let copy = try SQLiteConnection(creatingAt: path, description: path)
+            let copy = try storeForSync.cipher?.connection(copyTarget(path), flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, description: path)
+                ?? SQLiteConnection(creatingAt: path, description: path)
             defer { copy.close() }
             try copy.exec("BEGIN IMMEDIATE")
             do {

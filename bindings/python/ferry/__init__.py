@@ -25,6 +25,7 @@ from .errors import (
     AlreadyInTransactionError,
     AuthError,
     FerryTimeoutError,
+    DecryptError,
     NetworkError,
     SyncServerError,
     BusyError,
@@ -167,6 +168,7 @@ __all__ = [
     "SyncServerError",
     "FerryTimeoutError",
     "WriteRejectedError",
+    "DecryptError",
     "InternalError",
 ]
 

@@ -78,6 +78,7 @@ FERRY_ERR_AUTH = -21
 FERRY_ERR_SYNC = -22
 FERRY_ERR_TIMEOUT = -23
 FERRY_ERR_WRITE_REJECTED = -24
+FERRY_ERR_DECRYPT = -25
 FERRY_ERR_INTERNAL = -100
 
 FERRY_TYPE_NULL = 0
@@ -103,9 +104,10 @@ FERRY_CLASS_ASYMMETRIC = 1
 FERRY_DELIVERY_LOOP = 0
 FERRY_DELIVERY_POLL = 1
 
-FERRY_DB_OPTIONS_VERSION = 1
-FERRY_APP_OPTIONS_VERSION = 2
-FERRY_SYNC_OPTIONS_VERSION = 4
+FERRY_DB_OPTIONS_VERSION = 2
+FERRY_ENCRYPTION_KEY_SIZE = 64
+FERRY_APP_OPTIONS_VERSION = 3
+FERRY_SYNC_OPTIONS_VERSION = 5
 
 FERRY_DOWNLOAD_BEFORE_OPEN_NEVER = 0
 FERRY_DOWNLOAD_BEFORE_OPEN_ALWAYS = 1
@@ -191,7 +193,7 @@ class ClassInfo(Structure):
 
 
 class DbOptions(Structure):
-    """``ferry_db_options_t`` (version 1)."""
+    """``ferry_db_options_t`` (version 2)."""
 
     _fields_ = [
         ("version", c_uint32),
@@ -200,6 +202,7 @@ class DbOptions(Structure):
         ("schema", c_void_p),
         ("delivery", c_int32),
         ("synced", c_bool),
+        ("encryption_key", c_void_p),
     ]
 
 
@@ -236,7 +239,8 @@ LOG_CB = CFUNCTYPE(None, c_void_p, c_int32, c_char_p)
 
 
 class AppOptions(Structure):
-    """``ferry_app_options_t`` (version 2: version 1 ends at ``log_userdata``)."""
+    """``ferry_app_options_t`` (version 3: version 1 ends at ``log_userdata``, version 2 at
+    ``reconnect_delay_max_ms``)."""
 
     _fields_ = [
         ("version", c_uint32),
@@ -255,6 +259,8 @@ class AppOptions(Structure):
         ("ping_interval_ms", c_uint64),
         ("reconnect_delay_min_ms", c_uint64),
         ("reconnect_delay_max_ms", c_uint64),
+        # version 3
+        ("encryption_key", c_void_p),
     ]
 
 
@@ -388,6 +394,8 @@ class SyncOptions(Structure):
         ("precheck_mode", c_int32),
         ("precheck_callback", PRECHECK_CB),
         ("precheck_userdata", c_void_p),
+        # version 5
+        ("encryption_key", c_void_p),
     ]
 
 
@@ -432,6 +440,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     # Databases
     "ferry_db_options_init": (c_int, [POINTER(DbOptions), c_uint32]),
     "ferry_db_open": (c_int, [_pp, POINTER(DbOptions)]),
+    "ferry_db_change_key": (c_int, [c_char_p, c_void_p, c_void_p]),
     "ferry_db_close": (c_int, [c_void_p]),
     "ferry_db_free": (None, [c_void_p]),
     "ferry_db_is_closed": (c_int, [POINTER(c_bool), c_void_p]),

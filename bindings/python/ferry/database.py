@@ -470,6 +470,7 @@ class Database:
         schema: SchemaLike = None,
         delivery: Union[str, Delivery] = "loop",
         synced: bool = False,
+        encryption_key: Optional[bytes] = None,
     ) -> "Database":
         """Opens (or creates) a database.
 
@@ -485,6 +486,11 @@ class Database:
                 only inside :meth:`deliver_notifications`).
             synced: marks the file as synced; only one process (the sync agent) may then have
                 it open: others get :class:`~ferry.MultipleSyncAgentsError`.
+            encryption_key: 64 bytes to encrypt the file with (a new file is created encrypted;
+                an existing one must have been encrypted with this key): every page of the file
+                and its WAL is encrypted and authenticated with AES-256-GCM. A wrong key, or a
+                key for an unencrypted file, raises :class:`~ferry.DecryptError`. Not for
+                in-memory databases.
 
         Exactly one of ``path`` and ``in_memory`` must be given (the library checks).
         """
@@ -508,10 +514,14 @@ class Database:
             opts.schema = schema.handle
         opts.delivery = int(delivery)
         opts.synced = bool(synced)
+        key_buffer = _key_buffer(encryption_key)
+        if key_buffer is not None:
+            opts.encryption_key = ctypes.addressof(key_buffer)
         handle = ctypes.c_void_p()
         try:
             check(lib.ferry_db_open(ctypes.byref(handle), ctypes.byref(opts)))
         finally:
+            _wipe(key_buffer)  # the library keeps its own copy
             if owned_schema is not None:
                 owned_schema.close()  # the database keeps its own copy
         if path is not None:
@@ -519,6 +529,26 @@ class Database:
         else:
             description = f"in-memory:{in_memory}"
         return cls(handle.value, description=description, delivery=delivery)
+
+    @staticmethod
+    def change_key(
+        path: Union[str, "os.PathLike[str]"],
+        old_key: Optional[bytes],
+        new_key: Optional[bytes],
+    ) -> None:
+        """Encrypts (``old_key=None``), decrypts (``new_key=None``) or re-keys the database
+        file at ``path``, which no process may have open. Keys are 64 bytes. The file is
+        rewritten beside itself and moved over the original once complete. Raises
+        :class:`~ferry.DecryptError` when ``old_key`` does not open the file."""
+        old_buffer, new_buffer = _key_buffer(old_key), _key_buffer(new_key)
+        try:
+            check(_native.lib().ferry_db_change_key(
+                os.fsencode(path),
+                None if old_buffer is None else ctypes.addressof(old_buffer),
+                None if new_buffer is None else ctypes.addressof(new_buffer)))
+        finally:
+            _wipe(old_buffer)
+            _wipe(new_buffer)
 
     def close(self) -> None:
         """Closes the database: an open write transaction is cancelled and notifications stop
@@ -1107,3 +1137,22 @@ class Database:
         """
         check(_native.lib().ferry_db_verify_history(self._handle))
         return True
+
+
+def _key_buffer(key: Optional[bytes]) -> "Optional[ctypes.Array[ctypes.c_char]]":
+    """A C copy of an encryption key (None stays None); the length is checked here because the
+    library cannot see it."""
+    if key is None:
+        return None
+    key = bytes(key)
+    if len(key) != _native.FERRY_ENCRYPTION_KEY_SIZE:
+        raise InvalidArgumentError(
+            f"an encryption key is {_native.FERRY_ENCRYPTION_KEY_SIZE} bytes, got {len(key)}",
+            _native.FERRY_ERR_INVALID_ARGUMENT)
+    return ctypes.create_string_buffer(key, len(key))
+
+
+def _wipe(buffer: "Optional[ctypes.Array[ctypes.c_char]]") -> None:
+    """Zeroes the binding's C copy of a key once the library has taken its own."""
+    if buffer is not None:
+        ctypes.memset(buffer, 0, len(buffer))

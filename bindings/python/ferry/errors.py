@@ -232,6 +232,13 @@ class FerryTimeoutError(FerryError, TimeoutError):
         FerryError.__init__(self, message, code)
 
 
+class DecryptError(FerryError):
+    """FERRY_ERR_DECRYPT: an encrypted file cannot be decrypted: a wrong or missing key, a key
+    for an unencrypted file, or a page that fails authentication (changed or damaged)."""
+
+    CODE = _native.FERRY_ERR_DECRYPT
+
+
 class InternalError(FerryError):
     """FERRY_ERR_INTERNAL: a bug in Ferry; please report it with the message."""
 
@@ -267,6 +274,7 @@ _BY_CODE: dict[int, type[FerryError]] = {
         MultipleSyncAgentsError,
         OutOfRangeError,
         CorruptError,
+        DecryptError,
         BusyError,
         NetworkError,
         AuthError,

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Union
 
 from . import _native
-from .database import Database, Delivery
+from .database import Database, Delivery, _key_buffer, _wipe
 from .errors import FerryError, FerryTimeoutError, check, error_for_code
 from .schema import Schema, SchemaLike
 from .values import from_native
@@ -1413,6 +1413,9 @@ class App:
         ping_interval_ms: a quiet connection pings the server this often (default 60000).
         reconnect_delay_min_ms, reconnect_delay_max_ms: the reconnection backoff's first delay
             and cap (defaults 1000 and 16000). ``None`` keeps the library's default.
+        encryption_key: 64 bytes to encrypt the user cache in ``base_directory`` (user ids
+            and tokens) like a database file; an unencrypted cache is encrypted at once, an
+            encrypted one without its key raises :class:`~ferry.DecryptError`.
 
     A context manager; :meth:`close` (or leaving the block) closes its sessions first, then
     the App.
@@ -1434,6 +1437,7 @@ class App:
         ping_interval_ms: Optional[int] = None,
         reconnect_delay_min_ms: Optional[int] = None,
         reconnect_delay_max_ms: Optional[int] = None,
+        encryption_key: Optional[bytes] = None,
     ) -> None:
         lib = _native.lib()
         opts = _native.AppOptions()
@@ -1460,12 +1464,17 @@ class App:
             _loggers[self._log_key] = logger
             opts.log_callback = _LOG_TRAMPOLINE
             opts.log_userdata = self._log_key
+        key_buffer = _key_buffer(encryption_key)
+        if key_buffer is not None:
+            opts.encryption_key = ctypes.addressof(key_buffer)
         handle = ctypes.c_void_p()
         try:
             check(lib.ferry_app_new(ctypes.byref(handle), ctypes.byref(opts)))
         except BaseException:
             _loggers.pop(self._log_key, None)
             raise
+        finally:
+            _wipe(key_buffer)  # the library copied the key during the call
         self._handle: Optional[int] = handle.value
         self._state = _AppState(handle.value, self._log_key)
         self._finalizer = weakref.finalize(self, self._state.free)
@@ -1590,7 +1599,7 @@ class App:
                  in_memory: bool, initial_subscriptions: Optional[Callable[[MutableSubscriptionSet], Any]],
                  rerun_initial_subscriptions: bool, client_reset_mode: ClientResetMode,
                  hooks: Optional[_ResetHooks], key: int,
-                 precheck_mode: "PrecheckMode" = PrecheckMode.OFF) -> _native.SyncOptions:
+                 precheck_mode: "PrecheckMode" = PrecheckMode.OFF, encryption_key: Any = None) -> _native.SyncOptions:
         opts = _native.SyncOptions()
         check(_native.lib().ferry_sync_options_init(ctypes.byref(opts), _native.FERRY_SYNC_OPTIONS_VERSION))
         opts.path = os.fsencode(path)
@@ -1618,6 +1627,8 @@ class App:
         if hooks is not None and hooks.precheck is not None:
             opts.precheck_callback = _PRECHECK_TRAMPOLINE
             opts.precheck_userdata = key
+        if encryption_key is not None:
+            opts.encryption_key = ctypes.addressof(encryption_key)
         return opts
 
     def _open(self, user: User, path: Union[str, "os.PathLike[str]"], schema: SchemaLike, *,
@@ -1628,6 +1639,7 @@ class App:
               after_reset: Optional[Callable[[Database, Database, ClientResetReport], Any]],
               asynchronous: bool, precheck_mode: "PrecheckMode" = PrecheckMode.OFF,
               on_precheck: Optional[Callable[[list[CompensatingWrite], bool], Any]] = None,
+              encryption_key: Optional[bytes] = None,
               ) -> tuple[Optional[_Pending], Any, list[Any], int]:
         """Starts an open. Returns (pending, None, entry, hooks_key) for ferry_sync_open_async,
         or (None, (session, db), entry, hooks_key) for ferry_sync_open; entry[1] is an
@@ -1654,9 +1666,11 @@ class App:
         if before_reset is not None or after_reset is not None or on_precheck is not None:
             hooks = _reset_hooks[key] = _ResetHooks(before_reset, after_reset, on_precheck)
         opened = False
+        key_buffer = _key_buffer(encryption_key)
         try:
             opts = self._options(path, schema, download_before_open, open_timeout_ms, in_memory,
-                                 initial_subscriptions, rerun_initial_subscriptions, mode, hooks, key, precheck)
+                                 initial_subscriptions, rerun_initial_subscriptions, mode, hooks, key, precheck,
+                                 key_buffer)
             if asynchronous:
                 hooks_key = key if hooks is not None else 0
                 pending = _start(lambda k: lib.ferry_sync_open_async(
@@ -1677,6 +1691,7 @@ class App:
                 raise entry[1] from exc
             raise
         finally:
+            _wipe(key_buffer)  # the library copied the key during the call
             if not opened:
                 _reset_hooks.pop(key, None)  # no session: the library never calls them
             # The library calls initial_subscriptions before either open function returns.
@@ -1710,6 +1725,7 @@ class App:
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         precheck_mode: PrecheckMode = PrecheckMode.OFF,
         on_precheck: Optional[Callable[[list[CompensatingWrite], bool], Any]] = None,
+        encryption_key: Optional[bytes] = None,
     ) -> SyncSession:
         """Opens a flexible-sync database of a logged-in user and starts its session. Nothing
         syncs down until the subscription set has a subscription.
@@ -1752,6 +1768,9 @@ class App:
                 is a list of :class:`CompensatingWrite` with the server's exact reasons,
                 ``committed`` True in ``WARN`` mode, False in ``STRICT`` mode. Exceptions it
                 raises are logged. Kept until the session is closed.
+            encryption_key: 64 bytes: the file is encrypted as with
+                :meth:`ferry.Database.open`'s ``encryption_key``, and so are a client reset's
+                snapshots and backups (not with ``in_memory``).
 
         Raises:
             AuthError: the user is logged out. MultipleSyncAgentsError. FerryTimeoutError.
@@ -1764,7 +1783,8 @@ class App:
             in_memory=in_memory, initial_subscriptions=initial_subscriptions,
             rerun_initial_subscriptions=rerun_initial_subscriptions, client_reset_mode=client_reset_mode,
             before_reset=before_reset, after_reset=after_reset, asynchronous=asynchronous,
-            precheck_mode=precheck_mode, on_precheck=on_precheck)
+            precheck_mode=precheck_mode, on_precheck=on_precheck,
+            encryption_key=encryption_key)
         if pending is not None:
             try:
                 handles = pending.wait(timeout, "opening a synced database")
@@ -1791,6 +1811,7 @@ class App:
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         precheck_mode: PrecheckMode = PrecheckMode.OFF,
         on_precheck: Optional[Callable[[list[CompensatingWrite], bool], Any]] = None,
+        encryption_key: Optional[bytes] = None,
     ) -> SyncSession:
         """The asyncio twin of :meth:`open_synced`, for every ``download_before_open`` mode
         (``ferry_sync_open_async``): the completion arrives on Ferry's loop thread and wakes
@@ -1804,7 +1825,8 @@ class App:
             in_memory=in_memory, initial_subscriptions=initial_subscriptions,
             rerun_initial_subscriptions=rerun_initial_subscriptions, client_reset_mode=client_reset_mode,
             before_reset=before_reset, after_reset=after_reset, asynchronous=True,
-            precheck_mode=precheck_mode, on_precheck=on_precheck)
+            precheck_mode=precheck_mode, on_precheck=on_precheck,
+            encryption_key=encryption_key)
         assert pending is not None
         try:
             handles = await pending.wait_async("opening a synced database", timeout)

@@ -123,6 +123,10 @@ pub struct AppOptions {
     pub reconnect_delay_min: Duration,
     /// The reconnection backoff's cap (default 16 s; at least `reconnect_delay_min`).
     pub reconnect_delay_max: Duration,
+    /// `Some(key)`: the user cache in `base_directory` (user ids and tokens) is encrypted
+    /// like a database file (an unencrypted cache is encrypted at once); an encrypted cache
+    /// without its key is [`ErrorCode::Decrypt`]. `Debug` never shows it.
+    pub encryption_key: Option<[u8; 64]>,
 }
 
 impl AppOptions {
@@ -158,6 +162,7 @@ impl Default for AppOptions {
             ping_interval: Duration::from_secs(60),
             reconnect_delay_min: Duration::from_secs(1),
             reconnect_delay_max: Duration::from_secs(16),
+            encryption_key: None,
         }
     }
 }
@@ -178,6 +183,7 @@ impl fmt::Debug for AppOptions {
             .field("ping_interval", &self.ping_interval)
             .field("reconnect_delay_min", &self.reconnect_delay_min)
             .field("reconnect_delay_max", &self.reconnect_delay_max)
+            .field("encryption_key", &self.encryption_key.map(|_| "<64-byte encryption key>"))
             .finish()
     }
 }
@@ -464,6 +470,8 @@ impl App {
         raw.ping_interval_ms = millis(options.ping_interval);
         raw.reconnect_delay_min_ms = millis(options.reconnect_delay_min);
         raw.reconnect_delay_max_ms = millis(options.reconnect_delay_max);
+        // libferry copies the key during ferry_app_new; `options` outlives the call.
+        raw.encryption_key = options.encryption_key.as_ref().map_or(ptr::null(), |k| k.as_ptr());
 
         let callbacks = Arc::new(Callbacks::default());
         let has_logger = options.logger.is_some();

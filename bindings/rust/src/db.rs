@@ -50,6 +50,17 @@ pub struct Options<'a> {
     schema: Option<&'a Schema>,
     delivery: Delivery,
     synced: bool,
+    encryption_key: Option<KeyRef<'a>>,
+}
+
+/// An encryption key lent to [`Options`]; its `Debug` never shows the bytes.
+#[derive(Clone, Copy)]
+struct KeyRef<'a>(&'a [u8; sys::FERRY_ENCRYPTION_KEY_SIZE]);
+
+impl fmt::Debug for KeyRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<64-byte encryption key>")
+    }
 }
 
 impl<'a> Options<'a> {
@@ -65,7 +76,13 @@ impl<'a> Options<'a> {
     }
 
     fn at(location: Location) -> Options<'a> {
-        Options { location, schema: None, delivery: Delivery::Loop, synced: false }
+        Options {
+            location,
+            schema: None,
+            delivery: Delivery::Loop,
+            synced: false,
+            encryption_key: None,
+        }
     }
 
     /// The schema to open with. Without one, the schema stored in the file is used (an error
@@ -87,6 +104,16 @@ impl<'a> Options<'a> {
     /// for in-memory databases.
     pub fn synced(mut self, synced: bool) -> Options<'a> {
         self.synced = synced;
+        self
+    }
+
+    /// Encrypts the file with this 64-byte key: a new file is created encrypted, an existing
+    /// one must have been encrypted with it. Every page of the file and of its WAL is
+    /// encrypted and authenticated (AES-256-GCM). A wrong key, or a key for an unencrypted
+    /// file, fails with [`ErrorCode::Decrypt`]. libferry copies the key during the open. Not
+    /// allowed for in-memory databases.
+    pub fn encryption_key(mut self, key: &'a [u8; 64]) -> Options<'a> {
+        self.encryption_key = Some(KeyRef(key));
         self
     }
 }
@@ -173,7 +200,8 @@ impl Database {
     ///
     /// Errors: [`ErrorCode::InvalidArgument`], [`ErrorCode::Io`], [`ErrorCode::Corrupt`],
     /// [`ErrorCode::SchemaMismatch`], [`ErrorCode::MultipleSyncAgents`],
-    /// [`ErrorCode::InvalidSchema`] (no schema for a new database).
+    /// [`ErrorCode::InvalidSchema`] (no schema for a new database), [`ErrorCode::Decrypt`]
+    /// (a wrong or missing key).
     pub fn open(options: &Options<'_>) -> Result<Database> {
         let mut raw = sys::ferry_db_options_t {
             version: 0,
@@ -182,6 +210,7 @@ impl Database {
             schema: ptr::null(),
             delivery: sys::FERRY_DELIVERY_LOOP,
             synced: false,
+            encryption_key: ptr::null(),
         };
         // SAFETY: `raw` is a valid out-parameter.
         Error::check(unsafe {
@@ -202,6 +231,7 @@ impl Database {
             Delivery::Poll => sys::FERRY_DELIVERY_POLL,
         };
         raw.synced = options.synced;
+        raw.encryption_key = options.encryption_key.map_or(ptr::null(), |k| k.0.as_ptr());
 
         let mut out = ptr::null_mut();
         // SAFETY: `raw`'s strings and schema outlive the call; libferry copies them.
@@ -210,6 +240,25 @@ impl Database {
             Error::new(ErrorCode::Internal, "ferry_db_open succeeded but returned NULL")
         })?;
         Ok(Database::from_handle(handle, options.delivery))
+    }
+
+    /// Encrypts (`old_key` `None`), decrypts (`new_key` `None`) or re-keys the database file
+    /// at `path`, which no process may have open (`ferry_db_change_key`). The file is
+    /// rewritten beside itself and moved over the original once complete.
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`] (a missing file, or one open in this process),
+    /// [`ErrorCode::Decrypt`] (`old_key` does not open it), [`ErrorCode::Corrupt`],
+    /// [`ErrorCode::Busy`], [`ErrorCode::Io`].
+    pub fn change_key(
+        path: impl AsRef<Path>,
+        old_key: Option<&[u8; 64]>,
+        new_key: Option<&[u8; 64]>,
+    ) -> Result<()> {
+        let path = c_string(path.as_ref().as_os_str().as_bytes(), "path")?;
+        let old = old_key.map_or(ptr::null(), |k| k.as_ptr());
+        let new = new_key.map_or(ptr::null(), |k| k.as_ptr());
+        // SAFETY: the path and the keys (64 bytes each) outlive the call; libferry copies them.
+        Error::check(unsafe { sys::ferry_db_change_key(path.as_ptr(), old, new) })
     }
 
     /// Wraps a handle the caller owns (from `ferry_db_open` or `ferry_sync_open`); the

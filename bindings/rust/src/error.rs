@@ -67,6 +67,9 @@ pub enum ErrorCode {
     /// `FERRY_ERR_WRITE_REJECTED`: a strict pre-flight check refused a write transaction
     /// (SPEC F-PRECHECK); it was rolled back.
     WriteRejected,
+    /// `FERRY_ERR_DECRYPT`: an encrypted file cannot be decrypted: a wrong or missing key, a
+    /// key for an unencrypted file, or a page that fails authentication.
+    Decrypt,
     /// `FERRY_ERR_INTERNAL`: a bug in Ferry.
     Internal,
     /// A code this binding does not know.
@@ -103,6 +106,7 @@ impl ErrorCode {
             sys::FERRY_ERR_SYNC => Sync,
             sys::FERRY_ERR_TIMEOUT => Timeout,
             sys::FERRY_ERR_WRITE_REJECTED => WriteRejected,
+            sys::FERRY_ERR_DECRYPT => Decrypt,
             sys::FERRY_ERR_INTERNAL => Internal,
             other => Unknown(other),
         }
@@ -136,6 +140,7 @@ impl ErrorCode {
             Sync => sys::FERRY_ERR_SYNC,
             Timeout => sys::FERRY_ERR_TIMEOUT,
             WriteRejected => sys::FERRY_ERR_WRITE_REJECTED,
+            Decrypt => sys::FERRY_ERR_DECRYPT,
             Internal => sys::FERRY_ERR_INTERNAL,
             Unknown(code) => code,
         }

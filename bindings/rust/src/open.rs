@@ -79,6 +79,7 @@ pub struct SyncOptions<'a> {
     client_reset_mode: ClientResetMode,
     reset_callbacks: ResetCallbacks,
     precheck_mode: PrecheckMode,
+    encryption_key: Option<&'a [u8; 64]>,
 }
 
 impl fmt::Debug for SyncOptions<'_> {
@@ -93,6 +94,7 @@ impl fmt::Debug for SyncOptions<'_> {
             .field("client_reset_mode", &self.client_reset_mode)
             .field("reset_callbacks", &self.reset_callbacks)
             .field("precheck_mode", &self.precheck_mode)
+            .field("encryption_key", &self.encryption_key.map(|_| "<64-byte encryption key>"))
             .finish()
     }
 }
@@ -114,6 +116,7 @@ impl<'a> SyncOptions<'a> {
             client_reset_mode: ClientResetMode::RecoverUnsyncedChanges,
             reset_callbacks: ResetCallbacks::default(),
             precheck_mode: PrecheckMode::Off,
+            encryption_key: None,
         }
     }
 
@@ -123,6 +126,14 @@ impl<'a> SyncOptions<'a> {
         let mut options = SyncOptions::new(PathBuf::from(identifier.into()), schema);
         options.in_memory = true;
         options
+    }
+
+    /// Encrypts the file with this 64-byte key, as [`Options::encryption_key`](crate::Options::encryption_key)
+    /// does; a client reset's snapshots and backups are encrypted with it too. Not with
+    /// [`in_memory`](SyncOptions::in_memory).
+    pub fn encryption_key(mut self, key: &'a [u8; 64]) -> SyncOptions<'a> {
+        self.encryption_key = Some(key);
+        self
     }
 
     /// Whether the open waits for the server first.
@@ -248,6 +259,7 @@ impl<'a> SyncOptions<'a> {
         raw.rerun_initial_subscriptions = self.rerun_initial_subscriptions;
         raw.client_reset_mode = self.client_reset_mode.as_raw();
         raw.precheck_mode = self.precheck_mode.as_raw();
+        raw.encryption_key = self.encryption_key.map_or(std::ptr::null(), |k| k.as_ptr());
         // The caller keeps a clone of the closures (`reset_callbacks`) with the session.
         self.reset_callbacks.fill(&mut raw);
         let state = self.initial_subscriptions.as_deref().map(|fill| InitialState {

@@ -49,6 +49,7 @@ pub const FERRY_ERR_AUTH: c_int = -21;
 pub const FERRY_ERR_SYNC: c_int = -22;
 pub const FERRY_ERR_TIMEOUT: c_int = -23;
 pub const FERRY_ERR_WRITE_REJECTED: c_int = -24;
+pub const FERRY_ERR_DECRYPT: c_int = -25;
 pub const FERRY_ERR_INTERNAL: c_int = -100;
 
 /// The last error on the calling thread.
@@ -207,7 +208,8 @@ pub type ferry_delivery_t = i32;
 pub const FERRY_DELIVERY_LOOP: i32 = 0;
 pub const FERRY_DELIVERY_POLL: i32 = 1;
 
-pub const FERRY_DB_OPTIONS_VERSION: u32 = 1;
+pub const FERRY_DB_OPTIONS_VERSION: u32 = 2;
+pub const FERRY_ENCRYPTION_KEY_SIZE: usize = 64;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -219,6 +221,8 @@ pub struct ferry_db_options_t {
     /// `ferry_delivery_t`.
     pub delivery: i32,
     pub synced: bool,
+    /// Version 2: NULL or `FERRY_ENCRYPTION_KEY_SIZE` bytes.
+    pub encryption_key: *const u8,
 }
 
 #[repr(C)]
@@ -283,6 +287,11 @@ extern "C" {
     // Databases
     pub fn ferry_db_options_init(opts: *mut ferry_db_options_t, version: u32) -> c_int;
     pub fn ferry_db_open(out: *mut *mut ferry_db_t, opts: *const ferry_db_options_t) -> c_int;
+    pub fn ferry_db_change_key(
+        path: *const c_char,
+        old_key: *const u8,
+        new_key: *const u8,
+    ) -> c_int;
     pub fn ferry_db_close(db: *mut ferry_db_t) -> c_int;
     pub fn ferry_db_free(db: *mut ferry_db_t);
     pub fn ferry_db_is_closed(out: *mut bool, db: *const ferry_db_t) -> c_int;
@@ -497,7 +506,7 @@ pub type ferry_log_cb =
 pub type ferry_status_cb =
     Option<unsafe extern "C" fn(userdata: *mut c_void, error: *const ferry_error_t)>;
 
-pub const FERRY_APP_OPTIONS_VERSION: u32 = 2;
+pub const FERRY_APP_OPTIONS_VERSION: u32 = 3;
 
 /// Version 2; version 1 ends at `log_userdata` (the later fields take their defaults).
 #[repr(C)]
@@ -520,6 +529,9 @@ pub struct ferry_app_options_t {
     pub ping_interval_ms: u64,
     pub reconnect_delay_min_ms: u64,
     pub reconnect_delay_max_ms: u64,
+    // version 3
+    /// NULL or `FERRY_ENCRYPTION_KEY_SIZE` bytes: the user cache is encrypted.
+    pub encryption_key: *const u8,
 }
 
 /// `ferry_credentials_kind_t`.
@@ -711,7 +723,7 @@ pub type ferry_client_reset_after_cb = Option<
     ),
 >;
 
-pub const FERRY_SYNC_OPTIONS_VERSION: u32 = 4;
+pub const FERRY_SYNC_OPTIONS_VERSION: u32 = 5;
 
 /// `ferry_precheck_mode_t` (SPEC F-PRECHECK).
 pub type ferry_precheck_mode_t = i32;
@@ -774,6 +786,9 @@ pub struct ferry_sync_options_t {
     pub precheck_callback: ferry_precheck_cb,
     /// Must stay valid until the session is freed.
     pub precheck_userdata: *mut c_void,
+    // version 5
+    /// NULL or `FERRY_ENCRYPTION_KEY_SIZE` bytes (copied during the open).
+    pub encryption_key: *const u8,
 }
 
 /// Open completion: new session and database handles owned by the callee and a NULL error, or
@@ -1047,11 +1062,12 @@ mod layout {
         assert_eq!(offset_of!(ferry_property_info_t, link_target), 16);
         assert_eq!(size_of::<ferry_class_info_t>(), 32);
         assert_eq!(offset_of!(ferry_class_info_t, flags), 24);
-        assert_eq!(size_of::<ferry_db_options_t>(), 40);
+        assert_eq!(size_of::<ferry_db_options_t>(), 48);
         assert_eq!(offset_of!(ferry_db_options_t, path), 8);
         assert_eq!(offset_of!(ferry_db_options_t, schema), 24);
         assert_eq!(offset_of!(ferry_db_options_t, delivery), 32);
         assert_eq!(offset_of!(ferry_db_options_t, synced), 36);
+        assert_eq!(offset_of!(ferry_db_options_t, encryption_key), 40);
         assert_eq!(size_of::<ferry_property_value_t>(), 32);
         assert_eq!(offset_of!(ferry_property_value_t, value), 8);
         assert_eq!(size_of::<ferry_change_set_t>(), 64);
@@ -1060,7 +1076,7 @@ mod layout {
 
     #[test]
     fn sync_structs() {
-        assert_eq!(size_of::<ferry_app_options_t>(), 120);
+        assert_eq!(size_of::<ferry_app_options_t>(), 128);
         assert_eq!(offset_of!(ferry_app_options_t, app_id), 8);
         assert_eq!(offset_of!(ferry_app_options_t, ca_file), 32);
         assert_eq!(offset_of!(ferry_app_options_t, verify_peer), 40);
@@ -1073,6 +1089,7 @@ mod layout {
         assert_eq!(offset_of!(ferry_app_options_t, ping_interval_ms), 96);
         assert_eq!(offset_of!(ferry_app_options_t, reconnect_delay_min_ms), 104);
         assert_eq!(offset_of!(ferry_app_options_t, reconnect_delay_max_ms), 112);
+        assert_eq!(offset_of!(ferry_app_options_t, encryption_key), 120);
         assert_eq!(size_of::<ferry_credentials_t>(), 32);
         assert_eq!(offset_of!(ferry_credentials_t, email), 8);
         assert_eq!(offset_of!(ferry_credentials_t, token), 24);
@@ -1096,10 +1113,11 @@ mod layout {
         assert_eq!(offset_of!(ferry_sync_error_t, action), 20);
         assert_eq!(offset_of!(ferry_sync_error_t, compensating_writes), 24);
         assert_eq!(offset_of!(ferry_sync_error_t, compensating_writes_count), 32);
-        assert_eq!(size_of::<ferry_sync_options_t>(), 128);
+        assert_eq!(size_of::<ferry_sync_options_t>(), 136);
         assert_eq!(offset_of!(ferry_sync_options_t, precheck_mode), 104);
         assert_eq!(offset_of!(ferry_sync_options_t, precheck_callback), 112);
         assert_eq!(offset_of!(ferry_sync_options_t, precheck_userdata), 120);
+        assert_eq!(offset_of!(ferry_sync_options_t, encryption_key), 128);
         assert_eq!(offset_of!(ferry_sync_options_t, client_reset_mode), 68);
         assert_eq!(offset_of!(ferry_sync_options_t, before_reset), 72);
         assert_eq!(offset_of!(ferry_sync_options_t, before_reset_userdata), 80);
