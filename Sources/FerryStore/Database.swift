@@ -119,19 +119,26 @@ public final class Database: @unchecked Sendable {
         }
     }
 
-    public func commit() throws {
+    /// Commits the write transaction and returns its write receipt: the history version of
+    /// its changeset, which `receiptStatus` follows to the server (0 when the transaction
+    /// changed nothing and so has nothing to sync). The receipt costs the commit nothing: it is
+    /// the rowid SQLite just assigned.
+    @discardableResult
+    public func commit() throws -> UInt64 {
         try locked {
             guard let log = transaction else { throw FerryError(.notInTransaction, "there is no write transaction to commit") }
             transaction = nil
             defer { store.releaseWriteLock(for: id) }
             do {
                 var encoded: [UInt8] = []
+                var receipt: UInt64 = 0
                 if !log.isEmpty {
                     encoded = log.encode(timestamp: try store.nextTimestamp())
                     let s = try store.writer.statement("INSERT INTO __ferry_history (changeset) VALUES (?)")
                     defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
                     s.bind(1, blob: encoded)
                     try s.run()
+                    receipt = UInt64(bitPattern: store.writer.lastInsertRowID)
                 }
                 let changes = log.isEmpty || !store.hasObservers
                     ? nil : CommittedChanges(try ChangesetCodec.decode(encoded).instructions)
@@ -139,6 +146,7 @@ public final class Database: @unchecked Sendable {
                 // reverse): they read under the reader lock, so commit and publish under it.
                 try store.commitAndPublish(changes)
                 if !log.isEmpty { store.notifyCommitListeners() }
+                return receipt
             } catch let e as FerryError {
                 try? store.writer.exec("ROLLBACK")
                 throw FerryError(e.code == .duplicatePrimaryKey ? .io : e.code, "the commit failed and was rolled back: \(e.message)")
