@@ -25,6 +25,11 @@ public final class SyncSession: @unchecked Sendable {
     private var markWaiters: [UInt64: @Sendable (FerryError?) -> Void] = [:]
     var unsentMarks: [@Sendable (FerryError?) -> Void] = []
     var uploadWaiters: [(target: UInt64, done: @Sendable (FerryError?) -> Void)] = []
+    /// Waits for write receipts (SyncSession+Receipts, loop thread).
+    var receiptWaiters: [ReceiptWaiter] = []
+    /// The local versions the last acknowledgement covered (after, through]: the changesets
+    /// of the upload a following compensating write (error 231) answers.
+    var lastAcknowledgement: (after: UInt64, through: UInt64)?
     private var subscriptionWaiters: [(version: UInt64, done: @Sendable (FerryError?) -> Void)] = []
     var fatal: SyncError?
     /// What the host chose for client resets, and the reset in progress (loop thread).
@@ -63,6 +68,7 @@ public final class SyncSession: @unchecked Sendable {
         let meta = try database.syncMetadata()
         acknowledged = meta.acknowledged
         countedThrough = meta.acknowledged
+        database.startReceiptSession(acknowledged: meta.acknowledged)
         try countLocalChanges()
         // A reset's download left staged by a process that died mid-reset is of no use: the
         // next reset run downloads again (a read when nothing is staged).
@@ -295,6 +301,8 @@ public final class SyncSession: @unchecked Sendable {
         sentQueryVersion = 0
         sendQuery()
         uploadPending()
+        // Settles what an earlier connection left acknowledged but unanswered.
+        sendReceiptMark()
         for m in unsentMarks { waitForDownloadNow(m) }
         unsentMarks.removeAll()
     }
@@ -304,6 +312,23 @@ public final class SyncSession: @unchecked Sendable {
         let m = nextMark
         nextMark += 1
         markWaiters[m] = done
+        connection?.send(.mark(session: id, request: m))
+    }
+
+    /// Sends a MARK after the uploads sent so far: the server handles a connection's messages
+    /// in order, so when the MARK comes back every one of those uploads has had its answer,
+    /// the acknowledgement and any compensating write (error 231) included, and their
+    /// receipts are settled (SyncSession+Receipts). A MARK lost with its connection is sent
+    /// again on the next one, after the uploads.
+    func sendReceiptMark() {
+        guard ready, let id = sessionId else { return }
+        let target = lastUploaded
+        let m = nextMark
+        nextMark += 1
+        markWaiters[m] = { [weak self] error in
+            guard error == nil, let self else { return }
+            self.settleReceipts(through: target)
+        }
         connection?.send(.mark(session: id, request: m))
     }
 
@@ -340,13 +365,18 @@ public final class SyncSession: @unchecked Sendable {
 
     func uploadPending() {
         guard ready, !closed, let id = sessionId else { return }
+        let before = lastUploaded
         while true {
-            guard let pending = try? database.pendingChangesets(after: lastUploaded, maxBytes: Self.uploadMessageBytes), let last = pending.last else { return }
+            guard let pending = try? database.pendingChangesets(after: lastUploaded, maxBytes: Self.uploadMessageBytes), let last = pending.last else { break }
             connection?.send(.upload(session: id, changesets: pending.map {
                 UploadChangeset(clientVersion: $0.version, lastIntegratedServerVersion: $0.base, changeset: $0.bytes)
             }))
             lastUploaded = last.version
         }
+        guard lastUploaded > before else { return }
+        database.noteReceiptsUploaded(through: lastUploaded)
+        sendReceiptMark()
+        checkReceiptWaiters()
     }
 
     func handle(_ message: ProtocolMessage) {
@@ -377,6 +407,7 @@ public final class SyncSession: @unchecked Sendable {
             do { try database.integrate(instructions, serverVersion: serverVersion, completesVersion: isLast, acknowledged: ack) } catch {
                 return fail(SyncError(code: 0, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug))
             }
+            if ack > acknowledged { lastAcknowledgement = (acknowledged, ack) }
             acknowledged = max(acknowledged, ack)
             countAcknowledged(acknowledged)
             if isLast { subscriptionCompleted(subscriptionVersion) }
@@ -392,6 +423,7 @@ public final class SyncSession: @unchecked Sendable {
                                   compensatingWrites: e.compensatingWrites)
             if e.code == SyncErrorText.compensatingWriteCode {
                 app.log(.error, SyncErrorText.compensatingWriteLogLine(connection: 1, session: Int(sessionId ?? 1)))
+                rejectReceipts(e.compensatingWrites)
             }
             if e.code == 226 { subscriptionFailed(e.message) }
             if error.isFatal { fail(error) } else { app.report(error, session: self) }
@@ -443,9 +475,11 @@ public final class SyncSession: @unchecked Sendable {
         markWaiters.removeAll(); unsentMarks.removeAll()
         let uploads = uploadWaiters; uploadWaiters.removeAll()
         let subs = subscriptionWaiters; subscriptionWaiters.removeAll()
+        let receipts = receiptWaiters; receiptWaiters.removeAll()
         for m in marks { m(e) }
         for u in uploads { u.done(e) }
         for s in subs { s.done(e) }
+        for r in receipts { r.done(.failure(e)) }
     }
 
     /// A fatal error: the session stops syncing for good (it leaves its connection, so
