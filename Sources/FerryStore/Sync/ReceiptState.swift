@@ -1,7 +1,6 @@
-import FerryCore
-
 /// Where a write transaction's changes are on their way to the server. The order matters:
-/// a wait for a state completes at that state or any later one, and `rejected` ends every wait.
+/// a wait for a state completes at that state or any later one, and a final state (`acknowledged`,
+/// `rejected`) ends every wait.
 public enum ReceiptState: Int32, Sendable, Comparable {
     /// Committed on this device; not sent yet (or sent before a restart and not answered).
     case local = 0
@@ -16,18 +15,4 @@ public enum ReceiptState: Int32, Sendable, Comparable {
 
     /// A state no later event changes.
     public var isFinal: Bool { self >= .acknowledged }
-}
-
-/// A receipt's state, with the compensating writes that concern its transaction when the
-/// server rejected it (the objects it wrote that the server reverted, with the reasons).
-public struct ReceiptStatus: Sendable, Equatable {
-    public var receipt: UInt64
-    public var state: ReceiptState
-    public var compensatingWrites: [CompensatingWrite]
-
-    public init(receipt: UInt64, state: ReceiptState, compensatingWrites: [CompensatingWrite] = []) {
-        self.receipt = receipt
-        self.state = state
-        self.compensatingWrites = compensatingWrites
-    }
 }
