@@ -84,6 +84,7 @@ mod db;
 mod error;
 mod notify;
 mod open;
+mod receipt;
 mod reset;
 mod schema;
 mod session;
@@ -97,6 +98,7 @@ pub use db::{Database, Delivery, Field, Object, Options, Results, ResultsIter, T
 pub use error::{Error, ErrorCode, Result};
 pub use notify::{ChangeSet, NotificationToken};
 pub use open::{DownloadBeforeOpen, SyncOptions};
+pub use receipt::{Receipt, ReceiptState};
 pub use reset::{ClientResetEntry, ClientResetMode, ClientResetOutcome, ClientResetReport};
 pub use schema::{ClassSchema, Property, PropertyType, Schema};
 pub use session::{
