@@ -727,8 +727,11 @@ typedef void (*ferry_receipt_cb)(void *userdata, const ferry_receipt_t *receipt,
  *  cost; a rejected one keeps its compensating writes in a small table of at most 1024
  *  rejected receipts (past that, the oldest ones already read by the host go first, then the
  *  oldest; a receipt at or before the newest dropped one is then FERRY_ERR_NOT_FOUND,
- *  "expired"). UPLOADED is known only to the sync agent's process (another process sees
- *  LOCAL until the answer is in). A database that is not synced keeps its receipts LOCAL.
+ *  "expired"). UPLOADED and the settling of an answer are known only to the sync agent's
+ *  process: another process reads the file alone (LOCAL until the agent integrates the
+ *  acknowledgement, then ACKNOWLEDGED, or REJECTED once the agent records a 231, which may
+ *  come a moment after the acknowledgement). A database that is not synced keeps its
+ *  receipts LOCAL.
  *  Any thread; does not wait for the loop.
  *  Errors: FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT (out_state NULL),
  *  FERRY_ERR_NOT_FOUND (a receipt this file never gave, or expired), FERRY_ERR_CLOSED,
