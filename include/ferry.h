@@ -710,7 +710,10 @@ typedef enum ferry_receipt_state {
  *  the server's reasons: the entries of the 231 error that name objects the transaction wrote.
  *  The rule: the server answers an upload with its acknowledgement, then a 231 for the writes
  *  it reverted; every transaction of that upload that wrote a named object is REJECTED (its
- *  other writes may have been applied), the others of the upload ACKNOWLEDGED. */
+ *  other writes may have been applied), the others of the upload ACKNOWLEDGED. After a client
+ *  reset, a transaction whose changes the reset discarded is REJECTED with the report's entries
+ *  (reason "discarded by a client reset: ..."), and a recovered one reads the state of the
+ *  changeset that uploads the recovered changes. */
 typedef struct ferry_receipt {
   uint64_t receipt;
   int32_t state; /* ferry_receipt_state_t */

@@ -93,6 +93,41 @@ import Testing
         #expect(try db.receiptStatus(receipts[2]).state == .rejected)
     }
 
+    /// A client reset: a transaction whose changes it discarded is rejected with the report's
+    /// reason; one it recovered follows the changeset that uploads the recovered changes.
+    @Test func aClientResetRejectsDiscardedTransactionsAndRecoveredOnesFollowTheirNewChangeset() throws {
+        let db = try Fixtures.memory()
+        defer { db.close() }
+        func server(_ n: UInt32) -> Instruction {
+            .create(table: "Item", key: Fixtures.oid(n), fields: [FieldValue(name: "ownerId", value: .string("alice")),
+                                                                  FieldValue(name: "complexity", value: .int(1))])
+        }
+        try db.integrate([server(1), server(2)], serverVersion: 10, completesVersion: true, acknowledged: 0)
+        try db.setClientFile(ident: 12, salt: 9)
+        let created = try commitItem(db, 8)
+        try db.beginWrite()
+        try db.set(classIndex: 0, key: Fixtures.oid(2), property: 3, value: .int(9))
+        let updated = try db.commit()
+        // The server's state no longer has item 2: the update to it is discarded.
+        let report = try db.resetToServerState([server(1)], target: Database.ResetTarget(clientFileIdent: 77, clientFileSalt: 5, serverVersion: 40),
+                                               recover: true, discardReason: "")
+        let discarded = try #require(report.entries.first { $0.primaryKey == Fixtures.oid(2) })
+        #expect(discarded.outcome == .discarded)
+        #expect(try db.receiptStatus(updated) == ReceiptStatus(receipt: updated, state: .rejected, compensatingWrites: [
+            CompensatingWrite(objectType: "Item", primaryKey: Fixtures.oid(2), reason: "discarded by a client reset: \(discarded.reason)"),
+        ]))
+        // Before the reset the file's acknowledged version moved past it; it is not acknowledged.
+        db.startReceiptSession(acknowledged: try db.syncMetadata().acknowledged)
+        #expect(try db.receiptStatus(created) == ReceiptStatus(receipt: created, state: .local))
+        let recovered = try db.latestLocalVersion()
+        #expect(recovered > updated)
+        db.noteReceiptsUploaded(through: recovered)
+        #expect(try db.receiptStatus(created).state == .uploaded)
+        try db.integrate([], serverVersion: 41, completesVersion: true, acknowledged: recovered)
+        db.noteReceiptsSettled(through: recovered)
+        #expect(try db.receiptStatus(created) == ReceiptStatus(receipt: created, state: .acknowledged))
+    }
+
     @Test func aDamagedRejectionRowIsAnErrorNotATrap() throws {
         let db = try Fixtures.memory()
         defer { db.close() }

@@ -23,12 +23,24 @@ extension Database {
     public func receiptStatus(_ receipt: UInt64) throws -> ReceiptStatus {
         if receipt == 0 { return ReceiptStatus(receipt: 0, state: .acknowledged) }
         let marks = storeForSync.receipts.snapshot()
-        let status = try readingStore { c -> ReceiptStatus in
+        // A transaction a client reset recovered follows the changeset that uploads it again
+        // (always a later one: the recursion ends).
+        var aliased: UInt64?
+        var status = try readingStore { c -> ReceiptStatus in
             let latest = try Self.latestVersion(c)
             guard receipt <= latest else {
                 throw FerryError(.notFound, "no write receipt \(receipt) in this database (its last commit has receipt \(latest))")
             }
-            if try Self.hasRejections(c) {
+            if try Self.hasTable(c, Self.aliasesTable) {
+                let a = try c.statement("SELECT target FROM \(Self.aliasesTable) WHERE version = ?")
+                defer { a.resetKeepingBindings() }
+                a.bind(1, Int64(bitPattern: receipt))
+                if try a.step() {
+                    aliased = UInt64(bitPattern: a.int64(0))
+                    return ReceiptStatus(receipt: receipt, state: .local)
+                }
+            }
+            if try Self.hasTable(c, Self.rejectionsTable) {
                 let s = try c.statement("SELECT info FROM \(Self.rejectionsTable) WHERE version = ?")
                 defer { s.resetKeepingBindings() }
                 s.bind(1, Int64(bitPattern: receipt))
@@ -45,6 +57,11 @@ extension Database {
             if receipt <= settled { return ReceiptStatus(receipt: receipt, state: .acknowledged) }
             if receipt <= max(marks.uploaded, ack) { return ReceiptStatus(receipt: receipt, state: .uploaded) }
             return ReceiptStatus(receipt: receipt, state: .local)
+        }
+        if let target = aliased {
+            guard target > receipt else { throw FerryError(.corrupt, "write receipt \(receipt) follows receipt \(target), which is not later") }
+            status = try receiptStatus(target)
+            status.receipt = receipt
         }
         if status.state == .rejected { storeForSync.receipts.noteRead(receipt) }
         return status
@@ -70,7 +87,7 @@ extension Database {
         let read = storeForSync.receipts.takeRead()
         var rejected: [UInt64] = []
         try writingStore { c in
-            try c.exec("CREATE TABLE IF NOT EXISTS \(Self.rejectionsTable) (version INTEGER PRIMARY KEY, info BLOB NOT NULL, read INTEGER NOT NULL DEFAULT 0)")
+            try Self.createTables(c)
             if !read.isEmpty {
                 let mark = try c.statement("UPDATE \(Self.rejectionsTable) SET read = 1 WHERE version = ?")
                 for v in read {
@@ -124,9 +141,45 @@ extension Database {
         }
     }
 
-    private static func hasRejections(_ c: SQLiteConnection) throws -> Bool {
-        let s = try c.statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '\(rejectionsTable)'")
+    private static func hasTable(_ c: SQLiteConnection, _ name: String) throws -> Bool {
+        let s = try c.statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
         defer { s.resetKeepingBindings() }
+        s.bind(1, name)
         return try s.step()
+    }
+
+    static let aliasesTable = "__ferry_receipt_aliases"
+
+    private static func createTables(_ c: SQLiteConnection) throws {
+        try c.exec("""
+            CREATE TABLE IF NOT EXISTS \(rejectionsTable) (version INTEGER PRIMARY KEY, info BLOB NOT NULL, read INTEGER NOT NULL DEFAULT 0);
+            CREATE TABLE IF NOT EXISTS \(aliasesTable) (version INTEGER PRIMARY KEY, target INTEGER NOT NULL);
+            """)
+    }
+
+    /// Inside a client reset's transaction: the unsynced transactions were never acknowledged
+    /// as such. One that wrote an object whose changes the reset discarded is rejected, with
+    /// those objects' report entries as its compensating writes; the others were recovered
+    /// into the changeset `recoveredVersion` and from now on read that changeset's state.
+    static func settleReceiptsOfReset(_ c: SQLiteConnection, _ changesets: [(version: UInt64, objects: Set<ObjectKeyRef>)],
+                                      entries: [ClientResetReport.Entry], recoveredVersion: UInt64) throws {
+        guard !changesets.isEmpty else { return }
+        try createTables(c)
+        let reject = try c.statement("INSERT OR REPLACE INTO \(rejectionsTable) (version, info, read) VALUES (?, ?, 0)")
+        let alias = try c.statement("INSERT OR REPLACE INTO \(aliasesTable) (version, target) VALUES (?, ?)")
+        for (version, objects) in changesets {
+            let discarded = entries.filter { $0.outcome == .discarded && objects.contains(ObjectKeyRef(table: $0.objectType, key: $0.primaryKey)) }
+            if !discarded.isEmpty {
+                let writes = discarded.map { CompensatingWrite(objectType: $0.objectType, primaryKey: $0.primaryKey, reason: "discarded by a client reset: \($0.reason)") }
+                reject.bind(1, Int64(bitPattern: version)); reject.bind(2, blob: RejectionCodec.encode(writes))
+                try reject.run()
+                reject.resetKeepingBindings()
+            } else if recoveredVersion > 0 {
+                alias.bind(1, Int64(bitPattern: version)); alias.bind(2, Int64(bitPattern: recoveredVersion))
+                try alias.run()
+                alias.resetKeepingBindings()
+            }
+        }
+        try trimRejections(c, bound: maxRejectedReceipts)
     }
 }
