@@ -30,6 +30,8 @@ public final class SyncSession: @unchecked Sendable {
     /// The local versions the last acknowledgement covered (after, through]: the changesets
     /// of the upload a following compensating write (error 231) answers.
     var lastAcknowledgement: (after: UInt64, through: UInt64)?
+    /// A receipt MARK is on its way (at most one: a burst of commits costs one round trip).
+    var receiptMarkInFlight = false
     private var subscriptionWaiters: [(version: UInt64, done: @Sendable (FerryError?) -> Void)] = []
     var fatal: SyncError?
     /// What the host chose for client resets, and the reset in progress (loop thread).
@@ -318,16 +320,22 @@ public final class SyncSession: @unchecked Sendable {
     /// Sends a MARK after the uploads sent so far: the server handles a connection's messages
     /// in order, so when the MARK comes back every one of those uploads has had its answer,
     /// the acknowledgement and any compensating write (error 231) included, and their
-    /// receipts are settled (SyncSession+Receipts). A MARK lost with its connection is sent
-    /// again on the next one, after the uploads.
+    /// receipts are settled (SyncSession+Receipts). One is in flight at a time: uploads sent
+    /// meanwhile get the next one when it returns, so a host committing a thousand times a
+    /// second adds one MARK per round trip, not one per commit. A MARK lost with its
+    /// connection is sent again on the next one, after the uploads.
     func sendReceiptMark() {
-        guard ready, let id = sessionId else { return }
+        guard ready, !receiptMarkInFlight, let id = sessionId else { return }
+        receiptMarkInFlight = true
         let target = lastUploaded
         let m = nextMark
         nextMark += 1
         markWaiters[m] = { [weak self] error in
-            guard error == nil, let self else { return }
+            guard let self else { return }
+            self.receiptMarkInFlight = false
+            guard error == nil else { return }
             self.settleReceipts(through: target)
+            if self.lastUploaded > target { self.sendReceiptMark() }
         }
         connection?.send(.mark(session: id, request: m))
     }
