@@ -51,7 +51,6 @@ from .errors import (
     WrongTypeError,
     strerror,
 )
-from .receipts import Receipt, ReceiptState
 from .schema import ObjectSchema, Property, Schema
 from .sync import (
     App,
@@ -111,9 +110,6 @@ __all__ = [
     "Results",
     "ChangeSet",
     "NotificationToken",
-    # write receipts
-    "Receipt",
-    "ReceiptState",
     # sync
     "App",
     "User",
