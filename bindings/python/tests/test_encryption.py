@@ -46,7 +46,7 @@ def test_wrong_missing_and_unneeded_keys(tmp_path):
     ferry.Database.open(path, schema=SCHEMA, encryption_key=KEY).close()
     with pytest.raises(ferry.DecryptError, match="key does not decrypt") as info:
         ferry.Database.open(path, encryption_key=OTHER_KEY)
-    assert info.value.code == -24
+    assert info.value.code == -25
     with pytest.raises(ferry.DecryptError, match="is encrypted"):
         ferry.Database.open(path)
     plain = tmp_path / "plain.ferry"

@@ -73,7 +73,7 @@ fn wrong_missing_and_unneeded_keys_are_decrypt_errors() {
     let plain = dir.file("plain.ferry");
     drop(Database::open(&Options::path(&plain).schema(&schema)).unwrap());
     expect_err(Database::open(&Options::path(&plain).encryption_key(&key(1))), ErrorCode::Decrypt);
-    assert_eq!(ErrorCode::from_raw(-24), ErrorCode::Decrypt);
+    assert_eq!(ErrorCode::from_raw(-25), ErrorCode::Decrypt);
 }
 
 #[test]
