@@ -57,13 +57,13 @@ struct ReadPins {
     /// `Role.canRead`: the write branch (write implies read) or the read branch, each with its
     /// filter; a branch without a filter, or with one this index cannot pin, reads everything.
     static func reach(_ role: Role?, user: UserContext, of os: ObjectSchema) -> Reach {
-        guard let role else { return .none }
+        guard let role, role.read || role.write else { return .none }
         var pins: [Pin] = []
         for (granted, filter) in [(role.write, role.writeFilter), (role.read, role.readFilter)] where granted {
             guard let filter, let p = Self.pins(filter, user: user, of: os) else { return .open }
             pins += p
         }
-        return pins.isEmpty && !(role.read || role.write) ? .none : .pinned(pins)
+        return .pinned(pins)
     }
 
     /// The pins a document filter implies for one user: a document it matches has one of the
