@@ -16,9 +16,14 @@ enum PostgresTransaction {
             await rollback(connection, logger: logger)
             throw error
         }
-        // A failed COMMIT ends the transaction on the server (or the connection is gone): the
-        // outcome is "not committed" as far as the caller can know, so it must not report success.
-        try await PostgresFailure.run("COMMIT") { try await connection.guardedQuery("COMMIT", logger: logger) }
+        // A COMMIT that fails is never reported as success. Its outcome is not known, though:
+        // when the connection breaks after PostgreSQL committed but before its reply arrived, the
+        // transaction is durable and the caller hears an error. The sync hub is built for that:
+        // it acknowledges nothing it did not see commit, and the device's re-sent upload is
+        // recognised by its client version (already integrated) and not applied twice.
+        try await PostgresFailure.run("COMMIT (its outcome is unknown: it may have committed)") {
+            try await connection.guardedQuery("COMMIT", logger: logger)
+        }
         return result
     }
 
