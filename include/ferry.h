@@ -351,6 +351,16 @@ int ferry_db_begin_write(ferry_db_t *db);
  *  over; the message gives the reasons), FERRY_ERR_CLOSED. */
 int ferry_db_commit(ferry_db_t *db);
 
+/** Commits like ferry_db_commit and gives the transaction's write receipt in *out_receipt
+ *  (may be NULL): an id, unique in the file, that ferry_db_receipt_state and
+ *  ferry_sync_wait_for_receipt follow to the server. A transaction with no changes has
+ *  nothing to sync: its receipt is 0, which always reads FERRY_RECEIPT_ACKNOWLEDGED. The
+ *  receipt costs the commit nothing (it is the history row SQLite numbered anyway); every
+ *  commit has one, so ferry_db_commit is this function without the out-parameter. On failure
+ *  *out_receipt is untouched. Any thread (the transaction's handle).
+ *  Errors: those of ferry_db_commit. */
+int ferry_db_commit_with_receipt(uint64_t *out_receipt, ferry_db_t *db);
+
 /** Cancels the write transaction, discarding its changes.
  *  Errors: FERRY_ERR_NOT_IN_TRANSACTION, FERRY_ERR_CLOSED. */
 int ferry_db_cancel(ferry_db_t *db);
@@ -819,6 +829,61 @@ void ferry_reverted_object_free(ferry_reverted_object_t *object);
 int ferry_db_reapply_reverted(ferry_db_t *db, const ferry_reverted_object_t *object,
                               const ferry_property_value_t *overrides, size_t overrides_count);
 
+/* --- Write receipts (issue 15) --------------------------------------------------------- */
+
+/** Where a write transaction's changes are on their way to the server. The states come in
+ *  this order; ACKNOWLEDGED and REJECTED are final. */
+typedef enum ferry_receipt_state {
+  FERRY_RECEIPT_LOCAL = 0,        /* committed on this device, not sent yet (also: sent before
+                                     a restart and not answered; it is sent again) */
+  FERRY_RECEIPT_UPLOADED = 1,     /* sent to the server; its answer has not come back yet */
+  FERRY_RECEIPT_ACKNOWLEDGED = 2, /* durable on the server and accepted */
+  FERRY_RECEIPT_REJECTED = 3      /* the server reverted writes of the transaction (a
+                                     compensating write, sync error 231) */
+} ferry_receipt_state_t;
+
+/** A receipt's state; lent for the call that hands it out. compensating_writes (REJECTED
+ *  only, else NULL and 0) are the objects of this transaction that the server reverted, with
+ *  the server's reasons: the entries of the 231 error that name objects the transaction wrote.
+ *  The rule: the server answers an upload with its acknowledgement, then a 231 for the writes
+ *  it reverted; every transaction of that upload that wrote a named object is REJECTED (its
+ *  other writes may have been applied), the others of the upload ACKNOWLEDGED. After a client
+ *  reset, a transaction whose changes the reset discarded is REJECTED with the report's entries
+ *  (reason "discarded by a client reset: ..."), and a recovered one reads the state of the
+ *  changeset that uploads the recovered changes. */
+typedef struct ferry_receipt {
+  uint64_t receipt;
+  int32_t state; /* ferry_receipt_state_t */
+  const ferry_compensating_write_t *compensating_writes;
+  size_t compensating_writes_count;
+} ferry_receipt_t;
+
+/** Called with a receipt's state (receipt non-NULL, error NULL) or the failure of a wait
+ *  (receipt NULL, error non-NULL); both lent for the call. */
+typedef void (*ferry_receipt_cb)(void *userdata, const ferry_receipt_t *receipt, const ferry_error_t *error);
+
+/** The state of a write receipt of this file (ferry_receipt_state_t). Receipts live in the
+ *  file and survive restarts: an acknowledged one stays readable for the file's life at no
+ *  cost; a rejected one keeps its compensating writes in a small table of at most 1024
+ *  rejected receipts (past that, the oldest ones already read by the host go first, then the
+ *  oldest; a receipt at or before the newest dropped one is then FERRY_ERR_NOT_FOUND,
+ *  "expired"). UPLOADED and the settling of an answer are known only to the sync agent's
+ *  process: another process reads the file alone (LOCAL until the agent integrates the
+ *  acknowledgement, then ACKNOWLEDGED, or REJECTED once the agent records a 231, which may
+ *  come a moment after the acknowledgement). A database that is not synced keeps its
+ *  receipts LOCAL.
+ *  Any thread; does not wait for the loop.
+ *  Errors: FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT (out_state NULL),
+ *  FERRY_ERR_NOT_FOUND (a receipt this file never gave, or expired), FERRY_ERR_CLOSED,
+ *  FERRY_ERR_IO, FERRY_ERR_CORRUPT (a damaged receipt row). */
+int ferry_db_receipt_state(int32_t *out_state, ferry_db_t *db, uint64_t receipt);
+
+/** Reads a receipt like ferry_db_receipt_state and calls callback once, on the calling thread,
+ *  before returning, with its state and (REJECTED) its compensating writes, lent for the call.
+ *  When the call fails the callback is not called. Any thread.
+ *  Errors: those of ferry_db_receipt_state, FERRY_ERR_INVALID_ARGUMENT (no callback). */
+int ferry_db_read_receipt(ferry_db_t *db, uint64_t receipt, ferry_receipt_cb callback, void *userdata);
+
 /* --- Client reset (SPEC F-RESET) ------------------------------------------------------------ */
 
 /** What a session does when the server can no longer sync with the device's file (it sends a
@@ -993,6 +1058,21 @@ int ferry_sync_open_async(ferry_user_t *user, const ferry_sync_options_t *opts, 
 /** Calls back once every local change committed before this call is durable on the server,
  *  or with the error that stopped the session (a wait never hangs on a dead session). */
 int ferry_sync_wait_for_upload(ferry_sync_session_t *session, ferry_status_cb callback, void *userdata);
+
+/** Calls back once the receipt (from ferry_db_commit_with_receipt on the session's database)
+ *  reaches state (a ferry_receipt_state_t) or a later one, or a final state: a wait for
+ *  REJECTED ends with ACKNOWLEDGED when the server accepted the transaction. The callback
+ *  gets the receipt as ferry_db_read_receipt gives it, exactly once, on the loop thread (also
+ *  when the state is already reached); or, when the session stops first (freed: FERRY_ERR_CLOSED,
+ *  or a fatal error), the error. ACKNOWLEDGED is reported only once the server's answer to the
+ *  upload is complete (Ferry sends a MARK after each upload and settles the receipts when it
+ *  returns), so an ACKNOWLEDGED receipt never turns REJECTED. After a restart, receipts are
+ *  read from the file: open the session again and wait again.
+ *  Errors of the call itself (then the callback is not called): FERRY_ERR_INVALID_HANDLE,
+ *  FERRY_ERR_INVALID_ARGUMENT (no callback, an unknown state), FERRY_ERR_NOT_FOUND (a receipt
+ *  the file never gave, or expired), FERRY_ERR_CLOSED. */
+int ferry_sync_wait_for_receipt(ferry_sync_session_t *session, uint64_t receipt, int32_t state,
+                                ferry_receipt_cb callback, void *userdata);
 
 /** Calls back once everything the server had when the request reached it is integrated. */
 int ferry_sync_wait_for_download(ferry_sync_session_t *session, ferry_status_cb callback, void *userdata);

@@ -179,7 +179,7 @@ public func ferry_db_begin_write(_ db: OpaquePointer!) -> Int32 {
 
 @c @implementation
 public func ferry_db_commit(_ db: OpaquePointer!) -> Int32 {
-    ferryCall { try databaseHandle(db).database.commit() }
+    ferryCall { _ = try databaseHandle(db).database.commit() }
 }
 
 @c @implementation

@@ -135,4 +135,7 @@ public final class SQLiteConnection {
     }
 
     package var isInTransaction: Bool { db.map { sqlite3_get_autocommit($0) == 0 } ?? false }
+
+    /// The rowid of the last row this connection inserted (a commit's history version).
+    package var lastInsertRowID: Int64 { db.map { sqlite3_last_insert_rowid($0) } ?? 0 }
 }

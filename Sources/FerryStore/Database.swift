@@ -126,29 +126,37 @@ public final class Database: @unchecked Sendable {
         }
     }
 
-    /// Commits the write transaction. On a synced file with a pre-flight check (SPEC
-    /// F-PRECHECK) the check runs first: in strict mode a transaction it rejects is rolled back
-    /// and the commit fails with `writeRejected` (the transaction is over, nothing is written);
-    /// in warn mode the commit goes ahead. Either way the check's report reaches the host
-    /// before this returns.
-    public func commit() throws {
+    /// Commits the write transaction and returns its write receipt: the history version of
+    /// its changeset, which `receiptStatus` follows to the server (0 when the transaction
+    /// changed nothing and so has nothing to sync). The receipt costs the commit nothing: it is
+    /// the rowid SQLite just assigned.
+    ///
+    /// On a synced file with a pre-flight check (SPEC F-PRECHECK) the check runs first: in
+    /// strict mode a transaction it rejects is rolled back and the commit fails with
+    /// `writeRejected` (the transaction is over, nothing is written); in warn mode the commit
+    /// goes ahead. Either way the check's report reaches the host before this returns.
+    @discardableResult
+    public func commit() throws -> UInt64 {
         var finding: (check: any CommitCheck, rejected: [CompensatingWrite])?
+        let receipt: UInt64
         do {
-            try commitLocked(&finding)
+            receipt = try commitLocked(&finding)
         } catch {
             if let f = finding { f.check.report(f.rejected, committed: false) }
             throw error
         }
         if let f = finding { f.check.report(f.rejected, committed: true) }
+        return receipt
     }
 
-    private func commitLocked(_ finding: inout (check: any CommitCheck, rejected: [CompensatingWrite])?) throws {
+    private func commitLocked(_ finding: inout (check: any CommitCheck, rejected: [CompensatingWrite])?) throws -> UInt64 {
         try locked {
             guard let log = transaction else { throw FerryError(.notInTransaction, "there is no write transaction to commit") }
             transaction = nil
             defer { store.releaseWriteLock(for: id) }
             do {
                 var encoded: [UInt8] = []
+                var receipt: UInt64 = 0
                 if !log.isEmpty {
                     encoded = log.encode(timestamp: try store.nextTimestamp())
                     if let check = store.commitCheck {
@@ -162,6 +170,7 @@ public final class Database: @unchecked Sendable {
                     defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
                     s.bind(1, blob: encoded)
                     try s.run()
+                    receipt = UInt64(bitPattern: store.writer.lastInsertRowID)
                 }
                 let changes = log.isEmpty || !store.hasObservers
                     ? nil : CommittedChanges(try ChangesetCodec.decode(encoded).instructions)
@@ -169,6 +178,7 @@ public final class Database: @unchecked Sendable {
                 // reverse): they read under the reader lock, so commit and publish under it.
                 try store.commitAndPublish(changes)
                 if !log.isEmpty { store.notifyCommitListeners() }
+                return receipt
             } catch let r as PrecheckRejection {
                 try? store.writer.exec("ROLLBACK")
                 throw r.error

@@ -73,6 +73,9 @@ static void *const all_functions[] = {
     (void *)ferry_reverted_object_free, (void *)ferry_db_reapply_reverted,
     /* encryption at rest (FERRY_DB_OPTIONS_VERSION 2) */
     (void *)ferry_db_change_key,
+    /* write receipts */
+    (void *)ferry_db_commit_with_receipt, (void *)ferry_db_receipt_state,
+    (void *)ferry_db_read_receipt,  (void *)ferry_sync_wait_for_receipt,
 };
 
 /* ---- userdata accounting ------------------------------------------------------------------ */
@@ -466,6 +469,28 @@ static int call_db(enum db_fn f, ferry_db_t *db, bool null_out) {
 }
 
 /* Every db function on a bad handle fails with `code`, except those in `except` (OK). */
+/* The write-receipt functions on a bad or closed database handle: the error, outs untouched,
+ * and no callback. */
+static void stray_receipt(void *userdata, const ferry_receipt_t *receipt, const ferry_error_t *e) {
+  (void)userdata; (void)receipt; (void)e;
+  CHECKF(false, "a receipt callback ran for a call that failed");
+}
+
+static void receipt_fns_fail(ferry_db_t *db, int code, const char *what) {
+  uint64_t receipt = 777;
+  int32_t state = 777;
+  int rc = ferry_db_commit_with_receipt(&receipt, db);
+  CHECKF(rc == code, "ferry_db_commit_with_receipt on %s returned %d, expected %d", what, rc, code);
+  CHECK_LAST_ERROR(code);
+  rc = ferry_db_receipt_state(&state, db, 1);
+  CHECKF(rc == code, "ferry_db_receipt_state on %s returned %d, expected %d", what, rc, code);
+  CHECK_LAST_ERROR(code);
+  rc = ferry_db_read_receipt(db, 1, stray_receipt, NULL);
+  CHECKF(rc == code, "ferry_db_read_receipt on %s returned %d, expected %d", what, rc, code);
+  CHECK_LAST_ERROR(code);
+  CHECK(receipt == 777 && state == 777);
+}
+
 static void all_db_fns_fail(ferry_db_t *db, int code, const char *what) {
   for (int f = 0; f < F_COUNT; f++) {
     int rc = call_db((enum db_fn)f, db, false);
@@ -481,6 +506,7 @@ static void all_db_fns_fail(ferry_db_t *db, int code, const char *what) {
     if (want != FERRY_OK) CHECK_LAST_ERROR(want);
     if (code == FERRY_ERR_CLOSED && f == F_IS_CLOSED) CHECK(*(bool *)outbuf == true);
   }
+  receipt_fns_fail(db, code, what);
 }
 
 /* The functions on other handle kinds. */
@@ -700,6 +726,9 @@ static void session_fns_fail(ferry_sync_session_t *bad, const ferry_subscription
   CHECKF(ferry_sync_wait_for_upload(bad, stray_status, NULL) == FERRY_ERR_INVALID_HANDLE, "ferry_sync_wait_for_upload on %s", what);
   CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
   CHECKF(ferry_sync_wait_for_download(bad, stray_status, NULL) == FERRY_ERR_INVALID_HANDLE, "ferry_sync_wait_for_download on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_sync_wait_for_receipt(bad, 1, FERRY_RECEIPT_ACKNOWLEDGED, stray_receipt, NULL) == FERRY_ERR_INVALID_HANDLE,
+         "ferry_sync_wait_for_receipt on %s", what);
   CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
   CHECKF(ferry_sync_wait_for_subscriptions(bad, 1, stray_status, NULL) == FERRY_ERR_INVALID_HANDLE,
          "ferry_sync_wait_for_subscriptions on %s", what);
@@ -1169,6 +1198,11 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
   CHECK_ERR(ferry_sync_wait_for_upload(session, NULL, NULL), FERRY_ERR_INVALID_ARGUMENT);
   CHECK_ERR(ferry_sync_wait_for_download(session, NULL, NULL), FERRY_ERR_INVALID_ARGUMENT);
   CHECK_ERR(ferry_sync_wait_for_subscriptions(session, 1, NULL, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  /* receipts: no callback, an unknown state, a receipt the file never gave */
+  CHECK_ERR(ferry_sync_wait_for_receipt(session, 0, FERRY_RECEIPT_ACKNOWLEDGED, NULL, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_sync_wait_for_receipt(session, 0, 4, stray_receipt, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_sync_wait_for_receipt(session, 0, -1, stray_receipt, NULL), FERRY_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(ferry_sync_wait_for_receipt(session, 123456789, FERRY_RECEIPT_LOCAL, stray_receipt, NULL), FERRY_ERR_NOT_FOUND);
   CHECK_ERR(ferry_sync_subscriptions(NULL, session), FERRY_ERR_INVALID_ARGUMENT);
   /* session state and control: NULL outs, NULL callbacks, unknown directions and modes */
   {
@@ -1394,7 +1428,7 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
 /* ---- the main sequence -------------------------------------------------------------------- */
 
 int main(void) {
-  CHECK(sizeof all_functions / sizeof all_functions[0] == 95);
+  CHECK(sizeof all_functions / sizeof all_functions[0] == 99);
   for (size_t i = 0; i < sizeof all_functions / sizeof all_functions[0]; i++) CHECK(all_functions[i] != NULL);
   test_globals();
   test_schemas();

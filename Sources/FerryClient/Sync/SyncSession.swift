@@ -31,6 +31,13 @@ public final class SyncSession: @unchecked Sendable {
     private var markWaiters: [UInt64: @Sendable (FerryError?) -> Void] = [:]
     var unsentMarks: [@Sendable (FerryError?) -> Void] = []
     var uploadWaiters: [(target: UInt64, done: @Sendable (FerryError?) -> Void)] = []
+    /// Waits for write receipts (SyncSession+Receipts, loop thread).
+    var receiptWaiters: [ReceiptWaiter] = []
+    /// The local versions the last acknowledgement covered (after, through]: the changesets
+    /// of the upload a following compensating write (error 231) answers.
+    var lastAcknowledgement: (after: UInt64, through: UInt64)?
+    /// A receipt MARK is on its way (at most one: a burst of commits costs one round trip).
+    var receiptMarkInFlight = false
     private var subscriptionWaiters: [(version: UInt64, done: @Sendable (FerryError?) -> Void)] = []
     var fatal: SyncError?
     /// What the host chose for client resets, and the reset in progress (loop thread).
@@ -73,6 +80,7 @@ public final class SyncSession: @unchecked Sendable {
         acknowledged = meta.acknowledged
         ackFloor = meta.acknowledged
         countedThrough = meta.acknowledged
+        database.startReceiptSession(acknowledged: meta.acknowledged)
         try countLocalChanges()
         // A reset's download left staged by a process that died mid-reset is of no use: the
         // next reset run downloads again (a read when nothing is staged).
@@ -321,6 +329,8 @@ public final class SyncSession: @unchecked Sendable {
         sentQueryVersion = 0
         sendQuery()
         uploadPending()
+        // Settles what an earlier connection left acknowledged but unanswered.
+        sendReceiptMark()
         for m in unsentMarks { waitForDownloadNow(m) }
         unsentMarks.removeAll()
     }
@@ -330,6 +340,29 @@ public final class SyncSession: @unchecked Sendable {
         let m = nextMark
         nextMark += 1
         markWaiters[m] = done
+        connection?.send(.mark(session: id, request: m))
+    }
+
+    /// Sends a MARK after the uploads sent so far: the server handles a connection's messages
+    /// in order, so when the MARK comes back every one of those uploads has had its answer,
+    /// the acknowledgement and any compensating write (error 231) included, and their
+    /// receipts are settled (SyncSession+Receipts). One is in flight at a time: uploads sent
+    /// meanwhile get the next one when it returns, so a host committing a thousand times a
+    /// second adds one MARK per round trip, not one per commit. A MARK lost with its
+    /// connection is sent again on the next one, after the uploads.
+    func sendReceiptMark() {
+        guard ready, !receiptMarkInFlight, let id = sessionId else { return }
+        receiptMarkInFlight = true
+        let target = lastUploaded
+        let m = nextMark
+        nextMark += 1
+        markWaiters[m] = { [weak self] error in
+            guard let self else { return }
+            self.receiptMarkInFlight = false
+            guard error == nil else { return }
+            self.settleReceipts(through: target)
+            if self.lastUploaded > target { self.sendReceiptMark() }
+        }
         connection?.send(.mark(session: id, request: m))
     }
 
@@ -368,13 +401,18 @@ public final class SyncSession: @unchecked Sendable {
 
     func uploadPending() {
         guard ready, !closed, let id = sessionId else { return }
+        let before = lastUploaded
         while true {
-            guard let pending = try? database.pendingChangesets(after: lastUploaded, maxBytes: Self.uploadMessageBytes), let last = pending.last else { return }
+            guard let pending = try? database.pendingChangesets(after: lastUploaded, maxBytes: Self.uploadMessageBytes), let last = pending.last else { break }
             connection?.send(.upload(session: id, changesets: pending.map {
                 UploadChangeset(clientVersion: $0.version, lastIntegratedServerVersion: $0.base, changeset: $0.bytes)
             }))
             lastUploaded = last.version
         }
+        guard lastUploaded > before else { return }
+        database.noteReceiptsUploaded(through: lastUploaded)
+        sendReceiptMark()
+        checkReceiptWaiters()
     }
 
     func handle(_ message: ProtocolMessage) {
@@ -411,7 +449,10 @@ public final class SyncSession: @unchecked Sendable {
             } catch {
                 return fail(SyncError(code: 0, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug))
             }
-            if ack > acknowledged { ackFloor = acknowledged }
+            if ack > acknowledged {
+                ackFloor = acknowledged
+                lastAcknowledgement = (acknowledged, ack)
+            }
             acknowledged = max(acknowledged, ack)
             countAcknowledged(acknowledged)
             if isLast { subscriptionCompleted(subscriptionVersion) }
@@ -434,6 +475,7 @@ public final class SyncSession: @unchecked Sendable {
             if e.code == SyncErrorText.compensatingWriteCode { error.revertedObjects = revertCaptures.claim(e.compensatingWrites) }
             if e.code == SyncErrorText.compensatingWriteCode {
                 app.log(.error, SyncErrorText.compensatingWriteLogLine(connection: 1, session: Int(sessionId ?? 1)))
+                rejectReceipts(e.compensatingWrites)
             }
             if e.code == 226 { subscriptionFailed(e.message) }
             if error.isFatal { fail(error) } else { app.report(error, session: self) }
@@ -485,9 +527,11 @@ public final class SyncSession: @unchecked Sendable {
         markWaiters.removeAll(); unsentMarks.removeAll()
         let uploads = uploadWaiters; uploadWaiters.removeAll()
         let subs = subscriptionWaiters; subscriptionWaiters.removeAll()
+        let receipts = receiptWaiters; receiptWaiters.removeAll()
         for m in marks { m(e) }
         for u in uploads { u.done(e) }
         for s in subs { s.done(e) }
+        for r in receipts { r.done(.failure(e)) }
     }
 
     /// A fatal error: the session stops syncing for good (it leaves its connection, so

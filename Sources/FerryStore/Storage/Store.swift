@@ -21,6 +21,8 @@ final class Store: @unchecked Sendable {
     let writer: SQLiteConnection
     let reader: SQLiteConnection
     let readerLock = Lock()
+    /// The sync agent's upload and settle marks for write receipts (`Database+Receipts`).
+    let receipts = ReceiptWatermarks()
     private var agentLock: SyncAgentLock?
     private(set) var isSynced: Bool
     /// The page cipher of an encrypted file (nil when the file is not encrypted).

@@ -75,15 +75,20 @@ extension Database {
             // The unsynced changes, grouped by object, and each object's state on the device.
             var order: [ObjectKeyRef] = []
             var unsynced: [ObjectKeyRef: [Instruction]] = [:]
-            let history = try c.statement("SELECT changeset FROM __ferry_history WHERE version > ? ORDER BY version")
+            // Per unsynced changeset, the objects it wrote: its write receipt's fate follows theirs.
+            var receipts: [(version: UInt64, objects: Set<ObjectKeyRef>)] = []
+            let history = try c.statement("SELECT version, changeset FROM __ferry_history WHERE version > ? ORDER BY version")
             history.bind(1, Int64(bitPattern: acknowledged))
             while try history.step() {
                 report.unsyncedChangesets += 1
-                for i in try ChangesetCodec.decode(history.blob(0)).instructions {
+                var objects: Set<ObjectKeyRef> = []
+                for i in try ChangesetCodec.decode(history.blob(1)).instructions {
                     let ref = ObjectKeyRef(table: i.table, key: i.key)
                     if unsynced[ref] == nil { order.append(ref) }
                     unsynced[ref, default: []].append(i)
+                    objects.insert(ref)
                 }
+                receipts.append((UInt64(bitPattern: history.int64(0)), objects))
             }
             history.resetKeepingBindings()
             var deviceRows: [ObjectKeyRef: [FerryValue]] = [:]
@@ -207,13 +212,16 @@ extension Database {
             base.bind(1, Int64(bitPattern: latest)); base.bind(2, Int64(bitPattern: target.serverVersion))
             try base.run()
             base.resetKeepingBindings()
+            var recoveredVersion: UInt64 = 0
             if !recovered.isEmpty {
                 let encoded = ChangesetCodec.encode(Changeset(timestamp: try store.nextTimestamp(), instructions: recovered))
                 let s = try c.statement("INSERT INTO __ferry_history (changeset) VALUES (?)")
                 s.bind(1, blob: encoded)
                 try s.run()
                 s.resetKeepingBindings()
+                recoveredVersion = UInt64(bitPattern: c.lastInsertRowID)
             }
+            try Self.settleReceiptsOfReset(c, receipts, entries: report.entries, recoveredVersion: recoveredVersion)
             try c.exec("DELETE FROM __ferry_reset_download; DELETE FROM temp.__ferry_reset_keys;")
             return observed && !changes.isEmpty ? changes : nil
         }

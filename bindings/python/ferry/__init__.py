@@ -51,6 +51,7 @@ from .errors import (
     WrongTypeError,
     strerror,
 )
+from .receipts import Receipt, ReceiptState
 from .schema import ObjectSchema, Property, Schema
 from .sync import (
     App,
@@ -110,6 +111,9 @@ __all__ = [
     "Results",
     "ChangeSet",
     "NotificationToken",
+    # write receipts
+    "Receipt",
+    "ReceiptState",
     # sync
     "App",
     "User",

@@ -320,6 +320,17 @@ class RevertedObject(Structure):
     ]
 
 
+class Receipt(Structure):
+    """``ferry_receipt_t`` (lent for the callback that receives it)."""
+
+    _fields_ = [
+        ("receipt", c_uint64),
+        ("state", c_int32),
+        ("compensating_writes", POINTER(CompensatingWrite)),
+        ("compensating_writes_count", c_size_t),
+    ]
+
+
 class ClientResetEntry(Structure):
     """``ferry_client_reset_entry_t`` (lent with its report)."""
 
@@ -420,6 +431,8 @@ SYNC_OPEN_CB = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p, POINTER(Error))
 # ferry_connection_state_cb: (userdata, old_state, new_state)
 CONNECTION_STATE_CB = CFUNCTYPE(None, c_void_p, c_int32, c_int32)
 PROGRESS_CB = CFUNCTYPE(None, c_void_p, POINTER(Progress))
+# ferry_receipt_cb: (userdata, lent receipt or NULL, lent error or NULL)
+RECEIPT_CB = CFUNCTYPE(None, c_void_p, POINTER(Receipt), POINTER(Error))
 
 _pp = POINTER(c_void_p)
 _pv = POINTER(Value)
@@ -453,6 +466,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     # Write transactions
     "ferry_db_begin_write": (c_int, [c_void_p]),
     "ferry_db_commit": (c_int, [c_void_p]),
+    "ferry_db_commit_with_receipt": (c_int, [POINTER(c_uint64), c_void_p]),
     "ferry_db_cancel": (c_int, [c_void_p]),
     "ferry_db_is_in_transaction": (c_int, [POINTER(c_bool), c_void_p]),
     # Writing objects
@@ -507,6 +521,9 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "ferry_user_free": (None, [c_void_p]),
     # Sync: errors
     "ferry_app_set_sync_error_handler": (c_int, [c_void_p, SYNC_ERROR_CB, c_void_p, FREE_FN]),
+    # Sync: write receipts
+    "ferry_db_receipt_state": (c_int, [POINTER(c_int32), c_void_p, c_uint64]),
+    "ferry_db_read_receipt": (c_int, [c_void_p, c_uint64, RECEIPT_CB, c_void_p]),
     # Sync: client reset
     "ferry_app_handle_client_reset": (c_int, [c_void_p, c_char_p]),
     # what a compensating write took (SPEC F-NOLOSS)
@@ -519,6 +536,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "ferry_sync_open": (c_int, [_pp, _pp, c_void_p, POINTER(SyncOptions)]),
     "ferry_sync_open_async": (c_int, [c_void_p, POINTER(SyncOptions), SYNC_OPEN_CB, c_void_p]),
     "ferry_sync_wait_for_upload": (c_int, [c_void_p, STATUS_CB, c_void_p]),
+    "ferry_sync_wait_for_receipt": (c_int, [c_void_p, c_uint64, c_int32, RECEIPT_CB, c_void_p]),
     "ferry_sync_wait_for_download": (c_int, [c_void_p, STATUS_CB, c_void_p]),
     "ferry_sync_session_free": (None, [c_void_p]),
     # Sync: session state, pause and resume, progress

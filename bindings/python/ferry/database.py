@@ -46,13 +46,28 @@ from . import _native
 from .errors import (
     ClosedError,
     FerryError,
+    InternalError,
     InvalidArgumentError,
     NotFoundError,
     OutOfRangeError,
     check,
 )
+from .receipts import Receipt, ReceiptState
+from .receipts import _READ_TRAMPOLINE as _RECEIPT_READ_TRAMPOLINE
+from .receipts import _read_ids as _receipt_read_ids
+from .receipts import _reads as _receipt_reads
+from .receipts import _state as _receipt_state
 from .schema import ObjectSchema, Property, Schema, SchemaLike
 from .values import KeepAlive, Type, from_native, make_native, make_native_array, to_native
+
+
+
+def _receipt_id(receipt: int) -> int:
+    """A receipt as the C API takes it: an int in [0, 2**64)."""
+    if isinstance(receipt, bool) or not isinstance(receipt, int) or not 0 <= receipt < 1 << 64:
+        raise InvalidArgumentError(f"a write receipt is an int in [0, 2**64), got {receipt!r}")
+    return receipt
+
 
 __all__ = [
     "Database",
@@ -694,9 +709,45 @@ class Database:
         """
         check(_native.lib().ferry_db_begin_write(self._handle))
 
-    def commit(self) -> None:
-        """Commits the write transaction (data and one history changeset, durably)."""
-        check(_native.lib().ferry_db_commit(self._handle))
+    def commit(self) -> int:
+        """Commits the write transaction (data and one history changeset, durably) and returns
+        its write receipt (0 for a transaction that changed nothing), also kept as
+        :attr:`last_receipt`. See :meth:`receipt_state` and
+        :meth:`ferry.SyncSession.wait_for_receipt`."""
+        out = ctypes.c_uint64()
+        check(_native.lib().ferry_db_commit_with_receipt(ctypes.byref(out), self._handle))
+        self._last_receipt = int(out.value)
+        return self._last_receipt
+
+    @property
+    def last_receipt(self) -> int:
+        """The write receipt of this handle's last commit through this object (0 before any):
+        the way to get the receipt of a ``with db.write():`` block."""
+        return getattr(self, "_last_receipt", 0)
+
+    def receipt_state(self, receipt: int) -> Union[ReceiptState, int]:
+        """The state of a write receipt of this file (``ferry_db_receipt_state``).
+
+        Raises:
+            NotFoundError: a receipt this file never gave, or one that expired (the file keeps
+                the last 1024 rejected receipts).
+        """
+        out = ctypes.c_int32()
+        check(_native.lib().ferry_db_receipt_state(ctypes.byref(out), self._handle, _receipt_id(receipt)))
+        return _receipt_state(out.value)
+
+    def read_receipt(self, receipt: int) -> Receipt:
+        """The receipt's state with, when ``REJECTED``, its compensating writes
+        (``ferry_db_read_receipt``). Raises as :meth:`receipt_state`."""
+        key = next(_receipt_read_ids)
+        _receipt_reads[key] = slot = []
+        try:
+            check(_native.lib().ferry_db_read_receipt(self._handle, _receipt_id(receipt), _RECEIPT_READ_TRAMPOLINE, key))
+        finally:
+            _receipt_reads.pop(key, None)
+        if not slot:
+            raise InternalError("ferry_db_read_receipt succeeded without calling back")
+        return slot[0]
 
     def cancel(self) -> None:
         """Cancels the write transaction, discarding its changes."""

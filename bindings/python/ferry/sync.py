@@ -46,7 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Union
 
 from . import _native
-from .database import Database, Delivery, _key_buffer, _wipe
+from .database import Database, Delivery, _key_buffer, _receipt_id, _wipe
+from .receipts import Receipt, ReceiptState
 from .errors import FerryError, FerryTimeoutError, check, error_for_code
 from .schema import Schema, SchemaLike
 from .values import from_native
@@ -663,7 +664,18 @@ def _log_exception(what: str) -> None:
         pass
 
 
+def _on_receipt(userdata: Optional[int], receipt: Any, error: Any) -> None:
+    try:
+        p = _pending.pop(userdata or 0, None)
+        if p is not None:
+            failure = _error_from(error)
+            p.complete(failure, Receipt._from_native(receipt.contents) if receipt and failure is None else None)
+    except BaseException:  # noqa: BLE001
+        _log_exception("exception in a Ferry receipt completion")
+
+
 _STATUS_TRAMPOLINE = _native.STATUS_CB(_on_status)
+_RECEIPT_TRAMPOLINE = _native.RECEIPT_CB(_on_receipt)
 _USER_TRAMPOLINE = _native.USER_CB(_on_user)
 _OPEN_TRAMPOLINE = _native.SYNC_OPEN_CB(_on_open)
 
@@ -1279,6 +1291,30 @@ class SyncSession:
 
     async def async_wait_for_download(self, timeout: Optional[float] = DEFAULT_TIMEOUT) -> None:
         await self._wait("ferry_sync_wait_for_download").wait_async("waiting for download", timeout)
+
+    def _wait_receipt(self, receipt: int, state: Union[ReceiptState, int]) -> _Pending:
+        lib = _native.lib()
+        r = _receipt_id(receipt)
+        return _start(lambda key: lib.ferry_sync_wait_for_receipt(self.handle, r, int(state), _RECEIPT_TRAMPOLINE, key))
+
+    def wait_for_receipt(self, receipt: int, state: Union[ReceiptState, int] = ReceiptState.ACKNOWLEDGED,
+                         timeout: Optional[float] = DEFAULT_TIMEOUT) -> Receipt:
+        """Waits until the write receipt (from :meth:`ferry.Database.commit`) reaches ``state``
+        or a later one, or a final state (a wait for ``REJECTED`` ends ``ACKNOWLEDGED`` when
+        the server accepted the transaction); returns the receipt as it then is, with its
+        compensating writes when ``REJECTED``.
+
+        Raises:
+            NotFoundError: a receipt the file never gave (or one that expired).
+            ClosedError: the session was closed first; or the error that stopped it.
+            FerryTimeoutError.
+        """
+        return self._wait_receipt(receipt, state).wait(timeout, f"waiting for receipt {receipt}")
+
+    async def async_wait_for_receipt(self, receipt: int, state: Union[ReceiptState, int] = ReceiptState.ACKNOWLEDGED,
+                                     timeout: Optional[float] = DEFAULT_TIMEOUT) -> Receipt:
+        """The asyncio twin of :meth:`wait_for_receipt`."""
+        return await self._wait_receipt(receipt, state).wait_async(f"waiting for receipt {receipt}", timeout)
 
     def sync(self, timeout: Optional[float] = DEFAULT_TIMEOUT) -> None:
         """``wait_for_upload`` then ``wait_for_download``."""

@@ -11,6 +11,7 @@ use std::thread::{self, ThreadId};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::notify::{self, ChangeSet, NotificationToken};
+use crate::receipt::{start_receipt_sync, Receipt, ReceiptState};
 use crate::schema::{string_from, Property, Schema};
 use crate::sys;
 use crate::value::{raw_values, Value};
@@ -675,6 +676,33 @@ impl Database {
         Ok(delivered)
     }
 
+    // --- Write receipts -------------------------------------------------------------------
+
+    /// The state of a write receipt of this file (`ferry_db_receipt_state`). Receipts live in
+    /// the file: acknowledged ones stay readable, rejected ones are kept (with their
+    /// compensating writes) up to the last 1024. Errors: [`ErrorCode::NotFound`] for a receipt
+    /// the file never gave (or one that expired), [`ErrorCode::Closed`].
+    pub fn receipt_state(&self, receipt: u64) -> Result<ReceiptState> {
+        let mut out = 0i32;
+        // SAFETY: valid handle and out-parameter.
+        Error::check(unsafe { sys::ferry_db_receipt_state(&mut out, self.ptr(), receipt) })?;
+        Ok(ReceiptState::from_raw(out))
+    }
+
+    /// The receipt with, when [`ReceiptState::Rejected`], its compensating writes
+    /// (`ferry_db_read_receipt`). Errors as [`receipt_state`](Database::receipt_state).
+    pub fn read_receipt(&self, receipt: u64) -> Result<Receipt> {
+        let mut slot: Option<Receipt> = None;
+        // libferry calls back on this thread before it returns: the closure borrows `slot`.
+        start_receipt_sync(&mut slot, |cb, userdata| {
+            // SAFETY: a valid handle; the callback runs before the call returns.
+            unsafe { sys::ferry_db_read_receipt(self.ptr(), receipt, cb, userdata) }
+        })?;
+        slot.ok_or_else(|| {
+            Error::new(ErrorCode::Internal, "ferry_db_read_receipt succeeded without calling back")
+        })
+    }
+
     // --- History --------------------------------------------------------------------------
 
     /// The number of changesets in the local history (one per committed write transaction
@@ -730,6 +758,20 @@ impl<'db> Transaction<'db> {
         self.finished = true;
         // SAFETY: a valid handle.
         Error::check(unsafe { sys::ferry_db_commit(self.db.ptr()) })
+    }
+
+    /// Commits like [`commit`](Transaction::commit) and returns the transaction's write
+    /// receipt (`ferry_db_commit_with_receipt`): follow it with
+    /// [`Database::receipt_state`] and
+    /// [`SyncSession::wait_for_receipt`](crate::SyncSession::wait_for_receipt). A transaction
+    /// that changed nothing has receipt 0, which reads [`ReceiptState::Acknowledged`]. Errors
+    /// as `commit`.
+    pub fn commit_with_receipt(mut self) -> Result<u64> {
+        self.finished = true;
+        let mut receipt = 0u64;
+        // SAFETY: a valid handle and out-parameter.
+        Error::check(unsafe { sys::ferry_db_commit_with_receipt(&mut receipt, self.db.ptr()) })?;
+        Ok(receipt)
     }
 
     /// Cancels, discarding the transaction's changes.

@@ -15,6 +15,7 @@ use crate::app::AppInner;
 use crate::completion::{block_on, free_off_loop, start_status, SendPtr};
 use crate::db::c_string;
 use crate::error::{Error, ErrorCode, Result};
+use crate::receipt::{start_receipt, Receipt, ReceiptState};
 use crate::reset::{ClientResetReport, ResetCallbacks};
 use crate::reverted::RevertedObject;
 use crate::schema::string_from;
@@ -574,6 +575,28 @@ impl<'a> SessionRef<'a> {
         })
     }
 
+    /// Calls `callback` once, on the loop thread, when the write receipt reaches `state` or a
+    /// later one, or a final state (a wait for [`ReceiptState::Rejected`] ends
+    /// [`ReceiptState::Acknowledged`] when the server accepted the transaction); or with the
+    /// error that stopped the session ([`ErrorCode::Closed`] when it was dropped). A receipt
+    /// the file never gave is [`ErrorCode::NotFound`] at once (and `callback` is dropped).
+    pub fn wait_for_receipt_with_callback<F>(
+        &self,
+        receipt: u64,
+        state: ReceiptState,
+        callback: F,
+    ) -> Result<()>
+    where
+        F: FnOnce(Result<Receipt>) + Send + 'static,
+    {
+        start_receipt(callback, |cb, userdata| {
+            // SAFETY: a valid handle.
+            unsafe {
+                sys::ferry_sync_wait_for_receipt(self.ptr(), receipt, state.raw(), cb, userdata)
+            }
+        })
+    }
+
     /// Calls `callback` on the loop thread once everything the server had when the request
     /// reached it is integrated locally, or with the error that stopped the session.
     pub fn wait_for_download_with_callback<F>(&self, callback: F) -> Result<()>
@@ -765,6 +788,35 @@ impl SyncSession {
         block_on("wait for download", timeout, |done| {
             self.wait_for_download_with_callback(move |r| done.complete(r))
         })
+    }
+
+    /// Waits up to `timeout` until the write receipt (from
+    /// [`Transaction::commit_with_receipt`](crate::Transaction::commit_with_receipt)) reaches
+    /// `state` or a later one, or a final state; returns the receipt as it then is, with its
+    /// compensating writes when [`ReceiptState::Rejected`]. Receipts live in the file: after a
+    /// restart, open the session again and wait again.
+    pub fn wait_for_receipt(
+        &self,
+        receipt: u64,
+        state: ReceiptState,
+        timeout: Duration,
+    ) -> Result<Receipt> {
+        block_on("wait for receipt", timeout, |done| {
+            self.wait_for_receipt_with_callback(receipt, state, move |r| done.complete(r))
+        })
+    }
+
+    /// [`SessionRef::wait_for_receipt_with_callback`].
+    pub fn wait_for_receipt_with_callback<F>(
+        &self,
+        receipt: u64,
+        state: ReceiptState,
+        callback: F,
+    ) -> Result<()>
+    where
+        F: FnOnce(Result<Receipt>) + Send + 'static,
+    {
+        self.session_ref().wait_for_receipt_with_callback(receipt, state, callback)
     }
 
     /// [`SessionRef::wait_for_subscriptions_with_callback`].

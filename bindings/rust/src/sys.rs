@@ -325,6 +325,7 @@ extern "C" {
     // Write transactions
     pub fn ferry_db_begin_write(db: *mut ferry_db_t) -> c_int;
     pub fn ferry_db_commit(db: *mut ferry_db_t) -> c_int;
+    pub fn ferry_db_commit_with_receipt(out_receipt: *mut u64, db: *mut ferry_db_t) -> c_int;
     pub fn ferry_db_cancel(db: *mut ferry_db_t) -> c_int;
     pub fn ferry_db_is_in_transaction(out: *mut bool, db: *const ferry_db_t) -> c_int;
 
@@ -673,6 +674,33 @@ pub type ferry_sync_error_cb = Option<
     ),
 >;
 
+/// `ferry_receipt_state_t`: where a write transaction's changes are on their way to the server.
+pub type ferry_receipt_state_t = i32;
+pub const FERRY_RECEIPT_LOCAL: i32 = 0;
+pub const FERRY_RECEIPT_UPLOADED: i32 = 1;
+pub const FERRY_RECEIPT_ACKNOWLEDGED: i32 = 2;
+pub const FERRY_RECEIPT_REJECTED: i32 = 3;
+
+/// A receipt's state; lent for the call that hands it out.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_receipt_t {
+    pub receipt: u64,
+    /// `ferry_receipt_state_t`.
+    pub state: i32,
+    pub compensating_writes: *const ferry_compensating_write_t,
+    pub compensating_writes_count: usize,
+}
+
+/// A receipt (or, for a failed wait, the error); both lent for the call.
+pub type ferry_receipt_cb = Option<
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        receipt: *const ferry_receipt_t,
+        error: *const ferry_error_t,
+    ),
+>;
+
 /// `ferry_client_reset_mode_t`.
 pub type ferry_client_reset_mode_t = i32;
 pub const FERRY_CLIENT_RESET_RECOVER_UNSYNCED_CHANGES: i32 = 0;
@@ -904,6 +932,15 @@ extern "C" {
         userdata_free: ferry_free_fn,
     ) -> c_int;
 
+    // Write receipts
+    pub fn ferry_db_receipt_state(out_state: *mut i32, db: *mut ferry_db_t, receipt: u64) -> c_int;
+    pub fn ferry_db_read_receipt(
+        db: *mut ferry_db_t,
+        receipt: u64,
+        callback: ferry_receipt_cb,
+        userdata: *mut c_void,
+    ) -> c_int;
+
     // Client reset
     pub fn ferry_app_handle_client_reset(app: *mut ferry_app_t, token: *const c_char) -> c_int;
 
@@ -942,6 +979,13 @@ extern "C" {
     pub fn ferry_sync_wait_for_upload(
         session: *mut ferry_sync_session_t,
         callback: ferry_status_cb,
+        userdata: *mut c_void,
+    ) -> c_int;
+    pub fn ferry_sync_wait_for_receipt(
+        session: *mut ferry_sync_session_t,
+        receipt: u64,
+        state: i32,
+        callback: ferry_receipt_cb,
         userdata: *mut c_void,
     ) -> c_int;
     pub fn ferry_sync_wait_for_download(
