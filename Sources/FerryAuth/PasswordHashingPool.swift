@@ -39,6 +39,29 @@ public final class PasswordHashingPool: Sendable {
         }
     }
 
+    /// The name the pool's threads carry (what `top -H` and a debugger show).
+    public static let threadName = "ferry-hashing"
+
+    /// Linux keeps a thread's name in /proc (glibc's pthread_setname_np is not visible to
+    /// Swift without _GNU_SOURCE); elsewhere Foundation's name is what there is.
+    static func nameCurrentThread() {
+        #if os(Linux)
+        try? Data(threadName.utf8).write(to: URL(fileURLWithPath: "/proc/thread-self/comm"))
+        #else
+        Thread.current.name = threadName
+        #endif
+    }
+
+    /// The OS name of the calling thread.
+    public static func currentThreadName() -> String {
+        #if os(Linux)
+        let text = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+        return text.trimmingCharacters(in: .newlines)
+        #else
+        return Thread.current.name ?? ""
+        #endif
+    }
+
     /// Jobs waiting or running now.
     public var pendingJobs: Int { state.counts.pending }
     /// Jobs run to the end since the pool was made.
@@ -92,9 +115,11 @@ public final class PasswordHashingPool: Sendable {
             if queue.count > idle && started < threads {
                 started += 1
                 let thread = Thread { [self] in
-                    // Named from inside: on Linux a name set before start is not applied.
-                    // At most 15 bytes, as Linux keeps.
-                    Thread.current.name = "ferry-hashing"
+                    // Named from inside, through pthreads: on Linux a name set before start
+                    // is not applied, and Foundation's `Thread.current.name` could hand back
+                    // the name inherited from the creating thread under load. At most 15
+                    // bytes, as Linux keeps.
+                    PasswordHashingPool.nameCurrentThread()
                     work()
                 }
                 thread.start()

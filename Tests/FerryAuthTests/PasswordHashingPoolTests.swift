@@ -29,8 +29,8 @@ struct PasswordHashingPoolTests {
 
     @Test func hashingRunsOnThePoolsOwnThreads() async throws {
         let pool = PasswordHashingPool(threads: 2, maxQueued: 4)
-        let name = try await pool.run { Thread.current.name }
-        #expect(name == "ferry-hashing")
+        let name = try await pool.run { PasswordHashingPool.currentThreadName() }
+        #expect(name == PasswordHashingPool.threadName)
         #expect(pool.completedJobs == 1)
     }
 

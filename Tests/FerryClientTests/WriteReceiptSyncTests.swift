@@ -46,6 +46,24 @@ import Testing
         }
     }
 
+    /// No one waits: a burst of commits still reads acknowledged, its last one included (the
+    /// answers before it are complete when the next acknowledgement comes; the last one's
+    /// when the acknowledgements pause and the session asks with a MARK).
+    @Test func aBurstSettlesWithoutAWaiter() async throws {
+        try await SyncTestServer.withServer { url in
+            let d = try await TestDevice(baseURL: url, credentials: .anonymous)
+            defer { d.close() }
+            try await d.subscribe("complexity <= 4")
+            var receipts: [UInt64] = []
+            for _ in 0..<40 { receipts.append(try item(d, ObjectId.generate(), complexity: 1)) }
+            let deadline = Date().addingTimeInterval(30)
+            while try d.db.receiptStatus(receipts.last!).state != .acknowledged, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            for r in receipts { #expect(try d.db.receiptStatus(r).state == .acknowledged, "receipt \(r)") }
+        }
+    }
+
     @Test func onlyTheTransactionThatWroteTheRevertedObjectIsRejected() async throws {
         try await SyncTestServer.withServer { url in
             let d = try await TestDevice(baseURL: url, credentials: .anonymous)

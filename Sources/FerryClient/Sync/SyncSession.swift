@@ -36,8 +36,10 @@ public final class SyncSession: @unchecked Sendable {
     /// The local versions the last acknowledgement covered (after, through]: the changesets
     /// of the upload a following compensating write (error 231) answers.
     var lastAcknowledgement: (after: UInt64, through: UInt64)?
-    /// A receipt MARK is on its way (at most one: a burst of commits costs one round trip).
+    /// A receipt MARK is on its way (at most one).
     var receiptMarkInFlight = false
+    /// Sends a receipt MARK when acknowledgements stop coming (SyncSession+Receipts).
+    var receiptTimer: LoopTimer?
     private var subscriptionWaiters: [(version: UInt64, done: @Sendable (FerryError?) -> Void)] = []
     var fatal: SyncError?
     /// What the host chose for client resets, and the reset in progress (loop thread).
@@ -287,6 +289,8 @@ public final class SyncSession: @unchecked Sendable {
         let done = LoopSemaphore()
         app.loop.post { [self] in
             closed = true
+            receiptTimer?.invalidate()
+            receiptTimer = nil
             setState(.inactive)
             app.pausedSessions[ObjectIdentifier(self)] = nil
             failWaiters(FerryError(.closed, "the sync session was closed"))
@@ -329,8 +333,9 @@ public final class SyncSession: @unchecked Sendable {
         sentQueryVersion = 0
         sendQuery()
         uploadPending()
-        // Settles what an earlier connection left acknowledged but unanswered.
-        sendReceiptMark()
+        // Settles what an earlier connection left acknowledged but unanswered (nothing, as a
+        // rule: a session without receipts to settle sends no MARK).
+        if hasUnsettledReceipts { sendReceiptMark() }
         for m in unsentMarks { waitForDownloadNow(m) }
         unsentMarks.removeAll()
     }
@@ -346,10 +351,9 @@ public final class SyncSession: @unchecked Sendable {
     /// Sends a MARK after the uploads sent so far: the server handles a connection's messages
     /// in order, so when the MARK comes back every one of those uploads has had its answer,
     /// the acknowledgement and any compensating write (error 231) included, and their
-    /// receipts are settled (SyncSession+Receipts). One is in flight at a time: uploads sent
-    /// meanwhile get the next one when it returns, so a host committing a thousand times a
-    /// second adds one MARK per round trip, not one per commit. A MARK lost with its
-    /// connection is sent again on the next one, after the uploads.
+    /// receipts are settled (SyncSession+Receipts). Most receipts settle without one (see
+    /// `acknowledgementMoved`); this is for the last upload of a burst. One is in flight at a
+    /// time. A MARK lost with its connection is sent again on the next one, after the uploads.
     func sendReceiptMark() {
         guard ready, !receiptMarkInFlight, let id = sessionId else { return }
         receiptMarkInFlight = true
@@ -361,7 +365,7 @@ public final class SyncSession: @unchecked Sendable {
             self.receiptMarkInFlight = false
             guard error == nil else { return }
             self.settleReceipts(through: target)
-            if self.lastUploaded > target { self.sendReceiptMark() }
+            if self.hasUnsettledReceipts { self.scheduleReceiptMark() }
         }
         connection?.send(.mark(session: id, request: m))
     }
@@ -411,7 +415,6 @@ public final class SyncSession: @unchecked Sendable {
         }
         guard lastUploaded > before else { return }
         database.noteReceiptsUploaded(through: lastUploaded)
-        sendReceiptMark()
         checkReceiptWaiters()
     }
 
@@ -449,11 +452,13 @@ public final class SyncSession: @unchecked Sendable {
             } catch {
                 return fail(SyncError(code: 0, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug))
             }
+            let previous = acknowledged
             if ack > acknowledged {
                 ackFloor = acknowledged
                 lastAcknowledgement = (acknowledged, ack)
             }
             acknowledged = max(acknowledged, ack)
+            if ack > previous { acknowledgementMoved(from: previous) }
             countAcknowledged(acknowledged)
             if isLast { subscriptionCompleted(subscriptionVersion) }
             progress.downloaded(bytes: UInt64(changesets.reduce(0) { $0 + $1.changeset.count }), remaining: downloadable,
@@ -475,7 +480,7 @@ public final class SyncSession: @unchecked Sendable {
             if e.code == SyncErrorText.compensatingWriteCode { error.revertedObjects = revertCaptures.claim(e.compensatingWrites) }
             if e.code == SyncErrorText.compensatingWriteCode {
                 app.log(.error, SyncErrorText.compensatingWriteLogLine(connection: 1, session: Int(sessionId ?? 1)))
-                rejectReceipts(e.compensatingWrites)
+                rejectReceipts(e.compensatingWrites)  // and settles the upload it answers
             }
             if e.code == 226 { subscriptionFailed(e.message) }
             if error.isFatal { fail(error) } else { app.report(error, session: self) }
@@ -540,6 +545,8 @@ public final class SyncSession: @unchecked Sendable {
         guard fatal == nil else { return }
         fatal = error
         ready = false
+        receiptTimer?.invalidate()
+        receiptTimer = nil
         setState(.inactive)
         let c = connection
         connection = nil

@@ -74,6 +74,9 @@ extension Database {
     /// compensating write for them recorded).
     public func noteReceiptsSettled(through v: UInt64) { storeForSync.receipts.noteSettled(through: v) }
 
+    /// Sync engine: the last history version whose answer is complete (nil: none this run).
+    public var receiptsSettled: UInt64? { storeForSync.receipts.snapshot().settled }
+
     /// Sync engine: a session starts; what the file says is acknowledged is settled.
     public func startReceiptSession(acknowledged: UInt64) { storeForSync.receipts.resetSettled(to: acknowledged) }
 
@@ -167,8 +170,15 @@ extension Database {
         try createTables(c)
         let reject = try c.statement("INSERT OR REPLACE INTO \(rejectionsTable) (version, info, read) VALUES (?, ?, 0)")
         let alias = try c.statement("INSERT OR REPLACE INTO \(aliasesTable) (version, target) VALUES (?, ?)")
+        // Indexed by object: a device that kept writing holds thousands of unsynced changesets
+        // and as many entries, and comparing every pair stalled the reset (and a core) for
+        // a minute in a debug build.
+        var discardedByObject: [ObjectKeyRef: [(order: Int, entry: ClientResetReport.Entry)]] = [:]
+        for (order, entry) in entries.enumerated() where entry.outcome == .discarded {
+            discardedByObject[ObjectKeyRef(table: entry.objectType, key: entry.primaryKey), default: []].append((order, entry))
+        }
         for (version, objects) in changesets {
-            let discarded = entries.filter { $0.outcome == .discarded && objects.contains(ObjectKeyRef(table: $0.objectType, key: $0.primaryKey)) }
+            let discarded = discardedByObject.isEmpty ? [] : objects.flatMap { discardedByObject[$0] ?? [] }.sorted { $0.order < $1.order }.map(\.entry)
             if !discarded.isEmpty {
                 let writes = discarded.map { CompensatingWrite(objectType: $0.objectType, primaryKey: $0.primaryKey, reason: "discarded by a client reset: \($0.reason)") }
                 reject.bind(1, Int64(bitPattern: version)); reject.bind(2, blob: RejectionCodec.encode(writes))
