@@ -38,7 +38,14 @@ import Testing
             d.session.resume()
             let uploaded = try await wait(d.session, r, .uploaded)
             #expect(uploaded.state >= .uploaded)
-            let status = try await d.session.receipt(r, reaching: .acknowledged)
+            // The async form, raced against a timeout: a wait that is never answered fails here.
+            let session = d.session
+            let answer = Arrival<Result<ReceiptStatus, any Error>>()
+            Task {
+                do { answer.deliver(.success(try await session.receipt(r, reaching: .acknowledged))) } catch { answer.deliver(.failure(error)) }
+            }
+            guard let result = await answer.wait(seconds: 30) else { throw FerryError(.timeout, "receipt \(r) was not acknowledged within 30 s") }
+            let status = try result.get()
             #expect(status == ReceiptStatus(receipt: r, state: .acknowledged))
             #expect(try d.db.receiptStatus(r).state == .acknowledged)
             // Already there: a wait completes at once; a wait for rejected ends acknowledged.

@@ -26,7 +26,7 @@ extension SyncSession {
     public func waitForReceipt(_ receipt: UInt64, reaching target: ReceiptState,
                                _ done: @escaping @Sendable (Result<ReceiptStatus, FerryError>) -> Void) throws {
         _ = try database.receiptStatus(receipt)
-        app.loop.post { [self] in
+        let posted = app.loop.post { [self] in
             let waiter = ReceiptWaiter(receipt: receipt, target: target, done: done)
             if let status = try? database.receiptStatus(receipt), waiter.isMet(by: status) { return done(.success(status)) }
             if let f = fatal { return done(.failure(f.asFerryError)) }
@@ -35,6 +35,8 @@ extension SyncSession {
             // Acknowledged and waiting for its answer to complete: ask now, not after the pause.
             if receipt <= acknowledged, hasUnsettledReceipts { sendReceiptMark() }
         }
+        // The loop stops when the app closes: the wait would otherwise never be answered.
+        if !posted { done(.failure(FerryError(.closed, "the app is closed"))) }
     }
 
     /// `waitForReceipt` for async code.
