@@ -97,6 +97,15 @@ public final class SQLiteConnection {
         }
     }
 
+    /// `PRAGMA data_version`: changes when another connection (of this or another process)
+    /// commits to the file, never for this connection's own commits.
+    public func dataVersion() throws -> Int64 {
+        let s = try statement("PRAGMA data_version")
+        defer { s.resetKeepingBindings() }
+        guard try s.step() else { throw FerryError(.io, "PRAGMA data_version returned no row") }
+        return s.int64(0)
+    }
+
     /// A prepared statement, cached by its text, reset and unbound for reuse.
     public func statement(_ sql: String) throws -> Statement {
         if let s = cache[sql] {

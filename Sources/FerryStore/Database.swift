@@ -9,6 +9,11 @@ public struct DatabaseConfiguration: Sendable {
     public var schema: Schema?
     /// Mark the file synced: one process at a time may then open it (its sync agent).
     public var synced: Bool
+    /// With `synced`: when another process is the file's sync agent, open anyway as a
+    /// process that reads and writes it, and take the role later (`becomeSyncAgent`); the
+    /// sync engine opens so (SPEC F-MULTIPROC). Without it, that open fails with
+    /// `multipleSyncAgents`.
+    public var allowStandby = false
     /// A handle that reads only: `beginWrite` fails (e.g. the snapshot a client reset's
     /// callbacks get of the database as it was).
     public var readOnly: Bool
@@ -52,7 +57,7 @@ public final class Database: @unchecked Sendable {
             location = .memory(identifier: id)
         }
         let store = try StoreRegistry.shared.acquire(location, schema: configuration.schema, synced: configuration.synced,
-                                                     key: configuration.encryptionKey)
+                                                     key: configuration.encryptionKey, standby: configuration.allowStandby)
         return Database(store: store, scheduler: scheduler, readOnly: configuration.readOnly)
     }
 
@@ -82,6 +87,14 @@ public final class Database: @unchecked Sendable {
     public var isClosed: Bool { lock.withLock { closed } }
     public var isInTransaction: Bool { lock.withLock { transaction != nil } }
     public var isSynced: Bool { store.isSynced }
+
+    /// Whether this process is the file's sync agent (SPEC F-MULTIPROC): the one process that
+    /// syncs it. Other processes may read and write the file; the agent uploads their commits.
+    public var isSyncAgent: Bool { store.isSyncAgent }
+
+    /// Takes the sync agent role if no other process has it (the agent closed the file or
+    /// died). True when this process has the role.
+    public func becomeSyncAgent() throws -> Bool { try store.tryBecomeSyncAgent() }
     /// The key the file is encrypted with (nil when it is not), for opening copies of it.
     public var encryptionKey: EncryptionKey? { store.key }
     public var isInMemory: Bool { if case .memory = store.location { return true } else { return false } }
@@ -171,6 +184,9 @@ public final class Database: @unchecked Sendable {
                     s.bind(1, blob: encoded)
                     try s.run()
                     receipt = UInt64(bitPattern: store.writer.lastInsertRowID)
+                    // Before COMMIT makes it visible: other processes' watchers read it from
+                    // the history, this process's must skip it.
+                    store.noteOwnCommit(history: receipt)
                 }
                 let changes = log.isEmpty || !store.hasObservers
                     ? nil : CommittedChanges(try ChangesetCodec.decode(encoded).instructions)
@@ -184,6 +200,8 @@ public final class Database: @unchecked Sendable {
                 throw r.error
             } catch let e as FerryError {
                 try? store.writer.exec("ROLLBACK")
+                // A version rolled back may be another process's next one.
+                store.forgetOwnCommits()
                 throw FerryError(e.code == .duplicatePrimaryKey ? .io : e.code, "the commit failed and was rolled back: \(e.message)")
             }
         }
@@ -453,7 +471,7 @@ public final class Database: @unchecked Sendable {
     /// A write transaction of the sync engine's own (not logged in the history): `body`
     /// returns the instructions it applied, which observers are told about.
     func writingStore(_ body: (SQLiteConnection) throws -> [Instruction]?) throws {
-        try writingStoreChanges { c in try body(c).flatMap { store.hasObservers ? CommittedChanges($0) : nil } }
+        try writingStoreChanges { c in try body(c).flatMap { store.hasObservers || store.logsChanges ? CommittedChanges($0) : nil } }
     }
 
     /// `writingStore` for a body that builds the observers' summary itself as it goes (a
@@ -467,9 +485,12 @@ public final class Database: @unchecked Sendable {
         try store.acquireWriteLock(for: owner)
         defer { withExtendedLifetime(token) { store.releaseWriteLock(for: owner) } }
         do {
-            try store.commitAndPublish(try body(store.writer))
+            let changes = try body(store.writer)
+            if let changes { try store.logChanges(changes) }
+            try store.commitAndPublish(store.hasObservers ? changes : nil)
         } catch {
             try? store.writer.exec("ROLLBACK")
+            store.forgetOwnCommits()
             throw error
         }
     }

@@ -345,13 +345,16 @@ public final class App: @unchecked Sendable {
         let scheduler = try LoopScheduler()
         var db: Database
         do {
-            let configuration = DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true,
+            var configuration = DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true,
                                                       encryptionKey: options.encryptionKey)
+            // Another process may be the file's sync agent (SPEC F-MULTIPROC): this one then
+            // opens in standby, reads and writes, and takes the role when the agent goes.
+            configuration.allowStandby = true
             db = try Database.open(configuration, scheduler: scheduler)
             // A client reset the host left pending (SPEC F-RESETMANUAL) happens now, when
             // nothing else in this process has the file open: it moves to its backup path and
             // the open starts a fresh file.
-            if let backup = try SyncSession.pendingResetBackup(db), db.handleCount == 1 {
+            if db.isSyncAgent, let backup = try SyncSession.pendingResetBackup(db), db.handleCount == 1 {
                 db.close()
                 try Database.moveFile(path, to: backup)
                 log(.info, "client reset of \(path): the old file is at \(backup); a fresh copy downloads")
@@ -360,7 +363,7 @@ public final class App: @unchecked Sendable {
             // Snapshots of a reset the process died in (SPEC F-RESET: the file itself is
             // consistent, the reset runs again) are left over: only this file's sync agent makes
             // them, and that is this open now.
-            if !options.inMemory, db.handleCount == 1 { SyncSession.removeStaleSnapshots(of: path) }
+            if !options.inMemory, db.isSyncAgent, db.handleCount == 1 { SyncSession.removeStaleSnapshots(of: path) }
         } catch {
             scheduler.shutdown()
             throw error
@@ -377,7 +380,9 @@ public final class App: @unchecked Sendable {
             scheduler.shutdown()
             throw error
         }
-        loop.post { [self] in attach(session) }
+        loop.post { [self] in
+            if session.database.isSyncAgent { attach(session) } else { session.enterStandby() }
+        }
         return session
     }
 

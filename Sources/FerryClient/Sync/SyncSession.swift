@@ -40,6 +40,10 @@ public final class SyncSession: @unchecked Sendable {
     var receiptMarkInFlight = false
     /// Sends a receipt MARK when acknowledgements stop coming (SyncSession+Receipts).
     var receiptTimer: LoopTimer?
+    /// Another process is the file's sync agent: this session waits for the role
+    /// (SyncSession+Standby, loop thread).
+    var standby = false
+    var standbyTimer: LoopTimer?
     private var subscriptionWaiters: [(version: UInt64, done: @Sendable (FerryError?) -> Void)] = []
     var fatal: SyncError?
     /// What the host chose for client resets, and the reset in progress (loop thread).
@@ -52,7 +56,7 @@ public final class SyncSession: @unchecked Sendable {
     /// Tests only (loop thread): called after each DOWNLOAD message of a reset's fresh state is
     /// staged, with the number of changesets the run has staged so far.
     var resetStagingProbe: ((Int) -> Void)?
-    private var paused = false
+    var paused = false
     /// The last local version counted into the upload progress, and the sizes of the counted
     /// changesets the server has not acknowledged yet (oldest first).
     private var countedThrough: UInt64 = 0
@@ -164,7 +168,8 @@ public final class SyncSession: @unchecked Sendable {
             guard !closed, fatal == nil, paused else { return }
             paused = false
             app.pausedSessions[ObjectIdentifier(self)] = nil
-            app.attach(self)
+            // In standby the session connects when it gets the sync agent role.
+            if !standby { app.attach(self) }
         }
     }
 
@@ -186,7 +191,7 @@ public final class SyncSession: @unchecked Sendable {
     }
 
     /// Counts committed local changesets not counted yet into the upload progress.
-    private func countLocalChanges() throws {
+    func countLocalChanges() throws {
         let sizes = try database.pendingChangesetSizes(after: countedThrough)
         guard let last = sizes.last else { return }
         countedThrough = last.version
@@ -291,6 +296,8 @@ public final class SyncSession: @unchecked Sendable {
             closed = true
             receiptTimer?.invalidate()
             receiptTimer = nil
+            standbyTimer?.invalidate()
+            standbyTimer = nil
             setState(.inactive)
             app.pausedSessions[ObjectIdentifier(self)] = nil
             failWaiters(FerryError(.closed, "the sync session was closed"))
@@ -547,6 +554,8 @@ public final class SyncSession: @unchecked Sendable {
         ready = false
         receiptTimer?.invalidate()
         receiptTimer = nil
+        standbyTimer?.invalidate()
+        standbyTimer = nil
         setState(.inactive)
         let c = connection
         connection = nil

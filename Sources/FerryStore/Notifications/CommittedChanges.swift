@@ -38,6 +38,15 @@ public struct CommittedChanges: Sendable {
         byClass[table, default: [:]][key] = t
     }
 
+    /// Adds an object as another process's change log recorded it (`ChangeLogCodec`).
+    mutating func recordLogged(table: String, key: FerryValue, created: Bool, erased: Bool, properties: [String]) {
+        var t = byClass[table, default: [:]][key, default: Touched()]
+        t.created = t.created || created
+        t.erased = t.erased || erased
+        t.properties.formUnion(properties)
+        byClass[table, default: [:]][key] = t
+    }
+
     public var isEmpty: Bool { byClass.isEmpty }
 
     mutating func merge(_ other: CommittedChanges) {

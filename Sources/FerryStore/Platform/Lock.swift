@@ -32,6 +32,15 @@ final class Lock: @unchecked Sendable {
     /// Waits on the condition; call with the lock held.
     func wait() { pthread_cond_wait(cond, mutex) }
     func broadcast() { pthread_cond_broadcast(cond) }
+
+    /// Waits until broadcast or until `milliseconds` pass (callers re-check their condition).
+    func wait(milliseconds: Int) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let total = Int(now.tv_nsec) + milliseconds * 1_000_000
+        var deadline = timespec(tv_sec: now.tv_sec + total / 1_000_000_000, tv_nsec: total % 1_000_000_000)
+        pthread_cond_timedwait(cond, mutex, &deadline)
+    }
 }
 
 /// The identity of the calling thread, to detect a wait that would deadlock.

@@ -9,6 +9,11 @@ import Glibc
 final class SyncAgentLock {
     private var fd: Int32
 
+    /// The lock, or nil when another process holds it.
+    static func tryAcquire(databasePath: String) throws -> SyncAgentLock? {
+        do { return try SyncAgentLock(databasePath: databasePath) } catch let e as FerryError where e.code == .multipleSyncAgents { return nil }
+    }
+
     init(databasePath: String) throws {
         let lockPath = databasePath + ".sync-agent"
         fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
@@ -21,7 +26,7 @@ final class SyncAgentLock {
             fd = -1
             if err == EWOULDBLOCK {
                 throw FerryError(.multipleSyncAgents,
-                                 "'\(databasePath)' is a synced database and another process is its sync agent; only one process at a time can open it")
+                                 "'\(databasePath)' is a synced database and another process is its sync agent: open it without synced=true to read and write it (the agent uploads the commits), or through a sync session, which takes the role when that process goes")
             }
             throw FerryError(.io, "cannot lock '\(lockPath)': \(String(cString: strerror(err)))")
         }

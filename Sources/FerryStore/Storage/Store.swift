@@ -23,8 +23,19 @@ final class Store: @unchecked Sendable {
     let readerLock = Lock()
     /// The sync agent's upload and settle marks for write receipts (`Database+Receipts`).
     let receipts = ReceiptWatermarks()
+    /// Held while this process is the file's sync agent (SPEC F-MULTIPROC); guarded by `state`.
     private var agentLock: SyncAgentLock?
     private(set) var isSynced: Bool
+    /// Tells this process's observers and sync engine of other processes' commits (synced
+    /// files only; nil otherwise).
+    private var watcher: ExternalChangeWatcher?
+    /// This process's own history versions and change-log entries the watcher has not passed
+    /// yet (it skips them: they were published when committed); guarded by `state`.
+    private var ownHistory: Set<UInt64> = []
+    private var ownChangeLog: Set<UInt64> = []
+    /// The writer's `PRAGMA data_version` at its last transaction: when it moved, another
+    /// process committed, and what the writer cached (the last timestamp) is read again.
+    private var writerDataVersion: Int64 = -1
     /// The page cipher of an encrypted file (nil when the file is not encrypted).
     let cipher: PageCipher?
     /// The key, kept (in memory it wipes) for the files made from this one that must open
@@ -56,7 +67,7 @@ final class Store: @unchecked Sendable {
     }
     private var lastTimestamp: Int64 = 0
 
-    init(location: StoreLocation, schema requested: Schema?, synced: Bool, key: EncryptionKey? = nil) throws {
+    init(location: StoreLocation, schema requested: Schema?, synced: Bool, key: EncryptionKey? = nil, standby: Bool = false) throws {
         self.location = location
         // An in-memory store may be synced too (SPEC F-INMEM): it is private to this process,
         // so it needs no sync-agent lock; only files do.
@@ -110,7 +121,7 @@ final class Store: @unchecked Sendable {
             : memFile != nil ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;" : nil
         do {
             (schema, storedSchema, isSynced) = try Store.prepare(writer, location: location, requested: requested,
-                                                                 synced: synced, journal: journal, lock: &lock)
+                                                                 synced: synced, standby: standby, journal: journal, lock: &lock)
         } catch {
             writer.close()
             undo()
@@ -143,6 +154,82 @@ final class Store: @unchecked Sendable {
         }
         agentLock = lock
         memoryFile = memFile
+        if isSynced, filePath != nil,
+           let c = try? cipher?.connection(name, flags: SQLITE_OPEN_READWRITE, description: location.displayName)
+               ?? SQLiteConnection(path: name, flags: SQLITE_OPEN_READWRITE, description: location.displayName) {
+            watcher = ExternalChangeWatcher(store: self, connection: c)
+        }
+    }
+
+    // MARK: several processes (SPEC F-MULTIPROC)
+
+    /// Whether this process is the file's sync agent (always, for an in-memory store).
+    var isSyncAgent: Bool {
+        if case .memory = location { return true }
+        return state.withLock { agentLock != nil }
+    }
+
+    /// Takes the sync agent role if no other process has it. True when this process has it.
+    func tryBecomeSyncAgent() throws -> Bool {
+        guard case .file(let path) = location else { return true }
+        return try state.withLock {
+            if agentLock != nil { return true }
+            agentLock = try SyncAgentLock.tryAcquire(databasePath: path)
+            return agentLock != nil
+        }
+    }
+
+    /// Records a history version or change-log entry this process committed (the watcher
+    /// skips it).
+    func noteOwnCommit(history: UInt64? = nil, changeLog: UInt64? = nil) {
+        guard watcher != nil else { return }
+        state.withLock {
+            if let history { ownHistory.insert(history) }
+            if let changeLog { ownChangeLog.insert(changeLog) }
+        }
+    }
+
+    /// After a rollback: what it numbered was never committed.
+    func forgetOwnCommits() {
+        guard watcher != nil else { return }
+        state.withLock {
+            ownHistory.removeAll()
+            ownChangeLog.removeAll()
+        }
+    }
+
+    /// Whether the watcher should skip this entry (and forgets it).
+    func takeOwn(history: UInt64) -> Bool { state.withLock { ownHistory.remove(history) != nil } }
+    func takeOwn(changeLog: UInt64) -> Bool { state.withLock { ownChangeLog.remove(changeLog) != nil } }
+
+    /// Hands changes another process committed to this process's observers.
+    func publishExternal(_ changes: CommittedChanges) {
+        guard !changes.isEmpty else { return }
+        let current = state.withLock { Array(observers.values) }
+        for o in current { o.enqueue(changes) }
+    }
+
+    /// Whether commits of the sync engine are logged for other processes' observers.
+    var logsChanges: Bool { watcher != nil }
+
+    /// Inside a write transaction of the sync engine: logs what it changed for the other
+    /// processes that have the file open (their observers learn of downloads this way; local
+    /// writes they read from the history). Keeps the last `ExternalChangeWatcher.logWindow`.
+    func logChanges(_ changes: CommittedChanges) throws {
+        guard watcher != nil, !changes.isEmpty else { return }
+        try writer.exec("CREATE TABLE IF NOT EXISTS __ferry_change_log (seq INTEGER PRIMARY KEY, changes BLOB NOT NULL)")
+        let s = try writer.statement("INSERT INTO __ferry_change_log (changes) VALUES (?)")
+        s.bind(1, blob: ChangeLogCodec.encode(changes))
+        try s.run()
+        s.resetKeepingBindings()
+        let seq = UInt64(bitPattern: writer.lastInsertRowID)
+        noteOwnCommit(changeLog: seq)
+        if seq > ExternalChangeWatcher.logWindow {
+            let trim = try writer.statement("DELETE FROM __ferry_change_log WHERE seq <= ?")
+            trim.bind(1, Int64(seq - ExternalChangeWatcher.logWindow))
+            try trim.run()
+            trim.resetKeepingBindings()
+        }
     }
 
     /// Checkpoints the WAL on a thread of its own (nil for memdb stores).
@@ -153,14 +240,19 @@ final class Store: @unchecked Sendable {
     /// sync agent), and the write lock is only taken when something must be written, so
     /// opening a file that another process is writing does not wait for it.
     private static func prepare(_ w: SQLiteConnection, location: StoreLocation, requested: Schema?, synced: Bool,
-                                journal: String?, lock: inout SyncAgentLock?) throws -> (Schema, Schema, Bool) {
+                                standby: Bool, journal: String?, lock: inout SyncAgentLock?) throws -> (Schema, Schema, Bool) {
         let existing = try readStoredSchema(w)
         if requested == nil && existing == nil {
             throw FerryError(.invalidSchema, "\(location.displayName) is a new database: a schema is needed to create it")
         }
         if case .file(let path) = location {
-            // The synced mark decides whether we must be the file's only agent.
-            if try readSyncedMark(w) || synced { lock = try SyncAgentLock(databasePath: path) }
+            // One process at a time is a synced file's sync agent (SPEC F-MULTIPROC). Only an
+            // open that asks to sync takes the role; another process may open the file to read
+            // and write it, and its commits are uploaded by the agent. A sync session may open
+            // in standby and take the role when the agent goes (`tryBecomeSyncAgent`).
+            if synced {
+                lock = standby ? try SyncAgentLock.tryAcquire(databasePath: path) : try SyncAgentLock(databasePath: path)
+            }
         }
         if let journal { try w.exec(journal) }
 
@@ -206,13 +298,17 @@ final class Store: @unchecked Sendable {
     private var memoryFile: String?
 
     func close() {
+        watcher?.stop()
+        watcher = nil
         writer.setWALHook(nil, nil)
         checkpointer?.stop()
         checkpointer = nil
         writer.close()
         readerLock.withLock { reader.close() }
-        agentLock?.release()
-        agentLock = nil
+        state.withLock {
+            agentLock?.release()
+            agentLock = nil
+        }
         cipher?.destroy()
         if let f = memoryFile {
             MemoryFiles.remove(f)
@@ -289,6 +385,16 @@ final class Store: @unchecked Sendable {
         }
         do {
             try writer.exec("BEGIN IMMEDIATE")
+            if watcher != nil {
+                // Another process committed since this writer's last transaction: the last
+                // timestamp it cached may be behind the file's (a changeset must never be
+                // stamped before an earlier one of the same file).
+                let v = try writer.dataVersion()
+                if v != writerDataVersion {
+                    writerDataVersion = v
+                    lastTimestamp = 0
+                }
+            }
         } catch {
             releaseWriteLock(for: owner)
             throw error

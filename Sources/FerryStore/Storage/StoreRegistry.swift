@@ -12,14 +12,14 @@ final class StoreRegistry: @unchecked Sendable {
     private var stores: [String: Store] = [:]
 
     /// The store for a location, opened if needed, with one more handle counted.
-    func acquire(_ location: StoreLocation, schema: Schema?, synced: Bool, key: EncryptionKey? = nil) throws -> Store {
+    func acquire(_ location: StoreLocation, schema: Schema?, synced: Bool, key: EncryptionKey? = nil, standby: Bool = false) throws -> Store {
         try lock.withLock {
             if let s = stores[location.key], s.pid == getpid() {
                 try s.checkCompatible(schema: schema, synced: synced, key: key)
                 s.handleCount += 1
                 return s
             }
-            let s = try Store(location: location, schema: schema, synced: synced, key: key)
+            let s = try Store(location: location, schema: schema, synced: synced, key: key, standby: standby)
             s.handleCount = 1
             stores[location.key] = s
             return s

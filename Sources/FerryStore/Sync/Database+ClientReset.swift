@@ -67,7 +67,7 @@ extension Database {
         var peak = 0
         try writingStoreChanges { c in
             let store = self.storeForSync
-            let observed = store.hasObservers
+            let observed = store.hasObservers || store.logsChanges
             var changes = CommittedChanges([])
             let acknowledged = try Self.getMeta(c, "sync.acknowledged")
             let latest = try Self.latestVersion(c)
