@@ -244,10 +244,13 @@ typedef struct ferry_db_options {
      FERRY_ERR_SCHEMA_MISMATCH and the file is left unchanged. */
   const ferry_schema_t *schema;
   int32_t delivery;                 /* ferry_delivery_t, default FERRY_DELIVERY_LOOP */
-  /* Marks the file as synced. A file marked synced has one sync agent: the first process that
-     opens it. Any other process that opens it while the agent has it open gets
-     FERRY_ERR_MULTIPLE_SYNC_AGENTS. Handles within one process share the agent role. Once set,
-     the mark stays in the file. Not allowed for in-memory databases. */
+  /* Marks the file as synced and makes this process its sync agent (SPEC F-MULTIPROC): the one
+     process that syncs it. While another process is the agent, an open with synced gets
+     FERRY_ERR_MULTIPLE_SYNC_AGENTS; an open without it succeeds: that process reads and writes
+     the file, its commits are uploaded by the agent, and its notifications fire for the other
+     processes' commits and the agent's downloads (seen within about 20 ms). Handles within one
+     process share the role. Once set, the mark stays in the file. Not allowed for in-memory
+     databases. */
   bool synced;
   /* Version 2. NULL (the default) for an unencrypted file, or FERRY_ENCRYPTION_KEY_SIZE (64)
      bytes: a new file is created encrypted with it, an existing file must have been
@@ -1035,8 +1038,15 @@ int ferry_sync_options_init(ferry_sync_options_t *opts, uint32_t version);
  *  database handle (notifications on the loop thread; integrated downloads fire them);
  *  *out_session drives sync. Free both; freeing the session stops syncing.
  *  Nothing syncs down until the subscription set has a subscription (SPEC F-REQSUB).
+ *  Several processes (SPEC F-MULTIPROC): when another process is the file's sync agent, the
+ *  open succeeds in standby: the session does not connect (connection state DISCONNECTED),
+ *  the database reads and writes as usual (the agent uploads its commits; its notifications
+ *  fire for the other processes' commits and the agent's downloads), and within about 250 ms
+ *  of the agent closing the file, exiting or being killed, one standby session takes the role
+ *  and syncs, uploading what is unacknowledged. Waits of a standby session stay pending until
+ *  then. Subscription changes are sent by the agent's session only: make them there.
  *  Errors: FERRY_ERR_AUTH (logged-out user), FERRY_ERR_CLOSED (the user's App was freed),
- *  FERRY_ERR_MULTIPLE_SYNC_AGENTS, the errors of ferry_db_open. */
+ *  the errors of ferry_db_open. */
 int ferry_sync_open(ferry_sync_session_t **out_session, ferry_db_t **out_db, ferry_user_t *user,
                     const ferry_sync_options_t *opts);
 

@@ -279,9 +279,12 @@ private struct SyncOpenRequest {
     func hostDatabase() throws -> OpaquePointer {
         let scheduler = try LoopScheduler()
         do {
-            let db = try Database.open(DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true,
-                                                             encryptionKey: options.encryptionKey),
-                                       scheduler: scheduler)
+            var configuration = DatabaseConfiguration(location: options.inMemory ? .memory(path) : .file(path), schema: schema, synced: true,
+                                                      encryptionKey: options.encryptionKey)
+            // The session may be in standby (another process is the sync agent): this handle
+            // shares its store, role or not.
+            configuration.allowStandby = true
+            let db = try Database.open(configuration, scheduler: scheduler)
             return HandleTable.shared.register(DatabaseHandle(database: db, polling: nil), kind: .database)
         } catch {
             scheduler.shutdown()

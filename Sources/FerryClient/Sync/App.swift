@@ -351,6 +351,8 @@ public final class App: @unchecked Sendable {
             // opens in standby, reads and writes, and takes the role when the agent goes.
             configuration.allowStandby = true
             db = try Database.open(configuration, scheduler: scheduler)
+            // The file may already be open in this process without the role (a plain handle).
+            if !db.isSyncAgent { _ = try? db.becomeSyncAgent() }
             // A client reset the host left pending (SPEC F-RESETMANUAL) happens now, when
             // nothing else in this process has the file open: it moves to its backup path and
             // the open starts a fresh file.

@@ -16,6 +16,11 @@ final class StoreRegistry: @unchecked Sendable {
         try lock.withLock {
             if let s = stores[location.key], s.pid == getpid() {
                 try s.checkCompatible(schema: schema, synced: synced, key: key)
+                // A handle that asks to sync a file this process has open without the role
+                // takes it now, or (unless it may wait in standby) fails as a first open would.
+                if synced, !standby, !(try s.tryBecomeSyncAgent()) {
+                    throw FerryError(.multipleSyncAgents, "'\(location.displayName)' is a synced database and another process is its sync agent")
+                }
                 s.handleCount += 1
                 return s
             }
