@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(changeset value schema query protocol http websocket json stamped)
+[ ${#targets[@]} -gt 0 ] || targets=(changeset value schema query protocol http websocket json stamped changelog)
 core_sources=$(find Sources/FerryCore -name '*.swift' | sort)
 for t in "${targets[@]}"; do
   out=build/fuzz/$t

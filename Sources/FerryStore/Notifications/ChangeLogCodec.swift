@@ -1,4 +1,6 @@
-import FerryCore
+#if canImport(FerryCore)
+import FerryCore // the fuzz build compiles this file into one module with FerryCore's sources
+#endif
 
 /// The stored form of a `CommittedChanges` in the change log other processes read (SPEC
 /// F-MULTIPROC): per class its name and objects, per object its primary key (`ValueCodec`),
@@ -29,6 +31,10 @@ enum ChangeLogCodec {
             let table = try r.string()
             for _ in 0..<(try r.count(minSize: 3)) {
                 let key = try ValueCodec.decode(from: &r, allowList: false)
+                switch key {
+                case .int, .string, .objectId, .uuid: break
+                default: throw FerryError(.corrupt, "a change-log entry names an object by a value no primary key can have")
+                }
                 let flags = try r.byte()
                 var properties: [String] = []
                 for _ in 0..<(try r.count(minSize: 1)) { properties.append(try r.string()) }

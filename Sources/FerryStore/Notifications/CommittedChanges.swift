@@ -1,4 +1,6 @@
-import FerryCore
+#if canImport(FerryCore)
+import FerryCore // the fuzz build compiles this file into one module with FerryCore's sources
+#endif
 
 /// What one commit touched, by class: the objects and, per object, the properties. Built once
 /// per commit from the transaction's instructions and shared by every observer.
