@@ -7,7 +7,8 @@ public struct DatabaseConfiguration: Sendable {
     public var location: Location
     /// The schema to open with; nil opens with the schema stored in the file.
     public var schema: Schema?
-    /// Mark the file synced: one process at a time may then open it (its sync agent).
+    /// Mark the file synced and make this process its sync agent (SPEC F-MULTIPROC); other
+    /// processes may still open it without this to read and write it.
     public var synced: Bool
     /// With `synced`: when another process is the file's sync agent, open anyway as a
     /// process that reads and writes it, and take the role later (`becomeSyncAgent`); the

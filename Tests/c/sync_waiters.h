@@ -229,6 +229,11 @@ static inline void make_item_schema(void) {
 
 enum { P_ID = 0, P_OWNER = 1, P_NAME = 2, P_COMPLEXITY = 3 };
 
+/* An ObjectId as the 24 hex digits the server's messages use. */
+static inline void oid_hex(char out[25], const ferry_value_t *v) {
+  for (int i = 0; i < 12; i++) snprintf(out + 2 * i, 3, "%02x", v->u.object_id[i]);
+}
+
 static inline ferry_value_t new_oid(void) {
   ferry_value_t v;
   CHECK_OK(ferry_object_id_generate(&v));
@@ -297,6 +302,12 @@ static inline ferry_app_t *app_new_with(const ferry_app_options_t *o) {
   ferry_app_t *app = NULL;
   CHECK_OK(ferry_app_new(&app, o));
   return app;
+}
+
+/* A new App on base directory `dir` talking to `url`, with the default test options. */
+static inline ferry_app_t *app_on(const char *dir, const char *url) {
+  ferry_app_options_t o = app_options(dir, url);
+  return app_new_with(&o);
 }
 
 /* One device: an App with its own base directory, a user, a synced database. Each test defines

@@ -17,6 +17,7 @@
  * Exits 77 (CTest: skipped) when the server binary does not exist.
  */
 #include "check.h"
+#include "child_process.h"
 #include "sync_server.h"
 #include "sync_waiters.h"
 
@@ -26,8 +27,6 @@
 #include <sys/wait.h>
 
 #define COUNT 40
-
-static char self_exe[PATH_MAX];
 
 /* ---- a child: one process with the shared file open -------------------------------------- */
 
@@ -85,11 +84,6 @@ static void write_items(ferry_db_t *db, const char *owner, const char *who, int 
 
 /* process NAME FIRST PHASES: FIRST "1" subscribes (it starts first: the agent); PHASES "2"
  * writes a second batch after the parent's second "go". */
-static ferry_app_t *app_on_url(const char *dir, const char *url) {
-  ferry_app_options_t o = app_options(dir, url);
-  return app_new_with(&o);
-}
-
 static int role_process(char **argv) {
   const char *who = argv[2];
   bool first = strcmp(argv[3], "1") == 0;
@@ -102,7 +96,7 @@ static int role_process(char **argv) {
   char app_dir[700];
   snprintf(app_dir, sizeof app_dir, "%s/app-%s", dir, who);
   CHECKF(mkdir(app_dir, 0700) == 0, "mkdir %s: %s", app_dir, strerror(errno));
-  ferry_app_t *app = app_on_url(app_dir, url);
+  ferry_app_t *app = app_on(app_dir, url);
   ferry_credentials_t c = email_credentials(email, "multi-process");
   ferry_user_t *user = NULL;
   CHECK_OUTCOME_OK(log_in(app, &c, &user), "log in");
@@ -154,31 +148,9 @@ static int role_process(char **argv) {
 
 /* ---- the parent ---------------------------------------------------------------------------- */
 
-struct child {
-  pid_t pid;
-  int to, from;
-};
-
 static struct child spawn(const char *who, const char *first, const char *phases) {
-  int in[2], out[2];
-  CHECK(pipe(in) == 0 && pipe(out) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    close(in[0]);
-    close(in[1]);
-    close(out[0]);
-    close(out[1]);
-    char *argv[] = {self_exe, "process", (char *)who, (char *)first, (char *)phases, NULL};
-    execv(self_exe, argv);
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  return (struct child){pid, in[1], out[0]};
+  const char *args[] = {"process", who, first, phases, NULL};
+  return child_spawn(args, true);
 }
 
 /* Waits up to 120 s for the child to print `word`. */
@@ -199,19 +171,6 @@ static void expect_word(struct child *ch, const char *word) {
          (int)ch->pid, buf, word);
 }
 
-static void go(struct child *ch) { CHECK(write(ch->to, "go\n", 3) == 3); }
-
-static int wait_child(struct child *ch) {
-  close(ch->to);
-  close(ch->from);
-  int status = 0;
-  pid_t r;
-  do r = waitpid(ch->pid, &status, 0);
-  while (r < 0 && errno == EINTR);
-  CHECK(r == ch->pid);
-  if (WIFSIGNALED(status)) return 1000 + WTERMSIG(status);
-  return WEXITSTATUS(status);
-}
 
 /* The oracle: a fresh device of the same user downloads what the server has. Returns the
  * number of items once it reaches `expected` (or what it had after 120 s). */
@@ -219,7 +178,7 @@ static size_t server_items(const char *dir, const char *email, int expected, cha
   char app_dir[700];
   snprintf(app_dir, sizeof app_dir, "%s/oracle", dir);
   CHECK(mkdir(app_dir, 0700) == 0);
-  ferry_app_t *app = app_on_url(app_dir, base_url);
+  ferry_app_t *app = app_on(app_dir, base_url);
   ferry_credentials_t c = email_credentials(email, "multi-process");
   ferry_user_t *user = NULL;
   CHECK_OUTCOME_OK(log_in(app, &c, &user), "oracle log in");
@@ -277,7 +236,7 @@ static void test_three_processes_and_a_killed_agent(void) {
     char reg_dir[700];
     snprintf(reg_dir, sizeof reg_dir, "%s/register", dir);
     CHECK(mkdir(reg_dir, 0700) == 0);
-    ferry_app_t *app = app_on_url(reg_dir, base_url);
+    ferry_app_t *app = app_on(reg_dir, base_url);
     CHECK_OUTCOME_OK(register_email(app, email, "multi-process"), "register");
     ferry_app_free(app);
   }
@@ -295,15 +254,15 @@ static void test_three_processes_and_a_killed_agent(void) {
   expect_word(&c, "ready");
 
   struct child *all[] = {&a, &b, &c};
-  for (int i = 0; i < 3; i++) go(all[i]);
+  for (int i = 0; i < 3; i++) release(all[i]);
   for (int i = 0; i < 3; i++) expect_word(all[i], "written");
   for (int i = 0; i < 3; i++) expect_word(all[i], "seen");
 
   CHECK(kill(a.pid, SIGKILL) == 0);
   CHECK_EQ_INT(wait_child(&a), 1000 + SIGKILL);
 
-  go(&b);
-  go(&c);
+  release(&b);
+  release(&c);
   expect_word(&b, "written");
   expect_word(&c, "written");
   expect_word(&b, "seen");
@@ -324,20 +283,15 @@ static void test_three_processes_and_a_killed_agent(void) {
     for (int i = 0; i < TOTAL; i++) CHECKF(strcmp(names[i], expected[i]) == 0, "item %d: %s, expected %s", i, names[i], expected[i]);
   }
 
-  go(&b);
-  go(&c);
+  release(&b);
+  release(&c);
   CHECK_EQ_INT(wait_child(&b), 0);
   CHECK_EQ_INT(wait_child(&c), 0);
 }
 
 int main(int argc, char **argv) {
   if (argc >= 5 && strcmp(argv[1], "process") == 0) return role_process(argv);
-  ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
-  if (n <= 0) {
-    snprintf(self_exe, sizeof self_exe, "%s", argv[0]);
-  } else {
-    self_exe[n] = '\0';
-  }
+  child_find_self(argv[0]);
   signal(SIGPIPE, SIG_IGN);
   if (!server_start()) {
     printf("test_multiproc_sync: SKIPPED: %s\n", server_skip_reason);

@@ -18,6 +18,7 @@
  *  - another process's write lock held past 10 seconds gives FERRY_ERR_BUSY.
  */
 #include "check.h"
+#include "child_process.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -25,8 +26,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
-
-static char self_exe[PATH_MAX];
 
 static ferry_schema_t *make_schema(void) {
   static const ferry_property_info_t counter[] = {
@@ -161,63 +160,10 @@ static int role_counter(char **argv) {
 
 /* ---- the parent's helpers ------------------------------------------------------------------ */
 
-struct child {
-  pid_t pid;
-  int to;   /* the child's stdin, or -1 */
-  int from; /* the child's stdout, or -1 */
-};
-
 static struct child spawn(const char *role, const char *a, const char *b, const char *c, bool pipes) {
-  int in[2] = {-1, -1}, out[2] = {-1, -1};
-  if (pipes) CHECK(pipe(in) == 0 && pipe(out) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    if (pipes) {
-      dup2(in[0], 0);
-      dup2(out[1], 1);
-      close(in[0]);
-      close(in[1]);
-      close(out[0]);
-      close(out[1]);
-    }
-    char *argv[] = {self_exe, (char *)role, (char *)a, (char *)b, (char *)c, NULL};
-    execv(self_exe, argv);
-    _exit(127);
-  }
-  struct child ch = {pid, -1, -1};
-  if (pipes) {
-    close(in[0]);
-    close(out[1]);
-    ch.to = in[1];
-    ch.from = out[0];
-  }
-  return ch;
+  const char *args[] = {role, a, b, c, NULL};
+  return child_spawn(args, pipes);
 }
-
-/* The child's exit status (0..255), or 1000 + signal. */
-static int wait_child(struct child *ch) {
-  if (ch->to >= 0) close(ch->to);
-  if (ch->from >= 0) close(ch->from);
-  ch->to = ch->from = -1;
-  int status = 0;
-  pid_t r;
-  do r = waitpid(ch->pid, &status, 0);
-  while (r < 0 && errno == EINTR);
-  CHECK(r == ch->pid);
-  if (WIFSIGNALED(status)) return 1000 + WTERMSIG(status);
-  return WEXITSTATUS(status);
-}
-
-#define CHECK_CHILD_EXIT(ch, code)                                                        \
-  do {                                                                                    \
-    struct child check_ch_ = (ch);                                                        \
-    int check_st_ = wait_child(&check_ch_);                                               \
-    CHECKF(check_st_ == (code), "child %d exited with %s %d, expected %d", (int)check_ch_.pid, \
-           check_st_ >= 1000 ? "signal" : "status", check_st_ >= 1000 ? check_st_ - 1000 : check_st_, \
-           (code));                                                                       \
-  } while (0)
 
 /* Waits up to 60 s for the child to print "ready". */
 static void wait_ready(struct child *ch) {
@@ -230,10 +176,6 @@ static void wait_ready(struct child *ch) {
   ssize_t n = read(ch->from, buf, sizeof buf - 1);
   CHECKF(n > 0 && strncmp(buf, "ready", 5) == 0, "child %d said \"%s\" instead of ready (did it fail?)",
          (int)ch->pid, buf);
-}
-
-static void release(struct child *ch) {
-  CHECK(write(ch->to, "go\n", 3) == 3);
 }
 
 static void *release_later(void *arg) {
@@ -433,12 +375,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "unknown role %s\n", argv[1]);
     return 2;
   }
-  ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
-  if (n <= 0) {
-    snprintf(self_exe, sizeof self_exe, "%s", argv[0]);
-  } else {
-    self_exe[n] = '\0';
-  }
+  child_find_self(argv[0]);
   signal(SIGPIPE, SIG_IGN);
   ferry_schema_t *schema = make_schema();
   test_sync_agent(schema);

@@ -49,10 +49,6 @@ static void on_precheck(void *userdata, const ferry_compensating_write_t *writes
   }
 }
 
-static void oid_hex(char out[25], const ferry_value_t *v) {
-  for (int i = 0; i < 12; i++) snprintf(out + 2 * i, 3, "%02x", v->u.object_id[i]);
-}
-
 static void reason_for(char *out, size_t size, ferry_value_t id, const char *tail) {
   char hex[25];
   oid_hex(hex, &id);

@@ -132,11 +132,6 @@ static int error_log_count(struct error_log *l) { return locked_int(&l->mu, &l->
 
 /* ---- devices ------------------------------------------------------------------------------- */
 
-static ferry_app_t *app_on(const char *dir, const char *url) {
-  ferry_app_options_t o = app_options(dir, url);
-  return app_new_with(&o);
-}
-
 /* A new App with its own base directory and the error log installed (no user yet). */
 static void device_app(struct device *d, const char *name) {
   device_dirs(d, name, NULL);
@@ -195,10 +190,6 @@ static void create_item(struct device *d, ferry_value_t id, const char *owner, c
                                    pv(P_COMPLEXITY, v_int(complexity))};
   CHECK_OK(ferry_object_create(d->db, 0, vals, 4));
   write_commit(d);
-}
-
-static void oid_hex(char out[25], const ferry_value_t *v) {
-  for (int i = 0; i < 12; i++) snprintf(out + 2 * i, 3, "%02x", v->u.object_id[i]);
 }
 
 /* Whether the item exists locally; its name (copied) and complexity when it does. */

@@ -36,6 +36,8 @@ final class Store: @unchecked Sendable {
     /// The writer's `PRAGMA data_version` at its last transaction: when it moved, another
     /// process committed, and what the writer cached (the last timestamp) is read again.
     private var writerDataVersion: Int64 = -1
+    /// Whether `__ferry_change_log` is known to exist (belongs to the write lock's holder).
+    private var changeLogReady = false
     /// The page cipher of an encrypted file (nil when the file is not encrypted).
     let cipher: PageCipher?
     /// The key, kept (in memory it wipes) for the files made from this one that must open
@@ -192,6 +194,8 @@ final class Store: @unchecked Sendable {
     /// After a rollback: what it numbered was never committed.
     func forgetOwnCommits() {
         guard watcher != nil else { return }
+        // The rollback may have undone the change log's creation too.
+        changeLogReady = false
         state.withLock {
             ownHistory.removeAll()
             ownChangeLog.removeAll()
@@ -217,7 +221,10 @@ final class Store: @unchecked Sendable {
     /// writes they read from the history). Keeps the last `ExternalChangeWatcher.logWindow`.
     func logChanges(_ changes: CommittedChanges) throws {
         guard watcher != nil, !changes.isEmpty else { return }
-        try writer.exec("CREATE TABLE IF NOT EXISTS __ferry_change_log (seq INTEGER PRIMARY KEY, changes BLOB NOT NULL)")
+        if !changeLogReady {
+            try writer.exec("CREATE TABLE IF NOT EXISTS __ferry_change_log (seq INTEGER PRIMARY KEY, changes BLOB NOT NULL)")
+            changeLogReady = true
+        }
         let s = try writer.statement("INSERT INTO __ferry_change_log (changes) VALUES (?)")
         s.bind(1, blob: ChangeLogCodec.encode(changes))
         try s.run()
