@@ -378,7 +378,15 @@ struct ClientResetSyncTests {
             #expect(await writer.reaching(atTerminate + 20).wait(seconds: 60) != nil)
             try await AdminAPI.post(url, "sync/enable")
             let (error, report) = await Self.resetReport(p.errorsA)
-            #expect(error?.isFatal == false)
+            if report == nil {
+                let sa = p.sa
+                let state = Arrival<String>()
+                sa.app.loop.post {
+                    state.deliver("ready \(sa.ready), session \(String(describing: sa.sessionId)), uploaded \(sa.lastUploaded), acknowledged \(sa.acknowledged), reset \(sa.reset.map { "ident \($0.ident) query \($0.queryVersion) staged \($0.stagedChangesets)" } ?? "none")")
+                }
+                print("reset-while-writing: no report; the session: \(await state.wait(seconds: 30) ?? "the loop did not answer in 30 s")")
+            }
+            #expect(error?.isFatal == false, "errors: \(p.errorsA.all.map { "\($0.code) \($0.message)" }), writes \(writer.count), connection \(p.sa.connectionState)")
             #expect(report?.recovered == true)
             writer.stop(after: 50)
             let written = try #require(await writer.finished.wait(seconds: 120))

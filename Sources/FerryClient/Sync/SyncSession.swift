@@ -69,6 +69,8 @@ public final class SyncSession: @unchecked Sendable {
     private var _state: SessionState = .active
     private var _connectionState: ConnectionState = .disconnected
     private var stateObservers: [UInt64: @Sendable (ConnectionState, ConnectionState) -> Void] = [:]
+    /// A pass of `countLocalChanges` and `uploadPending` is posted to the loop (guarded by `lock`).
+    private var uploadPassPosted = false
     private var nextObserver: UInt64 = 1
 
     init(app: App, user: SyncUser, database: Database, path: String, options: SyncOpenOptions = SyncOpenOptions()) throws {
@@ -99,9 +101,19 @@ public final class SyncSession: @unchecked Sendable {
             precheck.update(subscriptions: try SubscriptionSet.load(database).subscriptions)
             database.setCommitCheck(precheck)
         }
+        // One pass on the loop per burst of commits, however many: a host committing every
+        // half millisecond posted a pass per commit, and the shared loop thread fell minutes
+        // behind under load (its sessions' other messages, a connection's close included,
+        // waited behind them).
         database.setCommitListener(self) { [weak self] in
-            guard let self else { return }
+            guard let self, self.lock.withLock({ () -> Bool in
+                if self.uploadPassPosted { return false }
+                self.uploadPassPosted = true
+                return true
+            }) else { return }
             self.app.loop.post {
+                // Cleared first: a commit during the pass posts the next one.
+                self.lock.withLock { self.uploadPassPosted = false }
                 try? self.countLocalChanges()
                 self.uploadPending()
             }
