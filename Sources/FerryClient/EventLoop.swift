@@ -79,8 +79,21 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func run() {
+        Self.blockBrokenPipeSignal()
         lock.withLock { threadID = pthread_self() }
         uv_run(loop, UV_RUN_DEFAULT)
+    }
+
+    /// libuv writes sockets with write(2), which raises SIGPIPE in the writing thread when the
+    /// peer has already reset the connection; SIGPIPE's default action ends the whole process,
+    /// so a server closing a socket at the wrong moment would kill the host program. Blocked in
+    /// this thread only (the host's own disposition is left alone), the signal stays pending on
+    /// it and the write fails with EPIPE, which the connection handles like any other error.
+    private static func blockBrokenPipeSignal() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
     /// Whether the caller is on the loop thread.

@@ -2,7 +2,8 @@
  * sync_server.h — starts ferry-server for a C test: $FERRY_SERVER (default
  * <repo>/build/ferry-server) on <repo>/examples/item-app (app id "item-app-seeds"), a fresh
  * data directory, port 0 and a port file polled with a deadline; stopped with SIGTERM (waited
- * for) by server_stop() or at exit. Include after check.h; CMake defines FERRY_REPO_DIR.
+ * for) by server_stop() or at exit, and by the kernel when the test dies (PR_SET_PDEATHSIG).
+ * Include after check.h; CMake defines FERRY_REPO_DIR.
  */
 #ifndef FERRY_TEST_SYNC_SERVER_H
 #define FERRY_TEST_SYNC_SERVER_H
@@ -10,7 +11,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -78,10 +79,19 @@ static bool server_start(void) {
   envp[k++] = SIGNING_KEY;
   envp[k++] = "FERRY_ADMIN_TOKEN=" ADMIN_TOKEN;
   envp[k] = NULL;
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, server, NULL, NULL, argv, envp);
+  /* fork and exec rather than posix_spawn, to ask for SIGTERM when this test dies: a test
+   * killed by a signal runs no atexit handler, and a server left behind kept CTest's output
+   * pipe open, so CTest waited for it for ever. Only async-signal-safe calls in the child. */
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  CHECKF(pid >= 0, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127); /* the test died before the request took effect */
+    execve(server, argv, envp);
+    _exit(127);
+  }
   free(envp);
-  CHECKF(rc == 0, "posix_spawn(%s): %s", server, strerror(rc));
   server_pid = pid;
   atexit(server_stop); /* also when a CHECK fails and exits */
 

@@ -35,6 +35,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 
 /* ---- what a reset report said (copied: the C report is lent for the callback) ----------------- */
 
