@@ -97,6 +97,8 @@ FERRY_LIBRARY="$root/build/libferry.so" build/venv/bin/python -m pytest -q bindi
 echo "==> the admin console in headless Chromium (tests/console)"
 # Chromium and its driver are Debian's (install-deps.sh), Selenium is in build/venv (build.sh).
 # Screenshots of every page go to $FERRY_TEST_ARTIFACTS (default build/console-screenshots).
+# The main test runs on the embedded store and again on a database of its own in this run's
+# PostgreSQL cluster (FERRY_POSTGRES_URL).
 FERRY_SERVER_BIN="$root/.build/debug/ferry-server" FERRY_LIBRARY="$root/build/libferry.so" \
   build/venv/bin/python -m pytest -q tests/console
 

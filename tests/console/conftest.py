@@ -5,6 +5,9 @@ Environment:
     FERRY_SERVER_BIN        the ferry-server binary (required)
     FERRY_LIBRARY           libferry.so for the device (required)
     FERRY_TEST_ARTIFACTS    where screenshots go (default: build/console-screenshots)
+    FERRY_POSTGRES_URL      a PostgreSQL database whose role may create databases: the main
+                            test runs again on a server over a database of its own there
+                            (skipped when unset; scripts/test-all.sh sets it)
     CHROMIUM_BIN            default /usr/bin/chromium
     CHROMEDRIVER_BIN        default /usr/bin/chromedriver
 
@@ -15,6 +18,8 @@ a timeout.
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 import subprocess
 import sys
 import threading
@@ -65,9 +70,10 @@ def artifacts() -> Path:
 class Server:
     """One ferry-server process on a loopback port the OS picked."""
 
-    def __init__(self, work: Path, admin_token: Optional[str]) -> None:
+    def __init__(self, work: Path, admin_token: Optional[str], database_url: Optional[str] = None) -> None:
         binary = _required("FERRY_SERVER_BIN")
         self.work = work
+        self.store = "postgres" if database_url else "sqlite"
         work.mkdir(parents=True, exist_ok=True)
         port_file = work / "port"
         env = dict(os.environ, jwtSigningKey=JWT_KEY, SWIFT_BACKTRACE="enable=no")
@@ -78,7 +84,8 @@ class Server:
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             [binary, "--app-dir", str(REPO / "examples" / "item-app"), "--data", str(work / "data"),
-             "--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--log-level", "info"],
+             "--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--log-level", "info"]
+            + (["--database", database_url] if database_url else []),
             env=env, stdout=self._log, stderr=subprocess.STDOUT)
         try:
             port = wait_until(lambda: self._port(port_file), 60, "ferry-server wrote no port file")
@@ -115,6 +122,35 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     s = Server(tmp_path_factory.mktemp("ferry-console-server"), ADMIN_TOKEN)
     yield s
     s.stop()
+
+
+def _psql(url: str, sql: str) -> None:
+    psql = shutil.which("psql")
+    if psql is None:
+        pytest.fail("FERRY_POSTGRES_URL is set but there is no psql to make a database with")
+    done = subprocess.run([psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql],
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, f"psql {sql!r}: {done.stderr}"
+
+
+@pytest.fixture(scope="module")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server over a PostgreSQL database made for this module and dropped after it."""
+    base = os.environ.get("FERRY_POSTGRES_URL")
+    if not base:
+        pytest.skip("FERRY_POSTGRES_URL is not set")
+    name = "ferry_console_" + secrets.token_hex(4)
+    _psql(base, f"CREATE DATABASE {name}")
+    s = Server(tmp_path_factory.mktemp("ferry-console-pg-server"), ADMIN_TOKEN, database_url=base.rsplit("/", 1)[0] + "/" + name)
+    yield s
+    s.stop()
+    _psql(base, f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def store_server(request: pytest.FixtureRequest) -> Server:
+    """The main test's server: the embedded store, then PostgreSQL."""
+    return request.getfixturevalue("server" if request.param == "sqlite" else "postgres_server")
 
 
 ITEM = ferry.ObjectSchema(
@@ -168,8 +204,7 @@ class Device:
         self.app.close()
 
 
-@pytest.fixture(scope="module")
-def device_factory(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Device]]:
+def _devices_of(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Device]]:
     made: list[Device] = []
 
     def make() -> Device:
@@ -183,6 +218,17 @@ def device_factory(server: Server, tmp_path_factory: pytest.TempPathFactory) -> 
             d.close()
         except Exception:  # already closed by the test
             pass
+
+
+@pytest.fixture(scope="module")
+def device_factory(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Device]]:
+    yield from _devices_of(server, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def store_device_factory(store_server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Device]]:
+    """Devices of `store_server`."""
+    yield from _devices_of(store_server, tmp_path_factory)
 
 
 @pytest.fixture

@@ -206,7 +206,13 @@ def test_a_server_without_admin_token_says_the_api_is_disabled(tmp_path: Path, b
         other.stop()
 
 
-def test_operate_a_server_from_the_console(server: Server, browser: Any, artifacts: Path, device_factory: Any) -> None:
+def test_operate_a_server_from_the_console(store_server: Server, browser: Any, artifacts: Path,
+                                          store_device_factory: Any) -> None:
+    # Once on the embedded store, once on PostgreSQL (its screenshots in artifacts/postgres).
+    server, device_factory = store_server, store_device_factory
+    if server.store != "sqlite":
+        artifacts = artifacts / server.store
+        artifacts.mkdir(exist_ok=True)
     browser.get(f"{server.url}/admin")
     wait(browser, EC.visibility_of_element_located((By.ID, "signin-token")), "the sign-in form")
     shoot_both(browser, artifacts, "signin")
