@@ -59,6 +59,23 @@ struct MetricsTests {
         }
     }
 
+    @Test func withoutClientFilesTheOldestNeededVersionIsTheHead() async throws {
+        try await LiveServer.withServer { port in
+            let device = try await OperationsDevice.connect(port: port, sdk: nil)
+            try await device.subscribe()
+            try await device.uploadWithRejections()
+            let synced = try await Self.scrape(port: port)
+            #expect(Self.value(synced, "ferry_oldest_needed_version") == 0)
+            // An enable after a terminate forgets every client file.
+            #expect(try await AdminCall.call(port: port, "POST", "/api/admin/v1/sync/terminate").status == 200)
+            #expect(try await AdminCall.call(port: port, "POST", "/api/admin/v1/sync/enable").status == 200)
+            let text = try await Self.scrape(port: port)
+            let head = try #require(Self.value(text, "ferry_history_head_version"))
+            #expect(head >= 1)
+            #expect(Self.value(text, "ferry_oldest_needed_version") == head)
+        }
+    }
+
     @Test func theMainPortWantsTheAdminToken() async throws {
         try await LiveServer.withServer { port in
             for headers in [[:], ["Authorization": "Bearer wrong"]] {

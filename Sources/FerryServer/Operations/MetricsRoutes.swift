@@ -19,7 +19,8 @@ struct MetricsRoutes: Sendable {
         // The head from the store (what every node agrees on); absent if the store is down.
         let head = try? await storage.syncState().headVersion
         // Without client files nothing older than the head is needed.
-        let oldest = (try? await storage.oldestBoundVersion()).map { $0 ?? head } ?? nil
+        let oldest: UInt64?
+        do { oldest = try await storage.oldestBoundVersion() ?? head } catch { oldest = nil }
         telemetry.metrics.refresh(live: telemetry.live.counts, headVersion: head, oldestNeededVersion: oldest, database: database?())
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
