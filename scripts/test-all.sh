@@ -10,12 +10,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# Each suite's header says when it started, so a CI log shows where the time goes.
+phase() { echo "==> $* [$(date -u +%H:%M:%S), ${SECONDS} s in]"; }
 scripts/install-deps.sh
 
-echo "==> building libferry.so"
+phase "building libferry.so"
 scripts/build.sh
 
-echo "==> a PostgreSQL cluster of this run's own (storage conformance and two-node tests)"
+phase "a PostgreSQL cluster of this run's own (storage conformance and two-node tests)"
 pg_parent=$(mktemp -d)
 chmod 755 "$pg_parent"   # the cluster runs as the postgres OS user when this runs as root
 pg_dir="$pg_parent/postgres"
@@ -25,7 +27,7 @@ trap 'scripts/postgres-cluster.sh stop "$pg_dir" >/dev/null 2>&1 || true; rm -rf
   || { echo "error: the PostgreSQL cluster printed no URLs" >&2; exit 1; }
 export FERRY_TEST_POSTGRES_URL FERRY_POSTGRES_URL
 
-echo "==> Swift tests"
+phase "Swift tests"
 # The tests that run several server nodes (in-process, and ferry-server processes killed and
 # restarted) and PostgreSQL's outage tests run after the rest, on their own: on 2 cores,
 # together with the rest of the suite, they starved its timing-sensitive tests (a CI dry run
@@ -34,9 +36,10 @@ cluster_tests="FerryStorageConformanceTests|MultiNodeSyncTests|ClusterFaultTests
 # The randomized convergence test runs this many seeds (a failure prints its seed).
 # The fault-proxy convergence test runs this many seeded runs of random faults.
 FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} FERRY_FAULT_SEEDS=${FERRY_FAULT_SEEDS:-20} swift test --skip "$cluster_tests"
+phase "the cluster, multi-node and PostgreSQL outage tests"
 swift test --skip-build --filter "$cluster_tests"
 
-echo "==> the sync suites again on two nodes over PostgreSQL"
+phase "the sync suites again on two nodes over PostgreSQL"
 # Each test gets two in-process nodes on a database of its own, behind tools/fault-proxy,
 # which hands each new connection (device, login, admin call) to the next node.
 # Issue 15's suites too (nothing lost on a revert, pre-flight checks, write receipts), except
@@ -45,12 +48,12 @@ FERRY_TEST_CLUSTER=postgres FERRY_CONVERGENCE_SEEDS=${FERRY_CLUSTER_CONVERGENCE_
   --filter "SyncEndToEnd|RandomConvergence|ClientResetMatrix|WriteOrderSync|ClientResetSync|SyncProgress|HostileSync|CompensatingWriteLossTests|PrecheckTests|WriteReceiptSyncTests" \
   --skip "onlyClientsThatAskGetTheRules"
 
-echo "==> the load tool, every scenario tiny (bench/load/run --quick) on SQLite and PostgreSQL"
+phase "the load tool, every scenario tiny (bench/load/run --quick) on SQLite and PostgreSQL"
 # A smoke run against the debug server: checks that the tool and the server's many-device
 # paths work and that no write is lost; the figures come from release builds (bench/README.md).
 FERRY_SERVER_BIN=.build/debug/ferry-server FERRY_LIBRARY=build/libferry.so bench/load/run --quick --stores sqlite,pg1
 
-echo "==> Swift tests under AddressSanitizer, and the concurrent ones under ThreadSanitizer"
+phase "Swift tests under AddressSanitizer"
 # Leak reports here would be the test harness's own statics; valgrind checks leaks on the C side.
 # Four runs: the tests of a server under hostile load (a view evaluation that burns a core,
 # connection timeouts, password hashing) are about timing as much as memory; run with the
@@ -68,6 +71,7 @@ ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-
 ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan --skip-build --filter "HostileSyncTests|ManyInMemoryDatabasesTests"
 ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan --skip-build --filter "WebSocketLimitsTests|ConnectionLimitsTests|SlowConsumerTests|InboundLimitsTests|SyncSocketTests"
 ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan --skip-build --filter "FerryAuthTests|AuthAPITests|AuthLimitsAPITests"
+phase "Swift tests under ThreadSanitizer"
 # TSan reports races inside swift-nio / Hummingbird's hand-offs on the in-process test server;
 # scripts/tsan.supp suppresses those third-party frames (each entry says why).
 # Two runs: every test of one run runs at once on the 2-core machine, each with its own
@@ -78,10 +82,10 @@ TSAN_OPTIONS="suppressions=$root/scripts/tsan.supp" \
 TSAN_OPTIONS="suppressions=$root/scripts/tsan.supp" \
   swift test --sanitize=thread --scratch-path .build-tsan --skip-build --filter "ClientResetTests|ClientResetSyncTests"
 
-echo "==> C tests (CTest, with valgrind)"
+phase "C tests (CTest, with valgrind)"
 ctest --test-dir build --output-on-failure -j2
 
-echo "==> install and pkg-config consumer"
+phase "install and pkg-config consumer"
 prefix=$(mktemp -d)
 cmake --install build --prefix "$prefix" >/dev/null
 libdir=$(ls -d "$prefix"/lib*/ | head -n 1)
@@ -91,10 +95,10 @@ PKG_CONFIG_PATH="$libdir/pkgconfig" cc -std=c11 demo/demo.c -o "$prefix/demo" \
 rm -rf "$prefix"
 echo "installed library, header and ferry.pc work"
 
-echo "==> Python tests"
+phase "Python tests"
 FERRY_LIBRARY="$root/build/libferry.so" build/venv/bin/python -m pytest -q bindings/python/tests
 
-echo "==> the admin console in headless Chromium (tests/console)"
+phase "the admin console in headless Chromium (tests/console)"
 # Chromium and its driver are Debian's (install-deps.sh), Selenium is in build/venv (build.sh).
 # Screenshots of every page go to $FERRY_TEST_ARTIFACTS (default build/console-screenshots).
 # The main test runs on the embedded store and again on a database of its own in this run's
@@ -102,10 +106,10 @@ echo "==> the admin console in headless Chromium (tests/console)"
 FERRY_SERVER_BIN="$root/.build/debug/ferry-server" FERRY_LIBRARY="$root/build/libferry.so" \
   build/venv/bin/python -m pytest -q tests/console
 
-echo "==> Rust tests"
+phase "Rust tests"
 (cd bindings/rust && FERRY_LIB_DIR="$root/build" cargo test --offline -q)
 
-echo "==> fuzz targets (short runs)"
+phase "fuzz targets (short runs)"
 fuzz/run.sh "${FERRY_FUZZ_SECONDS:-20}"
 
-echo "==> all test suites passed"
+phase "all test suites passed"
