@@ -2,7 +2,6 @@
 // ChangeLogCodec): a damaged or hostile entry must give an error, never a crash. Checks the
 // round trip of what decodes.
 // fuzz-sources: Sources/FerryStore/Notifications/CommittedChanges.swift Sources/FerryStore/Notifications/ChangeLogCodec.swift
-@_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzChangeLog(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     guard let changes = try? ChangeLogCodec.decode(bytes) else { return 0 }

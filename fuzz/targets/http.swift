@@ -2,7 +2,6 @@
 // pretending to be one) sends the client. Checks that no input traps, and that feeding the same
 // bytes in pieces (split points taken from the input) gives the same response as feeding them whole.
 // fuzz-sources: Sources/FerryClient/Net/HTTPResponseParser.swift
-@_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzHTTP(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let split = Int(data[0])

@@ -1,6 +1,5 @@
 // Fuzz target: ProtocolCodec.decode, the decoder of every sync frame a peer sends (WRITE_RULES,
 // the server's write rules with their nested document filters, included: corpus/protocol).
-@_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzProtocol(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     if let m = try? ProtocolCodec.decode(bytes) {

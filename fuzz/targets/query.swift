@@ -11,7 +11,6 @@ let fuzzSchema = try! ObjectSchema(name: "Item", properties: [
 let fuzzRow: [FerryValue] = [.objectId(try! ObjectId(hex: "65a1b2c3d4e5f60718293a4b")), .string("alice"), .int(4), .double(2.5),
                              .list([.string("a"), .string("bé")])]
 
-@_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
     if let q = try? CompiledQuery(text, on: fuzzSchema, arguments: [.int(1), .string("x")]) {

@@ -1,5 +1,4 @@
 // Fuzz target: SchemaCodec.decode, the decoder of the schema stored in a database file.
-@_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSchema(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     if let s = try? SchemaCodec.decode(bytes) {

@@ -1,7 +1,6 @@
 // Fuzz target: the server's stored merge state (StampedObject and ListOperationLog decoders),
 // read back from its SQLite store. The store is the server's own, but a damaged file must give
 // an error, never a crash. Checks round trips of what decodes.
-@_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzStamped(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let os = try! ObjectSchema(name: "Item", properties: [

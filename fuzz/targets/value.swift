@@ -1,5 +1,4 @@
 // Fuzz target: ValueCodec.decode, the decoder of list columns and of values in changesets.
-@_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzValue(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     if let v = try? ValueCodec.decode(bytes) {

@@ -2,7 +2,6 @@
 // Checks that no input traps, that the split of the input into reads does not change the
 // events, that a message never exceeds the limit, and that re-encoded events decode back.
 // fuzz-sources: Sources/FerryClient/Net/WebSocketOpcode.swift Sources/FerryClient/Net/WebSocketFrameDecoder.swift Sources/FerryClient/Net/WebSocketFrameEncoder.swift
-@_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzWebSocket(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let control = Int(data[0])
