@@ -874,7 +874,9 @@ typedef void (*ferry_receipt_cb)(void *userdata, const ferry_receipt_t *receipt,
  *  process: another process reads the file alone (LOCAL until the agent integrates the
  *  acknowledgement, then ACKNOWLEDGED, or REJECTED once the agent records a 231, which may
  *  come a moment after the acknowledgement). A database that is not synced keeps its
- *  receipts LOCAL.
+ *  receipts LOCAL. The first read (or wait) of any receipt asks the session to settle the
+ *  answers it holds (a MARK: sessions of hosts that never ask send none), so a receipt read
+ *  UPLOADED may read ACKNOWLEDGED a round trip later.
  *  Any thread; does not wait for the loop.
  *  Errors: FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT (out_state NULL),
  *  FERRY_ERR_NOT_FOUND (a receipt this file never gave, or expired), FERRY_ERR_CLOSED,
@@ -1075,9 +1077,9 @@ int ferry_sync_wait_for_upload(ferry_sync_session_t *session, ferry_status_cb ca
  *  gets the receipt as ferry_db_read_receipt gives it, exactly once, on the loop thread (also
  *  when the state is already reached); or, when the session stops first (freed: FERRY_ERR_CLOSED,
  *  or a fatal error), the error. ACKNOWLEDGED is reported only once the server's answer to the
- *  upload is complete (Ferry sends a MARK after each upload and settles the receipts when it
- *  returns), so an ACKNOWLEDGED receipt never turns REJECTED. After a restart, receipts are
- *  read from the file: open the session again and wait again.
+ *  upload is complete (the next acknowledgement shows it, or a MARK Ferry sends once a host
+ *  asks about receipts; docs/c-api.md), so an ACKNOWLEDGED receipt never turns REJECTED.
+ *  After a restart, receipts are read from the file: open the session again and wait again.
  *  Errors of the call itself (then the callback is not called): FERRY_ERR_INVALID_HANDLE,
  *  FERRY_ERR_INVALID_ARGUMENT (no callback, an unknown state), FERRY_ERR_NOT_FOUND (a receipt
  *  the file never gave, or expired), FERRY_ERR_CLOSED. */

@@ -1,4 +1,4 @@
-import FerryClient
+@testable import FerryClient
 import FerryCore
 import FerryStore
 import Foundation
@@ -68,6 +68,35 @@ import Testing
                 try await Task.sleep(for: .milliseconds(10))
             }
             for r in receipts { #expect(try d.db.receiptStatus(r).state == .acknowledged, "receipt \(r)") }
+        }
+    }
+
+    /// A host that never asks about a receipt makes its session send no MARK to settle them
+    /// (each costs the server a storage read and a catch-up); its first question settles with
+    /// one MARK what was acknowledged before.
+    @Test func noMarkUntilTheHostAsksAboutAReceipt() async throws {
+        try await SyncTestServer.withServer { url in
+            let d = try await TestDevice(baseURL: url, credentials: .anonymous)
+            defer { d.close() }
+            try await d.subscribe("complexity <= 4")
+            var receipts: [UInt64] = []
+            for _ in 0..<10 { receipts.append(try item(d, ObjectId.generate(), complexity: 1)) }
+            try await d.waitUpload()
+            // Acknowledged: a session settling for a reader would have its MARK timer running now.
+            let session = d.session
+            let idle = Arrival<(marks: Int, timer: Bool)>()
+            session.app.loop.post { idle.deliver((session.receiptMarksSent, session.receiptTimer != nil)) }
+            let before = try #require(await idle.wait(seconds: 30))
+            #expect(before.marks == 0)
+            #expect(!before.timer)
+            // The first question: the last upload's answer is not settled yet.
+            let last = try #require(receipts.last)
+            #expect(try d.db.receiptStatus(last).state == .uploaded)
+            #expect(try await wait(session, last, .acknowledged).state == .acknowledged)
+            for r in receipts { #expect(try d.db.receiptStatus(r).state == .acknowledged, "receipt \(r)") }
+            let after = Arrival<Int>()
+            session.app.loop.post { after.deliver(session.receiptMarksSent) }
+            #expect(await after.wait(seconds: 30) == 1)
         }
     }
 

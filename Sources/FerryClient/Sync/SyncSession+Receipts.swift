@@ -16,7 +16,9 @@ import FerryStore
 ///   stop coming for `receiptMarkDelayMs`, or at once when the host waits on such a receipt.
 /// A host writing without pause so costs no MARK at all; an earlier version sent one per round
 /// trip, which the server answers with a storage read and a catch-up, and that slowed the
-/// whole test suite by half.
+/// whole test suite by half. And a host that never asks about a receipt (most do not) costs
+/// none: MARKs start with the first question (`Database.receiptsWanted`), which settles at
+/// once what was acknowledged before it.
 extension SyncSession {
     /// Calls `done` once, on the loop thread, when the receipt reaches `target` or a later
     /// state, or any final state (`acknowledged`, `rejected`); at once when it already has. A
@@ -76,6 +78,13 @@ extension SyncSession {
         if hasUnsettledReceipts { scheduleReceiptMark() }
     }
 
+    /// Loop thread: a host asked about a receipt for the first time. What was acknowledged
+    /// before then was left unsettled (no MARK while nobody asked): settle it now.
+    func receiptInterestArrived() {
+        guard !closed, fatal == nil, hasUnsettledReceipts else { return }
+        sendReceiptMark()
+    }
+
     /// Whether acknowledged receipts wait for their answer to be complete.
     var hasUnsettledReceipts: Bool {
         (database.receiptsSettled ?? 0) < acknowledged
@@ -87,6 +96,8 @@ extension SyncSession {
         guard !closed, fatal == nil else { return }
         let settled = database.receiptsSettled ?? 0
         if receiptWaiters.contains(where: { $0.receipt > settled && $0.receipt <= acknowledged }) { return sendReceiptMark() }
+        // Nobody reads this file's receipts: nothing to settle them for.
+        guard database.receiptsWanted else { return }
         // A timer handle lives only while it is scheduled: it closes itself when it fires. A
         // handle left open would outlive the shared loop once every app closed (a stopped
         // timer does not keep `uv_run` going), and closing it later corrupts the next loop.

@@ -38,6 +38,8 @@ public final class SyncSession: @unchecked Sendable {
     var lastAcknowledgement: (after: UInt64, through: UInt64)?
     /// A receipt MARK is on its way (at most one).
     var receiptMarkInFlight = false
+    /// MARKs sent to settle receipts (loop thread; tests read it).
+    var receiptMarksSent = 0
     /// Sends a receipt MARK when acknowledgements stop coming (SyncSession+Receipts).
     var receiptTimer: LoopTimer?
     /// Another process is the file's sync agent: this session waits for the role
@@ -117,6 +119,10 @@ public final class SyncSession: @unchecked Sendable {
                 try? self.countLocalChanges()
                 self.uploadPending()
             }
+        }
+        database.setReceiptInterestListener(self) { [weak self] in
+            guard let self else { return }
+            self.app.loop.post { self.receiptInterestArrived() }
         }
     }
 
@@ -302,6 +308,7 @@ public final class SyncSession: @unchecked Sendable {
     /// the session owns.
     public func close() {
         database.setCommitListener(self, nil)
+        database.setReceiptInterestListener(self, nil)
         if precheck != nil { database.setCommitCheck(nil) }
         let done = LoopSemaphore()
         app.loop.post { [self] in
@@ -354,7 +361,7 @@ public final class SyncSession: @unchecked Sendable {
         uploadPending()
         // Settles what an earlier connection left acknowledged but unanswered (nothing, as a
         // rule: a session without receipts to settle sends no MARK).
-        if hasUnsettledReceipts { sendReceiptMark() }
+        if hasUnsettledReceipts, database.receiptsWanted { sendReceiptMark() }
         for m in unsentMarks { waitForDownloadNow(m) }
         unsentMarks.removeAll()
     }
@@ -376,6 +383,7 @@ public final class SyncSession: @unchecked Sendable {
     func sendReceiptMark() {
         guard ready, !receiptMarkInFlight, let id = sessionId else { return }
         receiptMarkInFlight = true
+        receiptMarksSent += 1
         let target = lastUploaded
         let m = nextMark
         nextMark += 1

@@ -64,6 +64,8 @@ extension Database {
             status.receipt = receipt
         }
         if status.state == .rejected { storeForSync.receipts.noteRead(receipt) }
+        // After the state is read: the MARK the first question sends settles it a moment later.
+        storeForSync.receipts.noteInterest()
         return status
     }
 
@@ -73,6 +75,16 @@ extension Database {
     /// Sync engine: the server's answers through `v` are complete (acknowledged, and any
     /// compensating write for them recorded).
     public func noteReceiptsSettled(through v: UInt64) { storeForSync.receipts.noteSettled(through: v) }
+
+    /// Sync engine: whether a host has asked about a receipt of this store (read a state or
+    /// waited on one): only then are the server's answers settled with MARKs.
+    public var receiptsWanted: Bool { storeForSync.receipts.isInterested }
+
+    /// Sync engine: `listener` runs, on the asking thread, when a host first asks about a
+    /// receipt of this store; nil removes `owner`'s.
+    public func setReceiptInterestListener(_ owner: AnyObject, _ listener: (@Sendable () -> Void)?) {
+        storeForSync.receipts.setInterestListener(ObjectIdentifier(owner), listener)
+    }
 
     /// Sync engine: the last history version whose answer is complete (nil: none this run).
     public var receiptsSettled: UInt64? { storeForSync.receipts.snapshot().settled }

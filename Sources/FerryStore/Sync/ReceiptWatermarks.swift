@@ -14,6 +14,15 @@ final class ReceiptWatermarks: @unchecked Sendable {
     /// Rejected receipts the host has read, marked in the file at the next rejection (they
     /// are dropped first when the rejections are over their bound).
     private var read: Set<UInt64> = []
+    /// Whether a host has asked about a receipt (read a state, or waited on one). Until then
+    /// the sync session sends no MARK to settle the server's answers: each costs the server a
+    /// storage read and a catch-up, and most hosts never read a receipt (measured with
+    /// bench/load, 200 devices writing once a second: the server's CPU 17% without the MARKs,
+    /// 22-24% with them).
+    private var interested = false
+    /// Told, on the asking thread, when the first question arrives: the session settles with a
+    /// MARK what was acknowledged before it.
+    private var interestListener: (owner: ObjectIdentifier, listener: @Sendable () -> Void)?
 
     func noteUploaded(through v: UInt64) { lock.withLock { uploaded = max(uploaded, v) } }
 
@@ -29,6 +38,28 @@ final class ReceiptWatermarks: @unchecked Sendable {
     }
 
     func snapshot() -> (uploaded: UInt64, settled: UInt64?) { lock.withLock { (uploaded, settled) } }
+
+    var isInterested: Bool { lock.withLock { interested } }
+
+    func noteInterest() {
+        let listener = lock.withLock { () -> (@Sendable () -> Void)? in
+            guard !interested else { return nil }
+            interested = true
+            return interestListener?.listener
+        }
+        listener?()
+    }
+
+    /// nil removes `owner`'s listener (not another owner's).
+    func setInterestListener(_ owner: ObjectIdentifier, _ listener: (@Sendable () -> Void)?) {
+        lock.withLock {
+            if let listener {
+                interestListener = (owner, listener)
+            } else if interestListener?.owner == owner {
+                interestListener = nil
+            }
+        }
+    }
 
     func noteRead(_ v: UInt64) { lock.withLock { _ = read.insert(v) } }
 
