@@ -9,6 +9,7 @@ or condition with a timeout; nothing sleeps to hope.
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 import uuid
@@ -481,19 +482,30 @@ def test_reconnect_retries_at_once_after_a_failed_connection(devices: Devices) -
     online = devices.app()
     devices.user(online)
     online.close()
-    # a backoff of a minute: any retry seen within the test is the reconnect's
-    app = devices.app(url=f"http://127.0.0.1:{closed_port()}", directory=online.dir,  # type: ignore[attr-defined]
-                      reconnect_delay_min_ms=60_000, reconnect_delay_max_ms=60_000)
-    user = app.current_user
-    assert user is not None
-    session = devices.open(app, user, "offline.ferry")
-    states = Recorder()
-    with session.observe_connection_state(states):
-        states.wait_for(lambda c: any(new == CS.DISCONNECTED for _, new in c), "the failed connection")
-        failed = len(states.snapshot())
-        app.reconnect()
-        states.wait_for(lambda c: (CS.DISCONNECTED, CS.CONNECTING) in c[failed:], "a retry after reconnect", 5.0)
-    assert session.state == SessionState.ACTIVE
+    # The test ends the connection attempt itself: it waits in this listener's queue until the
+    # test accepts and closes it, so the failure comes after the observer is registered. (With
+    # a port nothing listens on, the refusal could come before, and no transition was seen.)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.settimeout(T)
+        # a backoff of a minute: any retry seen within the test is the reconnect's
+        app = devices.app(url=f"http://127.0.0.1:{listener.getsockname()[1]}", directory=online.dir,  # type: ignore[attr-defined]
+                          reconnect_delay_min_ms=60_000, reconnect_delay_max_ms=60_000)
+        user = app.current_user
+        assert user is not None
+        session = devices.open(app, user, "offline.ferry")
+        states = Recorder()
+        with session.observe_connection_state(states):
+            attempt, _ = listener.accept()
+            attempt.close()
+            states.wait_for(lambda c: any(new == CS.DISCONNECTED for _, new in c), "the failed connection")
+            failed = len(states.snapshot())
+            app.reconnect()
+            states.wait_for(lambda c: (CS.DISCONNECTED, CS.CONNECTING) in c[failed:], "a retry after reconnect", 5.0)
+            retry, _ = listener.accept()
+            retry.close()
+        assert session.state == SessionState.ACTIVE
 
 
 def test_bad_app_options_are_rejected(tmp_path: Path) -> None:

@@ -511,8 +511,21 @@ fn reconnect_retries_at_once_after_a_failed_connection() {
         let online = new_app(&server.url, &dir, |_| {});
         online.log_in(Credentials::Anonymous, TIMEOUT).unwrap();
     }
+    // The test ends the connection attempt itself: it waits in this listener's queue until the
+    // test accepts and drops it, so the failure comes after the observer is registered. (With
+    // a port nothing listens on, the refusal could come before, and no transition was seen.)
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (accepted, attempts) = mpsc::channel();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            if accepted.send(stream).is_err() {
+                break;
+            }
+        }
+    });
     // A backoff of a minute: a retry seen within the test is the reconnect's.
-    let app = new_app(&format!("http://127.0.0.1:{}", closed_port()), &dir, |o| {
+    let app = new_app(&format!("http://127.0.0.1:{port}"), &dir, |o| {
         o.reconnect_delay_min = Duration::from_secs(60);
         o.reconnect_delay_max = Duration::from_secs(60);
     });
@@ -521,6 +534,7 @@ fn reconnect_retries_at_once_after_a_failed_connection() {
     let states = Recorder::new();
     let sink = Arc::clone(&states);
     let _token = session.observe_connection_state(move |o, n| sink.push((o, n))).unwrap();
+    drop(attempts.recv_timeout(TIMEOUT).expect("the session's connection attempt"));
     let failed = states
         .wait_for("the failed connection", TIMEOUT, |c| c.iter().any(|&(_, n)| n == Disconnected))
         .len();
