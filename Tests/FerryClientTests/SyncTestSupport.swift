@@ -67,11 +67,16 @@ enum SyncTestServer {
             portSink.yield(port)
             portSink.finish()
         }
-        let server = Task { try await app.runService(gracefulShutdownSignals: []) }
+        let server = Task {
+            // A server that stops before it listens (its port taken meanwhile, when the test
+            // asked for one) ends the wait for its port: the wait hung the whole suite once.
+            defer { portSink.finish() }
+            try await app.runService(gracefulShutdownSignals: [])
+        }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next(), port > 0 else {
             server.cancel()
-            Issue.record("the server did not start")
+            Issue.record("the server did not start: \(await server.result)")
             return
         }
         do { try await body("\(tls == nil ? "http" : "https")://127.0.0.1:\(port)") } catch {
