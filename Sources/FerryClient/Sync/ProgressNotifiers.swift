@@ -70,7 +70,7 @@ final class ProgressNotifiers: @unchecked Sendable {
     /// The server acknowledged `bytes` more of the local changesets.
     func uploaded(adding bytes: UInt64) {
         guard bytes > 0 else { return }
-        lock.withLock { upload.transferred += bytes }
+        lock.withLock { upload.transferred = upload.transferred.addingSaturated(bytes) }
         evaluate()
     }
 
@@ -84,8 +84,9 @@ final class ProgressNotifiers: @unchecked Sendable {
     func downloaded(bytes: UInt64, remaining: UInt64, settled: Bool) {
         lock.withLock {
             if download.transferable <= download.transferred { download.unitStart = download.transferred }
-            download.transferred += bytes
-            download.transferable = max(download.transferable, download.transferred + remaining)
+            // `remaining` is the server's figure: saturating, never trapping (issue 22, point 2).
+            download.transferred = download.transferred.addingSaturated(bytes)
+            download.transferable = max(download.transferable, download.transferred.addingSaturated(remaining))
             download.awaitingFigures = !settled
             if settled && remaining == 0 { download.transferable = download.transferred }
         }
@@ -94,7 +95,7 @@ final class ProgressNotifiers: @unchecked Sendable {
 
     private static func grow(_ c: inout Counters, by bytes: UInt64) {
         if c.transferable <= c.transferred { c.unitStart = c.transferred }
-        c.transferable += bytes
+        c.transferable = c.transferable.addingSaturated(bytes)
     }
 
     // MARK: delivery (loop thread)
@@ -129,7 +130,7 @@ final class ProgressNotifiers: @unchecked Sendable {
                 return (SyncProgress(progressEstimate: 1.0, transferredBytes: c.transferred, transferableBytes: max(c.transferable, c.transferred)), false)
             }
             if c.transferable <= c.transferred { return (nil, false) } // awaiting the server's figures
-            let e = max(n.best, fraction(c.transferred - c.unitStart, c.transferable - c.unitStart))
+            let e = max(n.best, fraction(c.transferred.subtractingSaturated(c.unitStart), c.transferable.subtractingSaturated(c.unitStart)))
             n.best = e
             return (SyncProgress(progressEstimate: e, transferredBytes: c.transferred, transferableBytes: c.transferable), false)
         case .forCurrentlyOutstandingWork:
@@ -145,7 +146,7 @@ final class ProgressNotifiers: @unchecked Sendable {
             if c.transferred >= target {
                 return (SyncProgress(progressEstimate: 1.0, transferredBytes: target, transferableBytes: target), true)
             }
-            let e = max(n.best, fraction(c.transferred - start, target - start))
+            let e = max(n.best, fraction(c.transferred.subtractingSaturated(start), target.subtractingSaturated(start)))
             n.best = e
             return (SyncProgress(progressEstimate: e, transferredBytes: c.transferred, transferableBytes: target), false)
         }

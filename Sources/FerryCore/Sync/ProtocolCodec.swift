@@ -4,6 +4,12 @@
 /// and counts are bounded. The protocol version is negotiated in the WebSocket handshake.
 public enum ProtocolCodec {
     public static let version: UInt32 = 1
+    /// The largest integer a message may carry: 2^63-1. Every one (session ids, versions,
+    /// idents, salts, request ids, sizes, timestamps) is stored or reported as a signed 64-bit
+    /// number (SQLite's and PostgreSQL's integers, the sync log, metrics), so a larger one is
+    /// refused here, where it is decoded, before any arithmetic or conversion can trap on it
+    /// (a session id of 2^63 once killed the server in its telemetry).
+    public static let maxInteger = UInt64(Int64.max)
     /// Larger frames are refused (a bootstrap is sent as several DOWNLOAD messages).
     public static let maxFrameBytes = 64 << 20
 
@@ -54,43 +60,49 @@ public enum ProtocolCodec {
             guard b <= 1 else { throw r.corrupt("a flag must be 0 or 1") }
             return b == 1
         }
+        /// A varint field, range-checked (`maxInteger`).
+        func int(_ field: StaticString) throws -> UInt64 {
+            let v = try r.varint()
+            guard v <= maxInteger else { throw r.corrupt("\(field) \(v) is larger than 2^63-1, the largest the protocol allows") }
+            return v
+        }
         let m: ProtocolMessage
         switch kind {
         case .bind:
-            m = .bind(session: try r.varint(), database: try r.string(), clientFileIdent: try r.varint(),
-                      clientFileSalt: try r.varint(), lastServerVersion: try r.varint())
+            m = .bind(session: try int("session"), database: try r.string(), clientFileIdent: try int("client file ident"),
+                      clientFileSalt: try int("client file salt"), lastServerVersion: try int("server version"))
         case .ident:
-            m = .ident(session: try r.varint(), clientFileIdent: try r.varint(), clientFileSalt: try r.varint())
+            m = .ident(session: try int("session"), clientFileIdent: try int("client file ident"), clientFileSalt: try int("client file salt"))
         case .query:
-            let session = try r.varint(), version = try r.varint()
+            let session = try int("session"), version = try int("subscription set version")
             var subs: [Subscription] = []
             for _ in 0..<(try r.count(minSize: 3)) {
                 subs.append(Subscription(name: try r.string(), objectType: try r.string(), query: try r.string()))
             }
             m = .query(session: session, version: version, subscriptions: subs)
         case .upload:
-            let session = try r.varint()
+            let session = try int("session")
             var list: [UploadChangeset] = []
             for _ in 0..<(try r.count(minSize: 3)) {
-                list.append(UploadChangeset(clientVersion: try r.varint(), lastIntegratedServerVersion: try r.varint(),
+                list.append(UploadChangeset(clientVersion: try int("client version"), lastIntegratedServerVersion: try int("base server version"),
                                             changeset: Array(try r.lengthPrefixed())))
             }
             m = .upload(session: session, changesets: list)
         case .download:
-            let session = try r.varint(), serverVersion = try r.varint(), ack = try r.varint(), subVersion = try r.varint()
-            let downloadable = try r.varint(), last = try flag()
+            let session = try int("session"), serverVersion = try int("server version"), ack = try int("acknowledged client version")
+            let subVersion = try int("subscription set version"), downloadable = try int("downloadable bytes"), last = try flag()
             var list: [DownloadChangeset] = []
             for _ in 0..<(try r.count(minSize: 3)) {
-                list.append(DownloadChangeset(serverVersion: try r.varint(), originFileIdent: try r.varint(), changeset: Array(try r.lengthPrefixed())))
+                list.append(DownloadChangeset(serverVersion: try int("server version"), originFileIdent: try int("origin file ident"), changeset: Array(try r.lengthPrefixed())))
             }
             m = .download(session: session, serverVersion: serverVersion, uploadAcknowledged: ack, subscriptionVersion: subVersion,
                           downloadableBytes: downloadable, isLastInBatch: last, changesets: list)
         case .mark:
-            m = .mark(session: try r.varint(), request: try r.varint())
+            m = .mark(session: try int("session"), request: try int("mark request"))
         case .unbind:
-            m = .unbind(session: try r.varint())
+            m = .unbind(session: try int("session"))
         case .error:
-            let session = try r.varint()
+            let session = try int("session")
             let code = try r.signed()
             guard code >= Int64(Int32.min) && code <= Int64(Int32.max) else { throw r.corrupt("error code out of range") }
             let message = try r.string(), tryAgain = try flag()
@@ -104,11 +116,11 @@ public enum ProtocolCodec {
             }
             m = .error(ProtocolError(session: session, code: Int32(code), message: message, tryAgain: tryAgain, action: action, compensatingWrites: writes))
         case .ping:
-            m = .ping(timestamp: try r.varint())
+            m = .ping(timestamp: try int("ping timestamp"))
         case .pong:
-            m = .pong(timestamp: try r.varint())
+            m = .pong(timestamp: try int("pong timestamp"))
         case .writeRules:
-            m = .writeRules(session: try r.varint(), rules: try WriteRulesCodec.decode(from: &r))
+            m = .writeRules(session: try int("session"), rules: try WriteRulesCodec.decode(from: &r))
         }
         guard r.isAtEnd else { throw r.corrupt("trailing bytes after a \(kind) message") }
         return m

@@ -62,8 +62,8 @@ final class LiveConnections: Sendable {
         connections.withLock { all in
             all.sorted { $0.key < $1.key }.map { id, c in
                 LiveConnectionRecord(node: node, connectionId: id, userId: c.userId, clientFile: c.clientFile, sdk: c.sdk,
-                                     connectedSinceMilliseconds: c.connectedSinceMilliseconds, bytesUp: Int64(c.bytesUp),
-                                     bytesDown: Int64(c.bytesDown), sessions: c.sessions.count)
+                                     connectedSinceMilliseconds: c.connectedSinceMilliseconds, bytesUp: Int64(clamping: c.bytesUp),
+                                     bytesDown: Int64(clamping: c.bytesDown), sessions: c.sessions.count)
             }
         }
     }

@@ -36,7 +36,7 @@ extension SyncTelemetry {
         let instructions = changesets.reduce(0) { n, d in if case .success(let c) = d.changeset { return n + c.instructions.count } else { return n } }
         log.record(.upload, userId: outbox.userId, connection: outbox.id,
                    "upload of \(changesets.count) changeset(s), \(instructions) instruction(s) in session \(session)",
-                   details: [("session", .int(Int64(session))), ("changesets", .array(summary)),
+                   details: [("session", .int(Int64(clamping: session))), ("changesets", .array(summary)),
                              ("lines_omitted", .int(Int64(max(0, lines.count - Self.maxUploadLines))))])
     }
 

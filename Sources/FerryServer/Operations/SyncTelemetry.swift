@@ -29,7 +29,7 @@ struct SyncTelemetry: Sendable {
         let c = live.connection(outbox.id)
         live.closed(outbox.id)
         log?.record(.connectionClosed, userId: outbox.userId, connection: outbox.id, "connection closed: \(reason)",
-                    details: [("reason", .string(reason)), ("bytes_up", .int(Int64(c?.bytesUp ?? 0))), ("bytes_down", .int(Int64(c?.bytesDown ?? 0)))])
+                    details: [("reason", .string(reason)), ("bytes_up", .int(Int64(clamping: c?.bytesUp ?? 0))), ("bytes_down", .int(Int64(clamping: c?.bytesDown ?? 0)))])
     }
 
     func received(_ outbox: ConnectionOutbox, bytes: Int) {
@@ -48,14 +48,14 @@ struct SyncTelemetry: Sendable {
         live.sessionBound(outbox.id, session: session, clientFile: clientFile)
         log?.record(.sessionBound, userId: outbox.userId, connection: outbox.id,
                     "session \(session) bound to \(newFile ? "new " : "")client file \(clientFile)",
-                    details: [("session", .int(Int64(session))), ("client_file", .int(Int64(clientFile))), ("new_client_file", .bool(newFile)),
+                    details: [("session", .int(Int64(clamping: session))), ("client_file", .int(Int64(clamping: clientFile))), ("new_client_file", .bool(newFile)),
                               ("server_version", .int(Int64(clamping: serverVersion)))])
     }
 
     func sessionUnbound(_ outbox: ConnectionOutbox, session: UInt64, reason: String) {
         live.sessionUnbound(outbox.id, session: session)
         log?.record(.sessionUnbound, userId: outbox.userId, connection: outbox.id, "session \(session) unbound: \(reason)",
-                    details: [("session", .int(Int64(session))), ("reason", .string(reason))])
+                    details: [("session", .int(Int64(clamping: session))), ("reason", .string(reason))])
     }
 
     /// A new subscription set is being evaluated (its bootstrap follows).
@@ -74,7 +74,7 @@ struct SyncTelemetry: Sendable {
         if subscriptions.count > Self.maxListed { queries.append(.object([("more", .int(Int64(subscriptions.count - Self.maxListed)))])) }
         log?.record(.subscriptionChanged, userId: outbox.userId, connection: outbox.id,
                     "subscription set \(version) of session \(session): " + (error.map { "error: \($0)" } ?? "complete"),
-                    details: [("session", .int(Int64(session))), ("version", .int(Int64(clamping: version))), ("queries", .array(queries)),
+                    details: [("session", .int(Int64(clamping: session))), ("version", .int(Int64(clamping: version))), ("queries", .array(queries)),
                               ("state", .string(error == nil ? "complete" : "error")), ("error", error.map(StoredJSON.string) ?? .null)])
     }
 
@@ -86,10 +86,10 @@ struct SyncTelemetry: Sendable {
         if let trigger {
             metrics.clientReset(trigger)
             log?.record(.clientReset, userId: outbox.userId, connection: outbox.id, message,
-                        details: [("session", .int(Int64(session))), ("code", .int(Int64(code))), ("trigger", .string(trigger.rawValue))])
+                        details: [("session", .int(Int64(clamping: session))), ("code", .int(Int64(code))), ("trigger", .string(trigger.rawValue))])
         } else {
             log?.record(.error, userId: outbox.userId, connection: outbox.id, "error \(code): \(message)",
-                        details: [("session", .int(Int64(session))), ("code", .int(Int64(code)))])
+                        details: [("session", .int(Int64(clamping: session))), ("code", .int(Int64(code)))])
         }
     }
 
