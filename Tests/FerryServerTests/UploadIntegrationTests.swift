@@ -61,6 +61,46 @@ struct UploadIntegrationTests {
         #expect(outcome.entries.values.allSatisfy { $0.rejected })
     }
 
+    /// Issue 22, point 5: a set or erase of another user's object, one this user may not read,
+    /// is answered exactly as the same write to a key that does not exist: no compensating
+    /// write (a 231 would tell the user the key exists), nothing stored, the same flags.
+    @Test func aWriteToAnUnreadableObjectIsAnsweredAsAWriteToAMissingOne() throws {
+        let bobs = "65a1b2c3d4e5f60718293a4b", missing = "65a1b2c3d4e5f60718293a4c"
+        let bobKey = FerryValue.objectId(try ObjectId(hex: bobs))
+        let stored = [ObjectKey(table: "Item", key: bobKey): StoredObject(object: StampedObject(schema: item, key: bobKey, fields: [
+            FieldValue(name: "ownerId", value: .string("bob")), FieldValue(name: "itemName", value: .string("bob's")),
+            FieldValue(name: "complexity", value: .int(1)),
+        ], stamp: Stamp(timestamp: 1, fileIdent: 1), version: 1))]
+        for write in [
+            { (hex: String) throws -> [Instruction] in [.set(table: "Item", key: .objectId(try ObjectId(hex: hex)), field: "complexity", value: .int(3))] },
+            { (hex: String) throws -> [Instruction] in [.erase(table: "Item", key: .objectId(try ObjectId(hex: hex)))] },
+            { (hex: String) throws -> [Instruction] in [.addInteger(table: "Item", key: .objectId(try ObjectId(hex: hex)), field: "complexity", delta: 1),
+                                                        .set(table: "Item", key: .objectId(try ObjectId(hex: hex)), field: "ownerId", value: .string("alice"))] },
+        ] {
+            let toBobs = try integration([upload(1, base: 1, try write(bobs))]).integrate(stored: stored, version: 2)
+            let toMissing = try integration([upload(1, base: 1, try write(missing))]).integrate(stored: stored, version: 2)
+            #expect(toBobs.compensating.isEmpty, "\(toBobs.compensating.map(\.reason))")
+            #expect(toMissing.compensating.isEmpty)
+            #expect(toBobs.toStore.isEmpty && toMissing.toStore.isEmpty)
+            let a = try #require(toBobs.entries.values.first), b = try #require(toMissing.entries.values.first)
+            #expect(a.changed == b.changed && a.rejected == b.rejected && a.exact == b.exact)
+        }
+        // A property the schema does not have is a protocol error for both.
+        let bad = { (hex: String) throws -> UploadChangeset in self.upload(1, [.set(table: "Item", key: .objectId(try ObjectId(hex: hex)), field: "nosuch", value: .int(1))]) }
+        #expect(throws: SessionFailure.self) { _ = try integration([try bad(bobs)]).integrate(stored: stored, version: 2) }
+        #expect(throws: SessionFailure.self) { _ = try integration([try bad(missing)]).integrate(stored: stored, version: 2) }
+        // A create of the taken key keeps its own reason (it must neither replace nor reveal it).
+        let create = try integration([upload(1, [try self.create(bobs, owner: "alice", complexity: 2)])]).integrate(stored: stored, version: 2)
+        #expect(create.compensating.count == 1 && create.toStore.isEmpty)
+    }
+
+    /// Issue 22, point 5: an upload's base is capped at what the session was sent.
+    @Test func anUploadsBaseIsCappedAtWhatTheSessionWasSent() throws {
+        let d = UploadIntegration.Decoded(upload(1, base: 1_000, [try create("65a1b2c3d4e5f60718293a4b", owner: "alice", complexity: 2)]))
+        #expect(d.cappingBase(at: 7).upload.lastIntegratedServerVersion == 7)
+        #expect(d.cappingBase(at: 2_000).upload.lastIntegratedServerVersion == 1_000)
+    }
+
     @Test func changesetsAlreadyAcknowledgedAreNotAppliedAgain() throws {
         let key = ObjectKey(table: "Item", key: .objectId(try ObjectId(hex: "65a1b2c3d4e5f60718293a4b")))
         let i = try integration(acknowledged: 3, [upload(3, [try create("65a1b2c3d4e5f60718293a4b", owner: "alice", complexity: 2)])])

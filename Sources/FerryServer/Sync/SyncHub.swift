@@ -512,9 +512,11 @@ actor SyncHub {
         } catch {
             // The store failed (a node that lost its database): nothing was acknowledged; the
             // client keeps its changes and retries on a new connection.
-            outbox.logger.error("connection \(outbox.id): \(error)")
-            telemetry.connectionFailed(outbox, code: Self.storageUnavailableCode, message: "\(error)")
-            outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot reach its store; try again (\(error))", tryAgain: true, action: .transient)))
+            // The details stay in the server's log; the client gets the id to quote.
+            let id = CorrelationId.make()
+            outbox.logger.error("connection \(outbox.id): error id \(id): \(error)")
+            telemetry.connectionFailed(outbox, code: Self.storageUnavailableCode, message: "error id \(id): \(error)")
+            outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot reach its store; try again (error id \(id))", tryAgain: true, action: .transient)))
             closeConnection(outbox)
         }
     }
@@ -558,12 +560,14 @@ actor SyncHub {
                 throw SessionFailure(id, Self.badClientFileCode, "client file \(ident) was last seen \((now - r.lastSeen) / 86_400) days ago, longer than the client maximum offline time of \(maxOfflineDays) days: the device must reset", resetAction,
                                      trigger: .maxOfflineTime)
             }
-            try await storage.clientFileBound(ident, at: now, serverVersion: lastServerVersion)
             if lastServerVersion > knownHead { knownHead = max(knownHead, try await storage.syncState().headVersion) }
             guard lastServerVersion <= knownHead else {
                 throw SessionFailure(id, Self.badClientFileCode, "the client has server version \(lastServerVersion), newer than the server's \(knownHead): the device must reset", resetAction,
                                      trigger: .serverVersionAhead)
             }
+            // Stored only once checked: a version past the head would pin what the server keeps
+            // for the file (issue 22, point 8).
+            try await storage.clientFileBound(ident, at: now, serverVersion: lastServerVersion)
             record = r
         }
         guard !outbox.isClosed, sessions[key] == nil else { return }
@@ -606,7 +610,7 @@ actor SyncHub {
         } catch let gone as ViewEvaluation.ConnectionGone {
             // A bootstrap cut short: the stored set goes back to the one the device's data
             // reflects (it asks for the new set again when it reconnects).
-            if gone.afterInstall { try? await storage.saveSubscriptions(clientFile: started.clientFile, version: started.subscriptionVersion, subscriptions: started.subscriptions) }
+            if gone.afterInstall { await putBack(started) }
             return nil
         }
         // Meanwhile the connection may have closed, the session unbound or sync stopped: then
@@ -649,7 +653,7 @@ actor SyncHub {
         guard sessions[key] != nil, !started.outbox.isClosed else { return nil }
         try await storage.saveSubscriptions(clientFile: started.clientFile, version: setVersion, subscriptions: subscriptions)
         guard var s = sessions[key], !started.outbox.isClosed else {
-            try? await storage.saveSubscriptions(clientFile: started.clientFile, version: started.subscriptionVersion, subscriptions: started.subscriptions)
+            await putBack(started)
             return nil
         }
         s.acknowledged = max(s.acknowledged, acknowledged)
@@ -662,6 +666,21 @@ actor SyncHub {
         sessions[key] = s
         sessions.reindex(key)
         return s.acknowledged
+    }
+
+    /// Puts back the subscription set a device's data reflects after a bootstrap was cut short.
+    /// If the store refuses, the client file is forgotten instead: its next bind is a client
+    /// reset, where taking the new set as complete would skip what entered its view (issue 22,
+    /// point 10). If even that fails, the cost is logged.
+    private func putBack(_ started: ServerSession) async {
+        do {
+            try await storage.saveSubscriptions(clientFile: started.clientFile, version: started.subscriptionVersion, subscriptions: started.subscriptions)
+        } catch {
+            logger.error("client file \(started.clientFile): cannot put back subscription set \(started.subscriptionVersion) after a bootstrap was cut short (\(error)); forgetting the file, so the device resets")
+            do { try await storage.forgetClientFile(started.clientFile) } catch {
+                logger.critical("client file \(started.clientFile): cannot forget it either (\(error)); its next bind takes the new subscription set as complete and may miss objects that entered its view until it subscribes again")
+            }
+        }
     }
 
     /// Frees a session's turn; if commits arrived meanwhile, catches it up.
@@ -694,8 +713,10 @@ actor SyncHub {
     static let maxPremerges = 3
 
     /// Returns the compensating writes (already sent to the client).
-    private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ changesets: [UploadIntegration.Decoded]) async throws -> [CompensatingWrite] {
+    private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ uploaded: [UploadIntegration.Decoded]) async throws -> [CompensatingWrite] {
         let s = try session(outbox, id)
+        // No base later than what this session was sent (issue 22, point 5).
+        let changesets = uploaded.map { $0.cappingBase(at: s.delivered) }
         let (view, user, clientFile, known) = (s.view, outbox.user, s.clientFile, s.acknowledged)
         uploadsInFlight += 1
         uploading[s.key, default: 0] += 1

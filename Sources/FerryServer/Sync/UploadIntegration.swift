@@ -55,6 +55,21 @@ struct UploadIntegration: Sendable {
         let upload: UploadChangeset
         let changeset: Result<Changeset, DecodeFailure>
 
+        /// The same changeset with its base no later than `highest`, the newest server version
+        /// the session was sent: a client cannot have integrated more, and a later base would
+        /// let it probe when another user's fields last changed (issue 22, point 5).
+        func cappingBase(at highest: UInt64) -> Decoded {
+            guard upload.lastIntegratedServerVersion > highest else { return self }
+            var capped = upload
+            capped.lastIntegratedServerVersion = highest
+            return Decoded(upload: capped, changeset: changeset)
+        }
+
+        private init(upload: UploadChangeset, changeset: Result<Changeset, DecodeFailure>) {
+            self.upload = upload
+            self.changeset = changeset
+        }
+
         init(_ upload: UploadChangeset) {
             self.upload = upload
             do { changeset = .success(try ChangesetCodec.decode(upload.changeset)) } catch {
@@ -146,13 +161,30 @@ struct UploadIntegration: Sendable {
                     outcome.entries[k] = Entry(stored: s, before: s.object)
                 }
                 let start = outcome.entries[k]!.stored
-                // A create of a key another user's object already holds, one this user may not
-                // read: refused with its own reason, and nothing of that object is sent
-                // (primary keys are global per class; a guessed key must not destroy or reveal
-                // another user's object).
-                if case .create = first, let existing = start.object, !view.mayRead(existing.values, of: os, app: app) {
-                    outcome.compensating.append(.keyTaken(objectType: os.name, primaryKey: first.key))
-                    outcome.entries[k]!.rejected = true
+                if let existing = start.object, !view.mayRead(existing.values, of: os, app: app) {
+                    // A create of a key another user's object already holds, one this user may
+                    // not read: refused with its own reason, and nothing of that object is sent
+                    // (primary keys are global per class; a guessed key must not destroy or
+                    // reveal another user's object).
+                    if instructions[i..<end].contains(where: { if case .create = $0 { true } else { false } }) {
+                        outcome.compensating.append(.keyTaken(objectType: os.name, primaryKey: first.key))
+                        outcome.entries[k]!.rejected = true
+                        outcome.entries[k]!.exact = false
+                        continue
+                    }
+                    // Any other write to it is a write to a missing object: checked against the
+                    // schema as one, changing nothing, with no compensating write. A 231 here
+                    // would answer "does this key exist?" (issue 22, point 5). The answer is
+                    // the same too: the object's erase (`SyncHub.respond`).
+                    var missing: StampedObject? = nil
+                    var noLists = ListOperationLog()
+                    for n in i..<end {
+                        do {
+                            try ObjectMerge.apply(instructions[n], to: &missing, schema: os, stamp: stamp, base: base, version: version, lists: &noLists)
+                        } catch let e as FerryError {
+                            throw SessionFailure(session, SyncHub.badChangesetCode, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
+                        }
+                    }
                     outcome.entries[k]!.exact = false
                     continue
                 }
