@@ -1,4 +1,5 @@
 import FerryCore
+import FerrySQLite
 import FerryStore
 import Foundation
 import Testing
@@ -27,5 +28,61 @@ struct SyncIntegrationTests {
         try db.integrate(good, serverVersion: 2, completesVersion: true, acknowledged: 0)
         #expect(try db.object(classIndex: 0, key: .string("c")) == [.string("c"), .int(2), .list([.string("x")])])
         #expect(try db.syncMetadata().serverVersion == 2)
+    }
+
+    /// Issue 22, point 10: a file whose history holds a changeset that does not decode is
+    /// damaged. The download that lays the device's pending writes over the server's state
+    /// fails with `corrupt`; it used to take the changeset as empty and drop those writes.
+    @Test func aDamagedPendingChangesetFailsTheDownloadInsteadOfDroppingTheWrites() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let path = dir + "/damaged.ferry"
+        let db = try Database.open(DatabaseConfiguration(location: .file(path), schema: Fixtures.itemSchema()), scheduler: PollingScheduler())
+        try db.beginWrite()
+        try Fixtures.createItem(db, 1, complexity: 1)
+        try db.commit()
+        db.close()
+        try Self.damageLastChangeset(path)
+        let again = try Database.open(DatabaseConfiguration(location: .file(path), schema: Fixtures.itemSchema()), scheduler: PollingScheduler())
+        defer { again.close() }
+        let download: [Instruction] = [.set(table: "Item", key: Fixtures.oid(1), field: "complexity", value: .int(5))]
+        do {
+            try again.integrate(download, serverVersion: 1, completesVersion: true, acknowledged: 0)
+            Issue.record("the damaged changeset was taken as empty")
+        } catch let e as FerryError {
+            #expect(e.code == .corrupt, "\(e)")
+        }
+    }
+
+    /// Issue 22, point 10: the next write's timestamp follows the last changeset's; when that
+    /// does not decode, the write fails with `corrupt` (it used to count from 0, ordering the
+    /// write before every earlier one of the device).
+    @Test func aDamagedLastChangesetFailsTheNextWriteInsteadOfRestartingTheClock() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let path = dir + "/clock.ferry"
+        let db = try Database.open(DatabaseConfiguration(location: .file(path), schema: Fixtures.itemSchema()), scheduler: PollingScheduler())
+        try db.beginWrite()
+        try Fixtures.createItem(db, 1)
+        try db.commit()
+        db.close()
+        try Self.damageLastChangeset(path)
+        let again = try Database.open(DatabaseConfiguration(location: .file(path), schema: Fixtures.itemSchema()), scheduler: PollingScheduler())
+        defer { again.close() }
+        do {
+            try again.beginWrite()
+            try Fixtures.createItem(again, 2)
+            try again.commit()
+            Issue.record("a write after a damaged changeset got a timestamp from 0")
+        } catch let e as FerryError {
+            #expect(e.code == .corrupt, "\(e)")
+            try? again.cancel()
+        }
+    }
+
+    static func damageLastChangeset(_ path: String) throws {
+        let raw = try SQLiteConnection(path: "file:" + path, flags: 6, description: "raw")
+        try raw.exec("UPDATE __ferry_history SET changeset = x'ff00' WHERE version = (SELECT MAX(version) FROM __ferry_history)")
+        raw.close()
     }
 }

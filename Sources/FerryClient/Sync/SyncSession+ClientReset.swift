@@ -215,7 +215,13 @@ extension SyncSession {
         var e = error
         if !database.isInMemory {
             let backup = path + ".reset-backup-\(Self.secondsSinceEpoch())"
-            try? database.setSyncValue(SyncSession.pendingResetKey, Array(backup.utf8))
+            do {
+                try database.setSyncValue(SyncSession.pendingResetKey, Array(backup.utf8))
+            } catch {
+                // Unmarked, a later open does not perform the reset: the host must, now.
+                app.log(.error, "cannot mark the client reset of \(path) as pending: \(error)")
+                e.message += " (the reset could not be marked in the file (\(error)): the next open will not perform it; call immediatelyHandleClientReset)"
+            }
             e.clientResetBackupPath = backup
             e.clientResetToken = path
         }
@@ -243,14 +249,23 @@ extension SyncSession {
         var bytes: [UInt8] = []
         var n = failures
         for _ in 0..<8 { bytes.append(UInt8(n & 0xff)); n >>= 8 }
-        try? database.setSyncValue(Self.resetFailuresKey, bytes)
         var e = run.error
         e.message = "the client reset failed (\(error)); the database keeps its data and the reset is tried again on the next open: \(run.error.message)"
+        do { try database.setSyncValue(Self.resetFailuresKey, bytes) } catch {
+            // Uncounted, a reset that always fails would be tried on every open for ever.
+            app.log(.error, "cannot count the failed client reset of \(path): \(error)")
+            e.message += " (the failure could not be counted: \(error))"
+        }
         fail(e)
     }
 
     private func resetFailures() -> UInt64 {
-        guard let bytes = try? database.syncValue(Self.resetFailuresKey), bytes.count == 8 else { return 0 }
+        let stored: [UInt8]?
+        do { stored = try database.syncValue(Self.resetFailuresKey) } catch {
+            app.log(.error, "cannot read the count of failed client resets of \(path) (taken as 0): \(error)")
+            return 0
+        }
+        guard let bytes = stored, bytes.count == 8 else { return 0 }
         return bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) }
     }
 }

@@ -420,7 +420,12 @@ public final class SyncSession: @unchecked Sendable {
 
     private func sendQuery() {
         guard ready, let id = sessionId else { return }
-        guard let set = try? SubscriptionSet.load(database), set.version > 0, set.version != sentQueryVersion else { return }
+        let set: SubscriptionSet
+        do { set = try SubscriptionSet.load(database) } catch {
+            // Unread, the set is never sent: its waiters would wait for ever (issue 22, point 10).
+            return fail(SyncError(code: 0, message: "cannot read the subscription set of \(path): \(error)", isFatal: true, action: .applicationBug))
+        }
+        guard set.version > 0, set.version != sentQueryVersion else { return }
         sentQueryVersion = set.version
         progress.expectDownload()
         connection?.send(.query(session: id, version: set.version, subscriptions: set.subscriptions))
@@ -434,7 +439,13 @@ public final class SyncSession: @unchecked Sendable {
         guard ready, !closed, let id = sessionId else { return }
         let before = lastUploaded
         while true {
-            guard let pending = try? database.pendingChangesets(after: lastUploaded, maxBytes: Self.uploadMessageBytes), let last = pending.last else { break }
+            let pending: [PendingChangeset]
+            do { pending = try database.pendingChangesets(after: lastUploaded, maxBytes: Self.uploadMessageBytes) } catch {
+                // Not a silent stop: the host learns that its writes are not being uploaded
+                // (they stay in the file, and go up once it opens again).
+                return fail(SyncError(code: 0, message: "cannot read the local changes of \(path) to upload: \(error)", isFatal: true, action: .applicationBug))
+            }
+            guard let last = pending.last else { break }
             connection?.send(.upload(session: id, changesets: pending.map {
                 UploadChangeset(clientVersion: $0.version, lastIntegratedServerVersion: $0.base, changeset: $0.bytes)
             }))

@@ -86,7 +86,10 @@ final class DescriptorShortageBackoff: ChannelDuplexHandler {
         reserve.release()
         guard !paused else { return }
         paused = true
-        try? context.channel.syncOptions?.setOption(.autoRead, value: false)
+        // Without it, the loop accepts (and fails) again at once: said, not hidden (issue 22, point 10).
+        do { try context.channel.syncOptions?.setOption(.autoRead, value: false) } catch {
+            logger.error("cannot pause accepting during a descriptor shortage (\(error)): accepts fail at full speed until descriptors are free")
+        }
         scheduleResume(context)
     }
 
@@ -96,7 +99,9 @@ final class DescriptorShortageBackoff: ChannelDuplexHandler {
             guard reserve.restore(sparing: 1) else { return scheduleResume(context) }
             paused = false
             // Reads (accepts) again: the socket is back in the selector.
-            try? context.channel.syncOptions?.setOption(.autoRead, value: true)
+            do { try context.channel.syncOptions?.setOption(.autoRead, value: true) } catch {
+                logger.critical("cannot resume accepting connections after a descriptor shortage: \(error)")
+            }
         }
     }
 

@@ -88,7 +88,10 @@ struct SyncRoutes {
             throw APIError(e)
         } catch {
             // The user directory cannot be read (a node that lost its database): try again.
-            throw APIError(status: .serviceUnavailable, code: "ServiceUnavailable", message: "cannot check the access token now; try again (\(error))")
+            // The details stay in the log (issue 22, point 8).
+            let id = CorrelationId.make()
+            logger.error("cannot check an access token: error id \(id): \(error)")
+            throw APIError(status: .serviceUnavailable, code: "ServiceUnavailable", message: "cannot check the access token now; try again (error id \(id))")
         }
     }
 

@@ -146,6 +146,20 @@ extension Store {
 
     /// Applies one instruction to the tables (no history is written here). Used by writes
     /// through the API, by the history check's replay, and by sync to integrate downloads.
+    /// Applies a synced instruction (the server's, or a local one laid again over the server's
+    /// state); false when it does not fit this device's data or schema (a class or property it
+    /// does not have, an object gone, a list index past the end, an add that overflows): the
+    /// merge rules drop such an instruction. Any other failure (I/O, a full disk, a damaged
+    /// file) is thrown, never swallowed (issue 22, point 10).
+    func applyIfItFits(_ instruction: Instruction, on c: SQLiteConnection) throws -> Bool {
+        do {
+            try apply(instruction, on: c)
+            return true
+        } catch let e as FerryError where [.noSuchClass, .noSuchProperty, .wrongType, .notFound, .outOfRange, .duplicatePrimaryKey].contains(e.code) {
+            return false
+        }
+    }
+
     func apply(_ instruction: Instruction, on c: SQLiteConnection) throws {
         let ci = try classIndex(named: instruction.table)
         let os = schema.classes[ci]

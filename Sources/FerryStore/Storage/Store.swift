@@ -424,7 +424,9 @@ final class Store: @unchecked Sendable {
         if lastTimestamp == 0 {
             let s = try writer.statement("SELECT changeset FROM __ferry_history ORDER BY version DESC LIMIT 1")
             defer { s.resetKeepingBindings() } // ends the read: an open statement would pin the WAL
-            if try s.step() { lastTimestamp = (try? ChangesetCodec.decode(s.blob(0)).timestamp) ?? 0 }
+            // Undecodable, the history is damaged: a timestamp from 0 would order this write
+            // before every earlier one, so the write fails instead.
+            if try s.step() { lastTimestamp = try ChangesetCodec.decode(s.blob(0)).timestamp }
         }
         lastTimestamp = max(Clock.nanosecondsSinceEpoch(), lastTimestamp + 1)
         return lastTimestamp

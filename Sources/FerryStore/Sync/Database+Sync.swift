@@ -169,7 +169,9 @@ extension Database {
                 s.bind(1, Int64(bitPattern: floor))
                 while try s.step() {
                     let v = UInt64(bitPattern: s.int64(0))
-                    for i in (try? ChangesetCodec.decode(s.blob(1)).instructions) ?? [] {
+                    // The device's own history: undecodable, the file is damaged (not skipped:
+                    // the reverts it would capture would be wrong).
+                    for i in try ChangesetCodec.decode(s.blob(1)).instructions {
                         recent[ObjectKeyRef(table: i.table, key: i.key), default: []].append(LocalWrite(version: v, instruction: i))
                     }
                 }
@@ -178,7 +180,7 @@ extension Database {
             for i in objects {
                 let ci: Int
                 if let known = classes[i.table] { ci = known } else {
-                    guard let found = try? store.classIndex(named: i.table) else { continue } // a class this device does not have
+                    guard let found = store.schema.classIndex(named: i.table) else { continue } // a class this device does not have
                     classes[i.table] = found
                     ci = found
                 }
@@ -193,7 +195,9 @@ extension Database {
                 case let .erase(_, key):
                     guard try store.deleteRowIfExists(c, ci, key: key) else { continue }
                 default:
-                    if try store.readRow(c, ci, key: i.key) != nil { try? store.apply(i, on: c) }
+                    // A server instruction that does not fit this device's data (a property it
+                    // does not have) is dropped; a failure to write it (I/O) fails the download.
+                    if try store.readRow(c, ci, key: i.key) != nil { _ = try store.applyIfItFits(i, on: c) }
                 }
                 if hasLocal { touched.insert(ObjectKeyRef(table: i.table, key: i.key)) }
                 if observed { applied.append(i) }
@@ -202,18 +206,18 @@ extension Database {
                 let s = try c.statement("SELECT changeset FROM __ferry_history WHERE version > ? ORDER BY version")
                 s.bind(1, Int64(bitPattern: ack))
                 var local: [Instruction] = []
-                while try s.step() { local += (try? ChangesetCodec.decode(s.blob(0)).instructions) ?? [] }
+                while try s.step() { local += try ChangesetCodec.decode(s.blob(0)).instructions }
                 s.resetKeepingBindings()
                 for i in local where touched.contains(ObjectKeyRef(table: i.table, key: i.key)) {
                     // A local change that no longer applies (its object erased by the server)
                     // is dropped here; the server decides its fate when it is uploaded.
-                    if case .create = i, let ci = try? store.classIndex(named: i.table), try store.readRow(c, ci, key: i.key) != nil {
+                    if case .create = i, let ci = store.schema.classIndex(named: i.table), try store.readRow(c, ci, key: i.key) != nil {
                         continue
                     }
-                    do {
-                        try store.apply(i, on: c)
-                        if observed { applied.append(i) }
-                    } catch {}
+                    // One that does not fit any more (its list shrank, its object is gone) is
+                    // dropped; a failure to write it (I/O) fails the download, which is
+                    // integrated again, so no local write is lost silently.
+                    if try store.applyIfItFits(i, on: c), observed { applied.append(i) }
                 }
             }
             for (ref, ci, was) in before {
