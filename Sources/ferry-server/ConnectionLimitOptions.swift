@@ -22,6 +22,9 @@ struct ConnectionLimitOptions: ParsableArguments {
     @Option(name: .customLong("max-queued-bytes"), help: "Bytes waiting to be sent on one sync connection at most (default 16 MiB).")
     var maxQueuedBytes: Int?
 
+    @Option(name: .customLong("max-queued-bytes-total"), help: "Bytes waiting to be sent on every sync connection together at most; past it the connection furthest behind is dropped (default 512 MiB).")
+    var maxQueuedBytesTotal: Int?
+
     @Option(name: .customLong("max-message-bytes"), help: "The largest sync message a client may send (default 64 MiB).")
     var maxMessageBytes: Int?
 
@@ -29,7 +32,7 @@ struct ConnectionLimitOptions: ParsableArguments {
     var maxInboundBytes: Int?
 
     func validate() throws {
-        for (flag, value) in [("--max-connections", maxConnections), ("--max-queued-bytes", maxQueuedBytes),
+        for (flag, value) in [("--max-connections", maxConnections), ("--max-queued-bytes", maxQueuedBytes), ("--max-queued-bytes-total", maxQueuedBytesTotal),
                               ("--max-message-bytes", maxMessageBytes), ("--max-inbound-bytes", maxInboundBytes)] {
             if let value, value < 1 { throw ValidationError("\(flag) must be at least 1") }
         }
@@ -47,6 +50,7 @@ struct ConnectionLimitOptions: ParsableArguments {
         if let syncIdleTimeout { limits.syncIdleTimeout = .seconds(syncIdleTimeout) }
         if let writeStallTimeout { limits.writeStallTimeout = .seconds(writeStallTimeout) }
         if let maxQueuedBytes { limits.maxQueuedBytesPerConnection = maxQueuedBytes }
+        if let maxQueuedBytesTotal { limits.maxQueuedBytesTotal = maxQueuedBytesTotal }
         if let maxMessageBytes { limits.maxMessageBytes = maxMessageBytes }
         if let maxInboundBytes { limits.maxInboundBytes = maxInboundBytes }
         return limits

@@ -68,4 +68,95 @@ struct SlowConsumerTests {
             #expect(error.message.contains("fell behind"))
         }
     }
+
+    /// Issue 22, point 9: the memory slow connections cost is bounded by a small window each,
+    /// not by the per-connection bound: 20 sync clients that never read while another device
+    /// of their user writes 400 items of 32 KB. Before, every one queued all 12.8 MB (191 MB
+    /// measured); each session is now fed from memory only while its queue is within
+    /// `fanOutWindowBytes`, and caught up from storage once its client reads.
+    @Test func clientsThatDoNotReadHoldOnlyAWindowEach() async throws {
+        let window = 256 << 10
+        try await LiveServer.withServer(configure: {
+            $0.connectionLimits.writeStallTimeout = .seconds(600)
+            $0.syncLimits.fanOutWindowBytes = window
+        }) { port in
+            let user = try await LiveServer.anonymousUser(port: port)
+            var readers: [RawClient] = []
+            for _ in 0..<20 {
+                let c = try await LiveServer.syncSocket(port: port, token: user.token, receiveBuffer: 4096)
+                #expect(try await SyncTraffic.subscribe(c))
+                try await c.pauseReading()
+                readers.append(c)
+            }
+            let writer = try await LiveServer.syncSocket(port: port, token: user.token)
+            #expect(try await SyncTraffic.subscribe(writer))
+            try await SyncTraffic.upload(writer, userId: user.id, items: 400, itemBytes: 32 << 10)
+            #expect(await Self.acknowledged(writer, through: 400), "the writer's uploads were not all acknowledged")
+            let queued = try #require(MetricsTests.value(try await MetricsTests.scrape(port: port), "ferry_outbox_queued_bytes"))
+            // A window and one message (a commit of one item, about 33 KB) each, at most.
+            #expect(queued <= Double(20 * (window + (64 << 10))), "\(Int(queued)) bytes queued for 20 clients that do not read")
+            // A reader that reads again is caught up from storage with every item.
+            try await readers[0].resumeReading()
+            let caughtUp = await readers[0].wait(seconds: 120) { received, _ in
+                guard let head = WireFormat.response(received) else { return false }
+                return WireFormat.messages(WireFormat.frames(received[head.headEnd...])).contains {
+                    if case .download(_, let v, _, _, _, _, _) = $0 { return v >= 400 }
+                    return false
+                }
+            }
+            #expect(caughtUp, "a reader that read again was not caught up")
+        }
+    }
+
+    /// Issue 22, point 9: every connection's queue together is bounded; past it the connection
+    /// furthest behind is dropped with ERROR 242, and the total stays near the bound.
+    @Test func pastTheServersBoundTheSlowestConnectionsAreDropped() async throws {
+        let bound = 2 << 20
+        try await LiveServer.withServer(configure: {
+            $0.connectionLimits.writeStallTimeout = .seconds(600)
+            $0.connectionLimits.maxQueuedBytesTotal = bound
+            $0.syncLimits.fanOutWindowBytes = 16 << 20  // fed from memory: only the total bounds them
+        }) { port in
+            let user = try await LiveServer.anonymousUser(port: port)
+            var readers: [RawClient] = []
+            for _ in 0..<5 {
+                let c = try await LiveServer.syncSocket(port: port, token: user.token, receiveBuffer: 4096)
+                #expect(try await SyncTraffic.subscribe(c))
+                try await c.pauseReading()
+                readers.append(c)
+            }
+            let writer = try await LiveServer.syncSocket(port: port, token: user.token)
+            #expect(try await SyncTraffic.subscribe(writer))
+            // 12.8 MB for each reader: more than the kernel's socket buffers take.
+            try await SyncTraffic.upload(writer, userId: user.id, items: 400, itemBytes: 32 << 10)
+            #expect(await Self.acknowledged(writer, through: 400), "the writer's uploads were not all acknowledged")
+            let metrics = try await MetricsTests.scrape(port: port)
+            let queued = try #require(MetricsTests.value(metrics, "ferry_outbox_queued_bytes"))
+            #expect(queued <= Double(bound + (64 << 10)), "\(Int(queued)) bytes queued past a bound of \(bound)")
+            #expect((MetricsTests.value(metrics, "ferry_outbox_shed_total") ?? 0) >= 1)
+            // The dropped ones get ERROR 242 once they read.
+            var dropped = 0
+            for r in readers {
+                try await r.resumeReading()
+                let closed = await r.waitClosed(seconds: 30)
+                guard closed, let head = WireFormat.response(r.received) else { continue }
+                if WireFormat.messages(WireFormat.frames(r.received[head.headEnd...])).contains(where: {
+                    if case .error(let e) = $0 { return e.code == 242 }
+                    return false
+                }) { dropped += 1 }
+            }
+            #expect(dropped >= 1, "no connection was dropped with ERROR 242")
+        }
+    }
+
+    /// Waits until `client` got a DOWNLOAD acknowledging client version `version`.
+    static func acknowledged(_ client: RawClient, through version: UInt64) async -> Bool {
+        await client.wait(seconds: 120) { received, _ in
+            guard let head = WireFormat.response(received) else { return false }
+            return WireFormat.messages(WireFormat.frames(received[head.headEnd...])).contains {
+                if case .download(_, _, let ack, _, _, _, _) = $0 { return ack >= version }
+                return false
+            }
+        }
+    }
 }

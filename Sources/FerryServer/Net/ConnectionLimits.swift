@@ -34,6 +34,11 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// has fallen behind: it gets ERROR 242 and is disconnected, and resumes from its last
     /// server version when it reconnects.
     public var maxQueuedBytesPerConnection: Int
+    /// Bytes of sync messages waiting to be sent on every connection together at most; past
+    /// it the connection furthest behind gets ERROR 242 and is disconnected (`OutboxBudget`).
+    /// Sessions are fed from memory only within `SyncLimits.fanOutWindowBytes`, so an honest
+    /// server rarely comes near it; what it bounds is many connections that do not read.
+    public var maxQueuedBytesTotal: Int = 512 << 20
     /// The largest sync message a client may send (ERROR 201 and disconnection past it).
     public var maxMessageBytes: Int
     /// Bytes of client sync messages the server holds at once across all connections, whether

@@ -41,6 +41,8 @@ final class ServerMetrics: Sendable {
     private let historyHead: Meter
     private let oldestNeeded: Meter
     private let syncLogDropped: CoreMetrics.Counter
+    private let outboxQueuedBytes: Meter
+    private let outboxesShed: CoreMetrics.Counter
     private let poolInUse: Meter?
     private let poolIdle: Meter?
     private let poolSize: Meter?
@@ -71,6 +73,8 @@ final class ServerMetrics: Sendable {
         historyHead = Meter(label: "ferry_history_head_version", factory: factory)
         oldestNeeded = Meter(label: "ferry_oldest_needed_version", factory: factory)
         syncLogDropped = CoreMetrics.Counter(label: "ferry_sync_log_dropped_total", factory: factory)
+        outboxQueuedBytes = Meter(label: "ferry_outbox_queued_bytes", factory: factory)
+        outboxesShed = CoreMetrics.Counter(label: "ferry_outbox_shed_total", factory: factory)
         poolInUse = postgres ? Meter(label: "ferry_db_pool_connections", dimensions: [("state", "in_use")], factory: factory) : nil
         poolIdle = postgres ? Meter(label: "ferry_db_pool_connections", dimensions: [("state", "idle")], factory: factory) : nil
         poolSize = postgres ? Meter(label: "ferry_db_pool_max_connections", factory: factory) : nil
@@ -136,6 +140,12 @@ final class ServerMetrics: Sendable {
     }
 
     func syncLogEntryDropped() { syncLogDropped.increment() }
+
+    /// The bytes queued to be sent on every sync connection together (`OutboxBudget`).
+    func outboxQueued(bytes: Int) { outboxQueuedBytes.set(bytes) }
+
+    /// A connection was dropped to keep every connection's queue within the server's bound.
+    func outboxShed() { outboxesShed.increment() }
 
     // MARK: Read at scrape time
 

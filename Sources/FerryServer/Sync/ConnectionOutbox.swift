@@ -107,6 +107,8 @@ final class ConnectionOutbox: Sendable {
     }
 
     private let state = LockedValue(State())
+    /// Every connection's queued bytes together (`OutboxBudget`); nil in tests of the outbox alone.
+    private let budget = LockedValue<OutboxBudget?>(nil)
 
     init(id: UInt64, user: UserContext, logger: Logger = Logger(label: "ferry-server", factory: { _ in SwiftLogNoOpLogHandler() }),
          metrics: ServerMetrics? = nil) {
@@ -132,14 +134,60 @@ final class ConnectionOutbox: Sendable {
     /// Sets the bound on the bytes waiting (`ConnectionLimits.maxQueuedBytesPerConnection`).
     func limitQueue(to bytes: Int) { state.withLock { $0.limit = max(1, bytes) } }
 
+    /// Counts this outbox's queue in `shared`, the bound on all connections together.
+    func share(_ shared: OutboxBudget) {
+        let queued = state.withLock { $0.queuedBytes }
+        budget.withLock { $0 = shared }
+        shared.join(self)
+        shared.changed(by: queued)
+    }
+
+    deinit {
+        let queued = state.withLock { $0.queuedBytes }
+        budget.withLock { $0 }?.leave(id, holding: queued)
+    }
+
+    /// Tells the budget how much this outbox's queue changed.
+    private func report(_ delta: Int) {
+        guard delta != 0, let b = budget.withLock({ $0 }) else { return }
+        b.changed(by: delta)
+    }
+
+    /// Drops what is queued, keeps only ERROR 242 with `message` for the client, and closes:
+    /// the connection has fallen behind (its own bound, or the server's, `OutboxBudget`).
+    func fallBehind(message: String) {
+        var delta = 0
+        let resumed = state.withLock { s -> (writer: CheckedContinuation<[UInt8]?, Never>?, waiters: [CheckedContinuation<Void, Never>]) in
+            guard s.closure == .open else { return (nil, []) }
+            let before = s.queuedBytes
+            Self.keepOnlyFellBehind(&s, message: message)
+            delta = s.queuedBytes - before
+            return s.close(.overflowed)
+        }
+        report(delta)
+        resume(resumed)
+    }
+
+    private static func keepOnlyFellBehind(_ s: inout State, message: String) {
+        let error = ProtocolError(session: 0, code: fellBehindCode, message: message, tryAgain: true, action: .transient)
+        let last = ProtocolCodec.encode(.error(error))
+        s.frames = [last]
+        s.head = 0
+        s.queuedBytes = last.count
+        s.replyBytes = 0
+    }
+
     /// Queues `message`; dropped once the outbox is closed.
     func send(_ message: ProtocolMessage) {
         guard !isClosed else { return }
         let frame = ProtocolCodec.encode(message)
         var resumed: (writer: CheckedContinuation<[UInt8]?, Never>?, waiters: [CheckedContinuation<Void, Never>]) = (nil, [])
         var handOver: CheckedContinuation<[UInt8]?, Never>?
+        var delta = 0
         state.withLock { s in
             guard s.closure == .open else { return }
+            let before = s.queuedBytes
+            defer { delta = s.queuedBytes - before }
             if let writer = s.writer {
                 s.writer = nil
                 handOver = writer
@@ -148,14 +196,7 @@ final class ConnectionOutbox: Sendable {
                 s.queuedBytes += frame.count
                 s.replyBytes += frame.count
             } else if !s.isEmpty && s.queuedBytes - s.replyBytes + frame.count > s.limit {
-                let error = ProtocolError(session: 0, code: Self.fellBehindCode,
-                                          message: "the connection fell behind: more than \(s.limit) bytes were waiting to be sent; reconnect to resume",
-                                          tryAgain: true, action: .transient)
-                let last = ProtocolCodec.encode(.error(error))
-                s.frames = [last]
-                s.head = 0
-                s.queuedBytes = last.count
-                s.replyBytes = 0
+                Self.keepOnlyFellBehind(&s, message: "the connection fell behind: more than \(s.limit) bytes were waiting to be sent; reconnect to resume")
                 resumed = s.close(.overflowed)
             } else {
                 s.frames.append(frame)
@@ -163,6 +204,7 @@ final class ConnectionOutbox: Sendable {
             }
         }
         handOver?.resume(returning: frame)
+        report(delta)
         resume(resumed)
         if let metrics, case .download(_, _, _, _, _, _, let changesets) = message { metrics.downloadSent(changesets: changesets.count) }
     }
@@ -207,9 +249,11 @@ final class ConnectionOutbox: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<[UInt8]?, Never>) in
                 var roomMade: [CheckedContinuation<Void, Never>] = []
+                var delta = 0
                 let ready: [UInt8]?? = state.withLock { s in
                     if !s.isEmpty {
                         let frame = s.pop()
+                        delta = -frame.count
                         roomMade = s.takeSatisfiedWaiters()
                         return .some(frame)
                     }
@@ -217,6 +261,7 @@ final class ConnectionOutbox: Sendable {
                     s.writer = c
                     return .none
                 }
+                report(delta)
                 for w in roomMade { w.resume() }
                 if let ready { c.resume(returning: ready) }
             }
@@ -247,6 +292,7 @@ final class ConnectionOutbox: Sendable {
     }
 
     private func close(_ closure: Closure) {
+        var delta = 0
         let resumed = state.withLock { s -> (writer: CheckedContinuation<[UInt8]?, Never>?, waiters: [CheckedContinuation<Void, Never>]) in
             switch (s.closure, closure) {
             case (.open, _):
@@ -257,12 +303,14 @@ final class ConnectionOutbox: Sendable {
                 return (nil, [])
             }
             if closure == .abandoned {
+                delta = -s.queuedBytes
                 s.frames = []
                 s.head = 0
                 s.queuedBytes = 0
             }
             return s.close(closure)
         }
+        report(delta)
         resume(resumed)
     }
 

@@ -393,7 +393,12 @@ actor SyncHub {
     private func catchUp(_ key: SessionKey, holdingTurn: Bool = false) async {
         if !holdingTurn { guard await acquire(key) else { return } }
         defer { sessions.release(key) }
-        while let s = sessions[key], s.hasQuery, s.delivered < knownHead, !s.outbox.isClosed {
+        while let first = sessions[key], first.hasQuery, first.delivered < knownHead, !first.outbox.isClosed {
+            // Read from storage only once the client has read its queue down to the window:
+            // a device that does not read costs the window, not everything it is owed (the
+            // session keeps its turn meanwhile; its own messages wait, as they would anyway).
+            await first.outbox.waitForRoom(atMost: limits.fanOutWindowBytes)
+            guard let s = sessions[key], s.hasQuery, s.delivered < knownHead, !s.outbox.isClosed else { return }
             let target = knownHead
             var batch = DownloadBatch(session: s.id)
             do {
@@ -831,8 +836,9 @@ actor SyncHub {
         var receivers: [FanOutEncoding.Receiver] = []
         for key in concerned {
             guard let other = sessions[key], other.hasQuery else { continue }
-            // Others are caught up from storage once no upload is in flight (`headMoved`).
-            guard !other.busy, other.delivered == before else {
+            // Others are caught up from storage once no upload is in flight (`headMoved`); so
+            // is a session whose client has not read what it was sent (`fanOutWindowBytes`).
+            guard !other.busy, other.delivered == before, other.outbox.queuedBytes <= limits.fanOutWindowBytes else {
                 sessions.skip(key, owing: after)
                 if !other.busy { skippedIdle.append(key) }
                 continue

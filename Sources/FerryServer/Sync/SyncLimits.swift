@@ -36,6 +36,11 @@ public struct SyncLimits: Sendable, Equatable {
     /// saw their p99 go from tens to hundreds of milliseconds when every upload paid it); a
     /// large one would hold everyone's commits for as long as it runs.
     public var premergeFromInstructions = 64
+    /// A session is sent others' commits from memory only while its connection has at most
+    /// this many bytes waiting to be sent; past it the session is caught up from storage once
+    /// the client has read its queue down to it (issue 22, point 9). So what the server holds
+    /// for a slow device is this window and one message, not the per-connection bound.
+    public var fanOutWindowBytes = 1 << 20
 
     public init(maxSubscriptionsPerSet: Int = 1_000, maxQueryBytesPerSet: Int = 256 << 10, maxTermsPerSet: Int = 10_000,
                 viewEvaluationSeconds: Double = 60, maxClientFilesPerUser: Int = 1_000,

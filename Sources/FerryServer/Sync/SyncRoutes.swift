@@ -21,6 +21,8 @@ struct SyncRoutes {
     let hub: SyncHub
     let limits: ConnectionLimits
     let budget: InboundBudget
+    /// Every connection's queued bytes together (`ConnectionLimits.maxQueuedBytesTotal`).
+    let outboxBudget: OutboxBudget
     let quotas: UserQuotas
     let logger: Logger
     let telemetry: SyncTelemetry?
@@ -39,6 +41,7 @@ struct SyncRoutes {
         self.hub = hub
         self.limits = limits
         self.budget = InboundBudget(limit: limits.maxInboundBytes)
+        self.outboxBudget = OutboxBudget(limit: limits.maxQueuedBytesTotal, metrics: telemetry?.metrics)
         self.quotas = UserQuotas(limits: userLimits)
         self.logger = logger
     }
@@ -49,7 +52,7 @@ struct SyncRoutes {
             await refuse(error, on: channel)
             return .dontUpgrade
         }
-        let socket = SyncSocket(hub: hub, limits: limits, budget: budget, quotas: quotas, logger: logger, telemetry: telemetry)
+        let socket = SyncSocket(hub: hub, limits: limits, budget: budget, outboxBudget: outboxBudget, quotas: quotas, logger: logger, telemetry: telemetry)
         // Bounded: it is stored and shown to operators.
         let sdk = request.headerFields[Self.sdkHeader].map { excerpt($0, limit: 200) }
         let features = (request.headerFields[Self.featuresHeader] ?? "").prefix(200).split(separator: ",")

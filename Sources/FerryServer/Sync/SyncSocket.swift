@@ -30,14 +30,17 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
     let hub: Hub
     let limits: ConnectionLimits
     let budget: InboundBudget
+    /// Every connection's queued bytes together; nil: only each connection's own bound.
+    let outboxBudget: OutboxBudget?
     /// The per-user limits, shared by every connection of the server.
     let quotas: UserQuotas
     let logger: Logger
     /// Where the connection's traffic and life are reported (nil in tests of the socket alone).
     let telemetry: SyncTelemetry?
 
-    init(hub: Hub, limits: ConnectionLimits, budget: InboundBudget, quotas: UserQuotas = UserQuotas(limits: SyncLimits()), logger: Logger,
-         telemetry: SyncTelemetry? = nil) {
+    init(hub: Hub, limits: ConnectionLimits, budget: InboundBudget, outboxBudget: OutboxBudget? = nil, quotas: UserQuotas = UserQuotas(limits: SyncLimits()),
+         logger: Logger, telemetry: SyncTelemetry? = nil) {
+        self.outboxBudget = outboxBudget
         self.telemetry = telemetry
         self.hub = hub
         self.limits = limits
@@ -67,6 +70,7 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
         let outbox = await hub.openConnection(user: user)
         outbox.sendsWriteRules = sendsWriteRules
         outbox.limitQueue(to: limits.maxQueuedBytesPerConnection)
+        if let outboxBudget { outbox.share(outboxBudget) }
         outbox.logger.info("sync connection \(outbox.id) opened for user \(user.id)\(sdk.map { " (\($0))" } ?? "")")
         telemetry?.connectionOpened(outbox, sdk: sdk)
         let held = HeldInboundBytes(budget: budget)
@@ -112,14 +116,14 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
             case .clientLeft: telemetry?.connectionClosed(outbox, reason: "closed by the client")
             case .refused(let refusal): telemetry?.connectionClosed(outbox, reason: "refused: error \(refusal.error.code): \(refusal.error.message)")
             case .serverClosed where outbox.closure == .overflowed:
-                telemetry?.connectionClosed(outbox, reason: "fell behind: more than \(limits.maxQueuedBytesPerConnection) bytes were waiting to be sent")
+                telemetry?.connectionClosed(outbox, reason: "fell behind: more than \(limits.maxQueuedBytesPerConnection) bytes were waiting to be sent, or it was the furthest behind when every connection's queue together passed \(limits.maxQueuedBytesTotal) bytes")
             case .serverClosed: telemetry?.connectionClosed(outbox, reason: "closed by the server")
             }
             switch ending {
             case .refused(let refusal):
                 outbox.logger.warning("sync connection \(outbox.id) refused: error \(refusal.error.code): \(refusal.error.message)")
             case .serverClosed where outbox.closure == .overflowed:
-                outbox.logger.warning("sync connection \(outbox.id) fell behind: more than \(limits.maxQueuedBytesPerConnection) bytes were waiting to be sent; disconnected (error \(ConnectionOutbox.fellBehindCode))")
+                outbox.logger.warning("sync connection \(outbox.id) fell behind (more than \(limits.maxQueuedBytesPerConnection) bytes waiting to be sent on it, or the furthest behind when all connections together passed \(limits.maxQueuedBytesTotal)); disconnected (error \(ConnectionOutbox.fellBehindCode))")
             case .clientLeft, .serverClosed:
                 break
             }
