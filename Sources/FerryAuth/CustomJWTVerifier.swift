@@ -8,6 +8,12 @@ struct HostTokenClaims: JWTPayload {
     var sub: String
     var exp: Date
     var aud: [String]
+    /// Absent when the token has none (each is checked only when present, or configured).
+    var iss: String?
+    var nbf: Date?
+    var iat: Date?
+    /// Whether the token has an `aud` claim that is a string or a list of strings.
+    var hasAudience: Bool
     var other: [String: FerryValue]
 
     private struct Key: CodingKey {
@@ -22,8 +28,20 @@ struct HostTokenClaims: JWTPayload {
         sub = try c.decode(String.self, forKey: Key(stringValue: "sub"))
         let expSeconds = try c.decode(Double.self, forKey: Key(stringValue: "exp"))
         exp = Date(timeIntervalSince1970: expSeconds)
-        if let one = try? c.decode(String.self, forKey: Key(stringValue: "aud")) { aud = [one] }
-        else { aud = (try? c.decode([String].self, forKey: Key(stringValue: "aud"))) ?? [] }
+        let audKey = Key(stringValue: "aud")
+        if let one = try? c.decode(String.self, forKey: audKey) { aud = [one]; hasAudience = true }
+        else if let list = try? c.decode([String].self, forKey: audKey) { aud = list; hasAudience = true }
+        else { aud = []; hasAudience = false }
+        // A claim of the wrong type is a malformed token, not an absent claim.
+        func date(_ name: String) throws -> Date? {
+            let key = Key(stringValue: name)
+            guard c.contains(key) else { return nil }
+            return Date(timeIntervalSince1970: try c.decode(Double.self, forKey: key))
+        }
+        nbf = try date("nbf")
+        iat = try date("iat")
+        let issKey = Key(stringValue: "iss")
+        iss = c.contains(issKey) ? try c.decode(String.self, forKey: issKey) : nil
         var other: [String: FerryValue] = [:]
         for key in c.allKeys where !["sub", "exp", "aud", "iat", "nbf", "iss"].contains(key.stringValue) {
             if let s = try? c.decode(String.self, forKey: key) { other[key.stringValue] = .string(s) }
@@ -66,12 +84,17 @@ public actor CustomJWTVerifier {
     private let algorithm: String
     private let audiences: [String]
     private let requireAnyAudience: Bool
+    /// The `iss` a token must name, when configured (the provider's `issuer`).
+    private let issuer: String?
+    /// How far a token's `nbf` and `iat` may be ahead of this server's clock (clock skew).
+    static let leeway: TimeInterval = 60
     /// Claim name → metadata field name.
     private let metadataFields: [String: String]
     private let now: @Sendable () -> Date
 
-    public init(key: Key, audiences: [String], requireAnyAudience: Bool = false, metadataFields: [String: String] = [:],
+    public init(key: Key, audiences: [String], requireAnyAudience: Bool = false, issuer: String? = nil, metadataFields: [String: String] = [:],
                 now: @escaping @Sendable () -> Date = { Date() }) async throws {
+        self.issuer = issuer
         self.audiences = audiences
         self.requireAnyAudience = requireAnyAudience
         self.metadataFields = metadataFields
@@ -95,8 +118,20 @@ public actor CustomJWTVerifier {
         do { claims = try await keys.verify(token, as: HostTokenClaims.self) } catch {
             throw AuthError.invalidToken("the custom token's signature or format is invalid")
         }
-        guard claims.exp > now() else { throw AuthError.tokenExpired }
+        let now = now()
+        guard claims.exp > now else { throw AuthError.tokenExpired }
+        // Issue 22, point 8: not yet valid, issued in the future, or from another issuer.
+        if let nbf = claims.nbf, nbf > now.addingTimeInterval(Self.leeway) {
+            throw AuthError.invalidToken("the custom token is not valid yet (nbf)")
+        }
+        if let iat = claims.iat, iat > now.addingTimeInterval(Self.leeway) {
+            throw AuthError.invalidToken("the custom token was issued in the future (iat)")
+        }
+        if let issuer, claims.iss != issuer {
+            throw AuthError.invalidToken("the custom token is not from this app's issuer")
+        }
         if !audiences.isEmpty {
+            guard claims.hasAudience else { throw AuthError.invalidToken("the custom token has no audience (aud), and this app requires one") }
             // App Services: with requireAnyAudience one listed audience suffices, else all are needed.
             let ok = requireAnyAudience ? claims.aud.contains(where: audiences.contains) : Set(audiences).isSubset(of: Set(claims.aud))
             guard ok else {

@@ -142,6 +142,9 @@ public enum FerryServer {
         if case .string(let one)? = p.config["audience"] { audiences = [one] }
         var requireAny = false
         if case .bool(let b)? = p.config["requireAnyAudience"] { requireAny = b }
+        // Optional: tokens must then name this issuer (`iss`).
+        var issuer: String?
+        if case .string(let i)? = p.config["issuer"] { issuer = i }
         guard let keyName = p.secretNames["signingKeys"]?.first ?? p.secretNames["signingKey"]?.first else {
             throw ServerStartError("auth provider '\(p.name)' (custom-token) names no signing key in secret_config")
         }
@@ -155,7 +158,7 @@ public enum FerryServer {
         default: throw ServerStartError("auth provider '\(p.name)': signingAlgorithm \(algorithm) is not supported (HS256, RS256)")
         }
         do {
-            return try await CustomJWTVerifier(key: key, audiences: audiences, requireAnyAudience: requireAny)
+            return try await CustomJWTVerifier(key: key, audiences: audiences, requireAnyAudience: requireAny, issuer: issuer)
         } catch let e as AuthError {
             throw ServerStartError("auth provider '\(p.name)': \(e.description)")
         }
