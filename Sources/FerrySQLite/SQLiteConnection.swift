@@ -1,4 +1,7 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 import FerryCore
 
 /// One SQLite connection. Every call into SQLite goes through this file and `Statement`, so
@@ -23,6 +26,7 @@ public final class SQLiteConnection {
     public init(path: String, flags: Int32, description: String) throws {
         _ = Self.configured
         self.description = description
+        if flags & SQLITE_OPEN_CREATE != 0 { Self.createPrivately(path) }
         var handle: OpaquePointer?
         let rc = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nil)
         guard rc == SQLITE_OK, let handle else {
@@ -34,6 +38,39 @@ public final class SQLiteConnection {
         db = handle
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, 10_000)
+    }
+
+    /// Creates the file `name` names (a path or a `file:` URI) empty with mode 0600 when it
+    /// does not exist: the files Ferry creates hold users' data and tokens (issue 22, point 8).
+    /// SQLite would create it with 0644 less the umask, and creates the `-wal`, `-shm` and
+    /// journal files with the database file's mode, so they are private too. In-memory
+    /// databases (`:memory:`, the `memdb` VFS) are left alone.
+    static func createPrivately(_ name: String) {
+        var path = Substring(name)
+        if path.hasPrefix("file:") {
+            path = path.dropFirst(5)
+            if let q = path.firstIndex(of: "?") {
+                if path[q...].contains("vfs=memdb") { return }
+                path = path[..<q]
+            }
+            guard let decoded = percentDecoded(path) else { return }
+            path = Substring(decoded)
+        }
+        guard !path.isEmpty, path != ":memory:" else { return }
+        let fd = open(String(path), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd >= 0 { Glibc.close(fd) }
+    }
+
+    private static func percentDecoded(_ s: Substring) -> String? {
+        var out: [UInt8] = []
+        var bytes = Array(s.utf8)[...]
+        while let b = bytes.popFirst() {
+            guard b == UInt8(ascii: "%") else { out.append(b); continue }
+            guard bytes.count >= 2, let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) else { return nil }
+            out.append(v)
+            bytes = bytes.dropFirst(2)
+        }
+        return String(validating: out, as: UTF8.self)
     }
 
     /// Opens (creating if needed) a file for reading and writing: for callers outside the

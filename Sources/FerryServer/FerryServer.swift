@@ -19,7 +19,9 @@ public enum FerryServer {
         do { app = try AppDirectory.load(configuration.appDirectory) } catch let e as AppConfigurationError {
             throw ServerStartError("bad app directory '\(configuration.appDirectory)': \(e)")
         }
-        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        // Only the server's user may read its data (users, tokens, synced data): 0700.
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
         let store = try await ServerStore.open(configuration, logger: logger)
         let secret = try await tokenSecret(configuration, store: store)
         let tokens = try await TokenService(secret: secret, appId: app.appId)

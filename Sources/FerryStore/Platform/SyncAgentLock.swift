@@ -16,7 +16,7 @@ final class SyncAgentLock {
 
     init(databasePath: String) throws {
         let lockPath = databasePath + ".sync-agent"
-        fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw FerryError(.io, "cannot open the sync agent lock '\(lockPath)': \(String(cString: strerror(errno)))")
         }
