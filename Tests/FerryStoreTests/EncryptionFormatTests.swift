@@ -1,0 +1,79 @@
+import Testing
+import Foundation
+import CFerryCipher
+import FerryCore
+@testable import FerryStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Encryption format versions (docs/encryption.md): new files are version 2, with a salt and a
+/// page key of their own; a version 1 file (Tests/Fixtures/encryption-v1) still opens, reads and
+/// writes, and ferry_db_change_key rewrites it in version 2.
+@Suite("Encryption format versions")
+struct EncryptionFormatTests {
+    typealias E = EncryptionTests
+    typealias T = EncryptionTamperingTests
+
+    /// Written by the version 1 VFS (the commit before format version 2) with `E.key`: 30
+    /// items checkpointed into the file, then 10 more committed to the WAL, copied while open
+    /// (`v1.ferry-wal`), as a crash leaves them. Tests/Fixtures/encryption-v1/README.md.
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/encryption-v1/v1.ferry").path
+
+    static func count(_ db: Database) throws -> Int {
+        try db.query(classIndex: 0, query: "complexity >= 0", arguments: []).count
+    }
+
+    @Test func newFilesAreVersion2WithSaltsOfTheirOwn() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        var salts: [[UInt8]] = []
+        for name in ["a", "b"] {
+            let db = try E.open(dir + "/\(name).ferry", key: E.key)
+            try E.fill(db, count: 20)
+            db.close()
+            let bytes = E.bytes(dir + "/\(name).ferry")
+            #expect(PageCipher.formatVersion(dir + "/\(name).ferry") == Int(FCIPHER_FORMAT_V2))
+            #expect(Array(bytes[0..<4]) == [0x46, 0x52, 0x59, 2]) // "FRY", 2
+            salts.append(Array(bytes[4..<16]))
+        }
+        #expect(salts[0] != salts[1])
+    }
+
+    @Test func aVersion1FileOpensAndMigrates() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let path = dir + "/v1.ferry"
+        T.write(path, E.bytes(Self.fixture))
+        T.write(path + "-wal", E.bytes(Self.fixture + "-wal"))
+        #expect(E.bytes(path).count >= 4096 && E.bytes(path + "-wal").count > 4096)
+        #expect(PageCipher.formatVersion(path) == Int(FCIPHER_FORMAT_V1))
+
+        // It opens (its WAL recovered), reads, and takes writes, still in version 1.
+        var db = try E.open(path, key: E.key, schema: nil)
+        #expect(try Self.count(db) == 40)
+        #expect(try db.object(classIndex: 0, key: Fixtures.oid(39))?[2] == .string("\(E.marker)-39"))
+        try E.fill(db, from: 40, count: 10)
+        db.close()
+        #expect(PageCipher.formatVersion(path) == Int(FCIPHER_FORMAT_V1))
+        E.expectDecrypt({ _ = try E.open(path, key: E.otherKey, schema: nil) }, "key does not decrypt")
+        db = try E.open(path, key: E.key, schema: nil)
+        #expect(try Self.count(db) == 50)
+        db.close()
+
+        // Changing the key to itself rewrites it in version 2.
+        try Database.changeKey(path: path, oldKey: E.key, newKey: E.key)
+        #expect(PageCipher.formatVersion(path) == Int(FCIPHER_FORMAT_V2))
+        #expect(!E.contains(E.bytes(path), E.marker))
+        db = try E.open(path, key: E.key, schema: nil)
+        #expect(try Self.count(db) == 50)
+        #expect(try db.object(classIndex: 0, key: Fixtures.oid(45))?[2] == .string("\(E.marker)-45"))
+        try E.fill(db, from: 50, count: 10)
+        db.close()
+        db = try E.open(path, key: E.key, schema: nil)
+        defer { db.close() }
+        #expect(try Self.count(db) == 60)
+        #expect(PageCipher.formatVersion(path) == Int(FCIPHER_FORMAT_V2))
+    }
+}
