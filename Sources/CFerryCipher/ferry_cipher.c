@@ -19,8 +19,10 @@
  * the byte 2, and 12 random bytes: the file's salt. The file's page key is HKDF-SHA256 of the
  * host key's derived master key with that salt, so no two files share a page key. Each page's
  * associated data binds where it belongs: its page number in the database file; its frame
- * number, page number, commit size and the WAL's salts in the WAL; its offset and page number
- * in the journal. Bytes 16..23 of page 1 stay plain too (page size, reserved bytes), and are
+ * number, page number, commit size and the WAL's salts in the WAL (the salts of the WAL
+ * header: a frame header's salts are zeros until its transaction commits when SQLite has
+ * rewritten one of the transaction's frames in place); its offset and page number in the
+ * journal. Bytes 16..23 of page 1 stay plain too (page size, reserved bytes), and are
  * authenticated with the salt.
  *
  * Format version 1 (files written before): one page key per host key, page 1 encrypted from
@@ -83,9 +85,12 @@ typedef struct cfile {
   EVP_CIPHER_CTX *enc;  /* keyed with the file's page key */
   EVP_CIPHER_CTX *dec;
   /* The WAL's handle only: the frame header this handle wrote last, if its last write was
-     one (SQLite writes a frame's header, then its page). */
+     one (SQLite writes a frame's header, then its page); the salts of the WAL header as last
+     read (another connection may have restarted the log since). */
   sqlite3_int64 header_at;
   uint8_t header[FRAME_HEADER];
+  int salts_known;
+  uint8_t salts[8];
   sqlite3_file *real;   /* the base VFS's file, right after this struct */
 } cfile;
 
@@ -269,16 +274,25 @@ static uint32_t frame_number(const cfile *f, sqlite3_int64 offset) {
   return (uint32_t)((offset - WAL_HEADER - FRAME_HEADER) / (FRAME_HEADER + f->page_size) + 1);
 }
 
-/* A WAL page's associated data: in version 2, its frame number and its frame header but for
-   the checksums (page number, commit size, the WAL's salts). */
+/* A WAL page's associated data: in version 2, its frame number, its page number and commit
+   size (the first 8 bytes of its frame header), and the salts of the WAL header, which a frame
+   must carry to be part of the log. */
 static int wal_aad(cfile *f, uint8_t *aad, sqlite3_int64 offset, const uint8_t *header) {
   if (f->db->version == FCIPHER_FORMAT_V1) return aad_v1(aad, KIND_WAL, offset, NULL);
   int n = 0;
   aad[n++] = FCIPHER_FORMAT_V2;
   aad[n++] = KIND_WAL;
   n += put32(aad + n, frame_number(f, offset));
-  memcpy(aad + n, header, 16);
+  memcpy(aad + n, header, 8);
+  memcpy(aad + n + 8, f->salts, 8);
   return n + 16;
+}
+
+/* Reads the salts of the WAL header (bytes 16..23) into f->salts. */
+static int read_salts(cfile *f) {
+  int rc = f->real->pMethods->xRead(f->real, f->salts, 8, 16);
+  f->salts_known = rc == SQLITE_OK;
+  return rc == SQLITE_IOERR_SHORT_READ ? SQLITE_IOERR_READ : rc;
 }
 
 /* A journal page image's associated data: in version 2, its offset and its page number (the
@@ -441,10 +455,18 @@ static int read_wal_page(cfile *f, sqlite3_int64 offset, int recovering) {
   if (rc == SQLITE_IOERR_SHORT_READ && all_zero(page, len)) return rc;
   if (rc != SQLITE_OK && rc != SQLITE_IOERR_SHORT_READ) return rc;
   rc = load_keys(f->db);
+  if (rc == SQLITE_OK && !f->salts_known) rc = read_salts(f);
   if (rc != SQLITE_OK) return rc;
-  uint8_t aad[64];
+  uint8_t aad[64], salts[8];
   int aad_len = wal_aad(f, aad, offset, header);
   if (unseal(f->db, page, page, len, aad, aad_len, 0, 0)) return SQLITE_OK;
+  /* Another connection may have restarted the log with new salts since they were read. */
+  memcpy(salts, f->salts, 8);
+  if (f->db->version == FCIPHER_FORMAT_V2 && read_salts(f) == SQLITE_OK && memcmp(salts, f->salts, 8) != 0 &&
+      f->real->pMethods->xRead(f->real, f->scratch, FRAME_HEADER + len, offset - FRAME_HEADER) == SQLITE_OK) {
+    aad_len = wal_aad(f, aad, offset, header);
+    if (unseal(f->db, page, page, len, aad, aad_len, 0, 0)) return SQLITE_OK;
+  }
   /* A frame that does not authenticate while SQLite recovers the log ends the log there (it
      reads as zeros, so its checksum fails), the way a torn write at a crash would; unless a
      later transaction follows it, which a crash cannot leave. */
@@ -582,6 +604,7 @@ static int write_db_page(cfile *f, const uint8_t *page, int size, sqlite3_int64 
 static int write_wal_page(cfile *f, const uint8_t *page, int size, sqlite3_int64 offset) {
   if (!sealable(page, size)) return SQLITE_IOERR_WRITE;
   int rc = load_keys(f->db);
+  if (rc == SQLITE_OK) rc = read_salts(f); /* another connection may have started this log */
   if (rc != SQLITE_OK) return rc;
   uint8_t header[FRAME_HEADER], aad[64];
   if (f->header_at == offset - FRAME_HEADER) {

@@ -1,7 +1,9 @@
 import Testing
 import Foundation
 import CFerryCipher
+import CSQLite
 import FerryCore
+import FerrySQLite
 @testable import FerryStore
 #if canImport(Glibc)
 import Glibc
@@ -75,5 +77,40 @@ struct EncryptionFormatTests {
         defer { db.close() }
         #expect(try Self.count(db) == 60)
         #expect(PageCipher.formatVersion(path) == Int(FCIPHER_FORMAT_V2))
+    }
+
+    /// A transaction bigger than the page cache spills pages to the WAL, rewrites some of them
+    /// in place, and SQLite then writes its later frame headers with zero salts until the
+    /// commit fills them in: the frames are bound to the WAL header's salts, so they still read
+    /// back. (With the frame header's salts bound instead, this read failed.)
+    @Test func aTransactionThatSpillsAndRewritesItsFramesReadsBack() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let cipher = try PageCipher(key: E.key)
+        defer { cipher.destroy() }
+        let path = cipher.uri(dir + "/spill.db")
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        func check(_ c: SQLiteConnection) throws {
+            let integrity = try c.statement("PRAGMA integrity_check")
+            defer { integrity.reset() }
+            #expect(try integrity.step() && integrity.string(0) == "ok")
+            let count = try c.statement("SELECT count(*) FROM t")
+            defer { count.reset() }
+            #expect(try count.step() && count.int64(0) == 3000)
+        }
+        let c = try cipher.connection(path, flags: flags, description: "spill")
+        try c.exec("PRAGMA journal_mode=WAL; PRAGMA cache_size=10; CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)")
+        try c.exec("""
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+            INSERT INTO t SELECT i, hex(randomblob(100)) FROM n;
+            UPDATE t SET v = hex(randomblob(100));
+            COMMIT
+            """)
+        try check(c)
+        let other = try cipher.connection(path, flags: flags, description: "spill")
+        try check(other)
+        other.close()
+        c.close()
     }
 }
