@@ -157,6 +157,30 @@ struct EncryptionTamperingTests {
         Self.expectRefused(copy, "a WAL frame relabelled to another page")
     }
 
+    /// What a crash can leave is not tampering: only the WAL's last transaction can be torn
+    /// (synchronous=FULL), and a frame of it that fails authentication ends the log there, as
+    /// SQLite's checksum would; the file opens with the transactions before it.
+    @Test func aTornLastTransactionIsDroppedNotRefused() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let path = dir + "/enc.ferry", copy = dir + "/torn.ferry"
+        let db = try E.open(path, key: E.key)
+        try Self.twoCommits(db)
+        Self.crashCopy(path, to: copy)
+        db.close()
+        var wal = WAL(E.bytes(copy + "-wal"))
+        let commits = (0..<wal.frameCount).filter { wal.isCommit($0) }
+        #expect(commits.count >= 2 && commits.last == wal.frameCount - 1)
+        let first = commits[commits.count - 2] + 1 // the last transaction's first frame
+        wal.bytes[wal.frame(first) + 24 + 100] ^= 1
+        Self.write(copy + "-wal", wal.bytes)
+        let torn = try E.open(copy, key: E.key)
+        defer { torn.close() }
+        #expect(try torn.query(classIndex: 0, query: "complexity >= 0", arguments: []).count == 300)
+        #expect(try torn.object(classIndex: 0, key: Fixtures.oid(299)) != nil)
+        #expect(try torn.object(classIndex: 0, key: Fixtures.oid(300)) == nil)
+    }
+
     @Test func walFrameReplayedFromAnOlderGenerationIsRefused() throws {
         let dir = Fixtures.temporaryDirectory()
         defer { Fixtures.removeTree(dir) }
