@@ -113,4 +113,21 @@ struct EncryptionFormatTests {
         other.close()
         c.close()
     }
+
+    /// A user cache (any SQLite file opened with EncryptedConnection) of format version 1 is
+    /// rewritten in version 2 when opened. The fixture: one table `t` holding one row,
+    /// written by the version 1 VFS with `E.key` (Tests/Fixtures/encryption-v1/make-cache-v1.c).
+    @Test func aVersion1UserCacheIsRewrittenInVersion2WhenOpened() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let path = dir + "/ferry-users.sqlite"
+        T.write(path, E.bytes((Self.fixture as NSString).deletingLastPathComponent + "/cache-v1.sqlite"))
+        #expect(PageCipher.formatVersion(path) == Int(FCIPHER_FORMAT_V1))
+        let c = try EncryptedConnection(path: path, key: E.key, description: "the user cache")
+        defer { c.close() }
+        #expect(PageCipher.formatVersion(path) == Int(FCIPHER_FORMAT_V2))
+        let row = try c.connection.statement("SELECT x FROM t")
+        defer { row.reset() }
+        #expect(try row.step() && row.string(0) == "plaintext-marker-7f3a-cache")
+    }
 }
