@@ -255,11 +255,16 @@ typedef struct ferry_db_options {
   /* Version 2. NULL (the default) for an unencrypted file, or FERRY_ENCRYPTION_KEY_SIZE (64)
      bytes: a new file is created encrypted with it, an existing file must have been
      encrypted with it. Every page of the file and of its WAL is encrypted and authenticated
-     with AES-256-GCM (docs/encryption.md). Ferry copies the key during ferry_db_open (the
-     caller may wipe its buffer on return) and wipes its own copy when the last handle on the
-     file closes. A wrong key, a key for an unencrypted file or no key for an encrypted one is
-     FERRY_ERR_DECRYPT, and so is a page changed on disk when it is read. Every handle on one
-     file in a process must give the same key. Not allowed for in-memory databases. */
+     with AES-256-GCM under a key of the file's own (HKDF-SHA256 of this key with a random
+     salt stored in the file; docs/encryption.md), bound to its page number (and in the WAL to
+     its frame and the log's generation). Ferry reads the key during ferry_db_open only: it
+     derives its keys from it and keeps no copy (the caller may wipe its buffer on return);
+     the derived keys are wiped when the last handle on the file closes. A wrong key, a key
+     for an unencrypted file or no key for an encrypted one is FERRY_ERR_DECRYPT, and so is a
+     page changed, moved or copied from another file when it is read. Files of the old
+     encryption format (version 1) still open; ferry_db_change_key(path, key, key) moves them
+     to version 2. Every handle on one file in a process must give the same key. Not allowed
+     for in-memory databases. */
   const uint8_t *encryption_key;
 } ferry_db_options_t;
 
@@ -278,9 +283,11 @@ int ferry_db_open(ferry_db_t **out, const ferry_db_options_t *opts);
 
 /** Encrypts, decrypts or re-keys the database file at path, which no process may have open:
  *  old_key opens the file as it is (NULL: it is not encrypted), new_key (NULL: not encrypted)
- *  is the key of the result; keys are FERRY_ENCRYPTION_KEY_SIZE bytes. The file is rewritten
- *  beside itself (path + ".ferry-rekey") and moved over the original once complete, so a
- *  failure or a crash leaves the original intact. Any thread. Takes as long as copying the file.
+ *  is the key of the result; keys are FERRY_ENCRYPTION_KEY_SIZE bytes, read during the call
+ *  only. The file is rewritten beside itself (path + ".ferry-rekey") and moved over the
+ *  original once complete, so a failure or a crash leaves the original intact. An encrypted
+ *  result is in the current format (version 2) with a new salt, so old_key == new_key moves a
+ *  file of the old format to the new one. Any thread. Takes as long as copying the file.
  *  Errors: FERRY_ERR_INVALID_ARGUMENT (NULL path, a missing or empty file, the file open in
  *  this process), FERRY_ERR_DECRYPT (old_key is wrong, or given for an unencrypted file, or
  *  missing for an encrypted one), FERRY_ERR_CORRUPT (not a Ferry database), FERRY_ERR_BUSY
@@ -612,8 +619,10 @@ typedef struct ferry_app_options {
   const uint8_t *encryption_key;    /* NULL, or FERRY_ENCRYPTION_KEY_SIZE bytes: the user cache
                                        in base_directory (user ids and tokens) is encrypted
                                        like a database file (docs/encryption.md), an unencrypted
-                                       cache is encrypted at once; copied during the call. An
-                                       encrypted cache without its key is FERRY_ERR_DECRYPT. */
+                                       cache is encrypted at once (one of the old encryption
+                                       format is rewritten in the new); read during the call
+                                       only. An encrypted cache without its key is
+                                       FERRY_ERR_DECRYPT. */
 } ferry_app_options_t;
 
 /** Fills *opts with defaults. Errors: FERRY_ERR_INVALID_ARGUMENT (NULL, unknown version). */
@@ -1026,9 +1035,10 @@ typedef struct ferry_sync_options {
   void *precheck_userdata;       /* must stay valid until the session is freed */
   /* version 5 */
   const uint8_t *encryption_key; /* NULL, or FERRY_ENCRYPTION_KEY_SIZE bytes: the file is
-                                    encrypted as with ferry_db_options_t.encryption_key (copied
-                                    during the open), and so are a client reset's snapshots and
-                                    backups. Not with in_memory. */
+                                    encrypted as with ferry_db_options_t.encryption_key (read
+                                    during the open only), and so are a client reset's
+                                    snapshots (each under a page key of its own) and backups.
+                                    Not with in_memory. */
 } ferry_sync_options_t;
 
 int ferry_sync_options_init(ferry_sync_options_t *opts, uint32_t version);

@@ -1,17 +1,26 @@
+import CFerryCipher
 import CSQLite
 import FerryCore
 import FerrySQLite
 
 /// An SQLite connection of its own to a small file encrypted like a database
 /// (docs/encryption.md), outside any store: the sync client's user cache. An unencrypted file
-/// at the path is encrypted in place first (it holds nothing that another key could open).
+/// at the path is encrypted in place first (it holds nothing that another key could open), and
+/// a file of encryption format version 1 is rewritten in version 2.
 public final class EncryptedConnection {
     public let connection: SQLiteConnection
     private let cipher: PageCipher
 
     public init(path: String, key: EncryptionKey, description: String) throws {
-        if PageCipher.probe(path) == .plain {
+        switch PageCipher.probe(path) {
+        case .plain:
             try Database.convert(path: path, oldKey: nil, newKey: key, requireFerryFile: false, description: description)
+        case .encrypted where PageCipher.formatVersion(path) == Int(FCIPHER_FORMAT_V1):
+            // Best effort: a cache another process has open stays in version 1 until later
+            // (and a wrong key fails below, as it would anyway).
+            try? Database.convert(path: path, oldKey: key, newKey: key, requireFerryFile: false, description: description)
+        default:
+            break
         }
         let cipher = try PageCipher(key: key)
         let connection: SQLiteConnection
