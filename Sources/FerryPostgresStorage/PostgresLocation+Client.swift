@@ -8,7 +8,10 @@ extension PostgresLocation {
         switch tlsMode {
         case .disable: return nil
         case .prefer, .require: tls.certificateVerification = .none
-        case .verifyFull: break
+        case .verifyFull:
+            // The host name is checked against the certificate; the roots are the system's,
+            // or the file `sslrootcert` names.
+            if let rootCertificatePath { tls.trustRoots = .file(rootCertificatePath) }
         }
         return tls
     }

@@ -4,9 +4,10 @@ import Foundation
 /// Where the PostgreSQL database is: a `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` URL
 /// (`postgresql://` too), parsed here once so that a typo in `--database` is reported at
 /// startup with what is wrong, not as a connection failure later. User, password and database
-/// are percent-decoded, as libpq does. The one query parameter understood is `sslmode`
-/// (`disable`, `prefer` (the default, as in libpq), `require`, `verify-full`); any other is an
-/// error rather than silently ignored.
+/// are percent-decoded, as libpq does. The query parameters understood are `sslmode`
+/// (`disable`, `prefer` (the default, as in libpq), `require`, `verify-full`) and, with
+/// `verify-full`, `sslrootcert` (a PEM file of the CAs to trust); any other is an error
+/// rather than silently ignored.
 public struct PostgresLocation: CustomStringConvertible, Sendable, Equatable {
     /// How the connection uses TLS (libpq's `sslmode` values that postgres-nio can honour).
     public enum TLSMode: String, Sendable, Equatable {
@@ -26,8 +27,13 @@ public struct PostgresLocation: CustomStringConvertible, Sendable, Equatable {
     public var password: String?
     public var database: String
     public var tlsMode: TLSMode
+    /// With `verify-full`: a PEM file of the certificate authorities to trust instead of the
+    /// system's (libpq's `sslrootcert`), for a database with a private CA.
+    public var rootCertificatePath: String?
 
-    public init(host: String, port: Int = 5432, user: String, password: String?, database: String, tlsMode: TLSMode = .prefer) {
+    public init(host: String, port: Int = 5432, user: String, password: String?, database: String, tlsMode: TLSMode = .prefer,
+                rootCertificatePath: String? = nil) {
+        self.rootCertificatePath = rootCertificatePath
         self.host = host
         self.port = port
         self.user = user
@@ -91,6 +97,7 @@ public struct PostgresLocation: CustomStringConvertible, Sendable, Equatable {
         }
 
         var tlsMode = TLSMode.prefer
+        var rootCertificatePath: String?
         for pair in query.split(separator: "&") where !pair.isEmpty {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0]), value = parts.count > 1 ? try decoded(parts[1], "parameter \(name)") : ""
@@ -98,11 +105,18 @@ public struct PostgresLocation: CustomStringConvertible, Sendable, Equatable {
             case "sslmode":
                 guard let mode = TLSMode(rawValue: value) else { throw bad("sslmode '\(value)' is not one of disable, prefer, require, verify-full") }
                 tlsMode = mode
+            case "sslrootcert":
+                guard !value.isEmpty else { throw bad("sslrootcert needs the path of a PEM file") }
+                rootCertificatePath = value
             default:
-                throw bad("unknown parameter '\(name)' (only sslmode is understood)")
+                throw bad("unknown parameter '\(name)' (only sslmode and sslrootcert are understood)")
             }
         }
-        self.init(host: String(host), port: port, user: user, password: password, database: database, tlsMode: tlsMode)
+        if rootCertificatePath != nil, tlsMode != .verifyFull {
+            throw bad("sslrootcert is used only with sslmode=verify-full (the certificate is not checked otherwise)")
+        }
+        self.init(host: String(host), port: port, user: user, password: password, database: database, tlsMode: tlsMode,
+                  rootCertificatePath: rootCertificatePath)
     }
 
     /// `postgres://user@host:port/db`: what logs and errors show (never the password).

@@ -1,3 +1,4 @@
+import Foundation
 import FerryAuth
 import FerryPostgresStorage
 import FerrySQLiteStorage
@@ -27,9 +28,19 @@ struct ServerStore: Sendable {
                 await operations.closeOperations()
             })
         case .postgres(let url):
-            let location: PostgresLocation
+            var location: PostgresLocation
             do { location = try PostgresLocation(url: url) } catch {
                 throw ServerStartError("bad --database URL: \(error)")
+            }
+            // The password need not be in the URL, where a process list or a shell history
+            // shows it (issue 22, point 8): a file (a mounted secret) or the environment.
+            if location.password == nil, let file = configuration.secrets["FERRY_DATABASE_PASSWORD_FILE"], !file.isEmpty {
+                guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
+                    throw ServerStartError("cannot read the database password from FERRY_DATABASE_PASSWORD_FILE (\(file))")
+                }
+                location.password = String(text.trimmingCharacters(in: .newlines))
+            } else if location.password == nil, let password = configuration.secrets["FERRY_DATABASE_PASSWORD"], !password.isEmpty {
+                location.password = password
             }
             let backend: PostgresBackend
             do { backend = try await PostgresBackend.open(location, logger: logger, maximumConnections: configuration.databaseConnections) } catch {
