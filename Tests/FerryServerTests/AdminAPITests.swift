@@ -7,7 +7,7 @@ import Testing
 /// The admin API, and users that survive a restart (the SQLite user store).
 @Suite("Server: admin API and persistent users")
 struct AdminAPITests {
-    static let adminToken = "an-admin-token-for-tests"
+    static let adminToken = "an-admin-token-for-tests-of-32-bytes-or-more"
 
     func configuration(data: String? = nil, admin: Bool = true) -> ServerConfiguration {
         var secrets = ["jwtSigningKey": AuthAPITests.jwtKey]

@@ -6,7 +6,7 @@ import Testing
 /// A real ferry-server on the seeds' Item app, in-process on 127.0.0.1 and a port the OS
 /// picks, for tests that talk to it over sockets.
 enum LiveServer {
-    static let adminToken = "an-admin-token-for-tests"
+    static let adminToken = "an-admin-token-for-tests-of-32-bytes-or-more"
 
     static func withServer(configure: (inout ServerConfiguration) -> Void = { _ in }, logger given: Logger? = nil,
                            _ body: (Int) async throws -> Void) async throws {
