@@ -12,9 +12,14 @@ struct AdminAPITests {
     func configuration(data: String? = nil, admin: Bool = true) -> ServerConfiguration {
         var secrets = ["jwtSigningKey": AuthAPITests.jwtKey]
         if admin { secrets["FERRY_ADMIN_TOKEN"] = Self.adminToken }
-        return ServerConfiguration(appDirectory: AuthAPITests.example,
-                                   dataDirectory: data ?? NSTemporaryDirectory() + "ferry-admin-\(UInt64.random(in: 0...UInt64.max))",
-                                   secrets: secrets)
+        var c = ServerConfiguration(appDirectory: AuthAPITests.example,
+                                    dataDirectory: data ?? NSTemporaryDirectory() + "ferry-admin-\(UInt64.random(in: 0...UInt64.max))",
+                                    secrets: secrets)
+        // Test-only scrypt cost (internal, so production cannot set it): dozens of servers hash
+        // passwords at once here, and at OWASP's cost each hash takes seconds in a debug build.
+        // The cost itself is tested in FerryAuthTests (LoginBurstTests).
+        c.passwordHashing = .fastForTests
+        return c
     }
 
     func json(_ r: TestResponse) throws -> Any { try JSONSerialization.jsonObject(with: Data(buffer: r.body)) }

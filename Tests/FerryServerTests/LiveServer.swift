@@ -1,4 +1,4 @@
-import FerryServer
+@testable import FerryServer
 import Foundation
 import Logging
 import Testing
@@ -17,6 +17,7 @@ enum LiveServer {
         // reserves (16 each) it stays below the ~1,300 descriptors past which Foundation's
         // Process.run reads out of bounds (ASan). The reserve is tested on the executable.
         config.descriptorReserve = 0
+        config.passwordHashing = .fastForTests   // as in AuthAPITests.configuration
         configure(&config)
         var logger = given ?? Logger(label: "ferry-server-test")
         if given == nil {
