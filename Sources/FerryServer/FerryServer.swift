@@ -6,6 +6,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 /// A Ferry server: reads the app directory, prepares its data directory and authentication,
@@ -57,7 +58,10 @@ public enum FerryServer {
         metricsRoutes.add(to: adminRouter, admin: admin)
         var services: [any Service] = [StoreService(hub: hub, store: store, syncLog: syncLog, publisher: publisher)]
         if let adminPort = configuration.adminPort {
-            var adminServer: HTTPServerBuilder = .http1()
+            // Plain HTTP/1 with the idle timeout; the main port's connection guard (count,
+            // header and write-stall timeouts) is tied to its sync upgrade, and this listener
+            // is meant for operators only.
+            var adminServer: HTTPServerBuilder = .http1(configuration: .init(idleTimeout: TimeAmount(configuration.connectionLimits.httpIdleTimeout)))
             if let cert = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
                 adminServer = try .tls(adminServer, tlsConfiguration: try tlsConfiguration(certificate: cert, key: key))
             }
