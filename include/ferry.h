@@ -663,12 +663,16 @@ typedef struct ferry_credentials {
 typedef void (*ferry_user_cb)(void *userdata, ferry_user_t *user, const ferry_error_t *error);
 
 /** Logs in with credentials (copied before the call returns). The completion gets
- *  FERRY_ERR_AUTH for refused credentials, FERRY_ERR_NETWORK when the server cannot be
- *  reached, FERRY_ERR_TIMEOUT. Errors of the call itself: FERRY_ERR_INVALID_HANDLE,
- *  FERRY_ERR_INVALID_ARGUMENT. */
+ *  FERRY_ERR_AUTH for refused credentials, and for a login the server throttles (too many
+ *  failed logins of the account or from this address; HTTP 429): then the message ends with
+ *  "retry after N s", the seconds to wait before trying again. FERRY_ERR_NETWORK when the
+ *  server cannot be reached, FERRY_ERR_TIMEOUT. Errors of the call itself:
+ *  FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT. */
 int ferry_app_log_in(ferry_app_t *app, const ferry_credentials_t *credentials, ferry_user_cb callback, void *userdata);
 
-/** Registers an email/password user (log in afterwards). */
+/** Registers an email/password user (log in afterwards). A registration the server throttles
+ *  (too many sign-ups from this address; HTTP 429) completes with FERRY_ERR_AUTH and a message
+ *  ending with "retry after N s". */
 int ferry_app_register_email(ferry_app_t *app, const char *email, const char *password,
                              ferry_status_cb callback, void *userdata);
 

@@ -4,8 +4,10 @@ import Foundation
 /// does at once (docs/server-config.md, "Authentication limits"). The defaults suit a public
 /// server and the test suites, which sign up hundreds of users from loopback in a burst.
 public struct AuthLimits: Sendable, Equatable {
-    /// Threads that hash and verify passwords. scrypt takes tens of milliseconds and 32 MB a
-    /// time, so they are few and dedicated: the server's own tasks never wait behind them.
+    /// Threads that hash and verify passwords. scrypt takes a few hundred milliseconds and 128
+    /// MiB a time (`PasswordHasher.Parameters.standard`), so they are few and dedicated: the
+    /// server's own tasks never wait behind them, and hashing never holds more than
+    /// `hashingThreads` × 128 MiB.
     public var hashingThreads: Int
     /// Hashes that may wait for a thread; beyond, requests are refused (503) at once rather than
     /// piling up.
@@ -22,6 +24,12 @@ public struct AuthLimits: Sendable, Equatable {
     /// Failures are forgotten this long after the last one (a successful login also clears
     /// its account's, but not its address's).
     public var forgetFailuresAfter: TimeInterval
+
+    /// Password logins that may wait for their turn at once (`LoginThrottle`: past the free
+    /// budget attempts of one account or address run one at a time), all together and for one
+    /// account or address; beyond, an attempt is refused (429) at once.
+    public var maxWaitingLogins = 1000
+    public var maxWaitingLoginsPerKey = 64
 
     /// Sign-ups (anonymous users and email registrations) per address: a bucket of `signupBurst`
     /// that refills at `signupsPerMinute`.

@@ -67,8 +67,10 @@ public final class AuthService: Sendable {
         try require("local-userpass")
         let normalized = try CredentialRules.normalizedEmail(email, registering: true)
         try CredentialRules.checkLength(of: password, registering: true)
-        guard try await directory.passwordHash(email: normalized) == nil else { throw AuthError.emailAlreadyRegistered }
+        // Charged before the email is looked up: otherwise "taken" (409) answers would be free,
+        // and a client could enumerate the registered emails without limit.
         try signups.take(address, now: tokens.currentDate)
+        guard try await directory.passwordHash(email: normalized) == nil else { throw AuthError.emailAlreadyRegistered }
         let hash = try await hashing.run { [hasher] in try hasher.hash(password) }
         guard try await directory.addPasswordHash(email: normalized, hash: hash) else { throw AuthError.emailAlreadyRegistered }
         _ = try await directory.createUser(identity: Identity(provider: "local-userpass", providerUserId: normalized), data: ["email": .string(normalized)])
@@ -81,18 +83,32 @@ public final class AuthService: Sendable {
         try require("local-userpass")
         let normalized = try CredentialRules.normalizedEmail(email, registering: false)
         try CredentialRules.checkLength(of: password, registering: false)
-        let attempt = try loginThrottle.begin(account: normalized, address: address, now: tokens.currentDate)
+        let attempt = try await loginThrottle.begin(account: normalized, address: address, now: tokens.currentDate)
         var outcome = LoginThrottle.Outcome.undecided
         defer { loginThrottle.finish(attempt, outcome, now: tokens.currentDate) }
         let stored = try await directory.passwordHash(email: normalized)
         let matches = try await hashing.run { [hasher] in hasher.verify(password, against: stored ?? hasher.unmatchableHash) }
-        guard stored != nil, matches, let user = try await directory.user(identity: Identity(provider: "local-userpass", providerUserId: normalized)),
+        guard let stored, matches, let user = try await directory.user(identity: Identity(provider: "local-userpass", providerUserId: normalized)),
               !user.disabled else {
             outcome = .failed
             throw AuthError.invalidCredentials
         }
         outcome = .succeeded
+        if hasher.needsRehash(stored) { await rehash(email: normalized, password: password, replacing: stored) }
         return try await session(for: user)
+    }
+
+    /// Replaces a hash made at other parameters (a lower cost from before issue 22) by one at
+    /// the hasher's, now that the password is known. Best effort: the login has succeeded
+    /// whatever happens here, and a hash not upgraded now is upgraded at a later login.
+    private func rehash(email: String, password: String, replacing old: String) async {
+        do {
+            let new = try await hashing.run { [hasher] in try hasher.hash(password) }
+            _ = try await directory.replacePasswordHash(email: email, old: old, new: new)
+        } catch {
+            // The pool was busy (503 territory) or the store failed: the old hash still
+            // verifies, so nothing is lost but the upgrade, which the next login retries.
+        }
     }
 
     /// Logs in with a token from the host's identity provider; the same subject is the same user.

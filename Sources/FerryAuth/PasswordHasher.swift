@@ -14,8 +14,12 @@ public struct PasswordHasher: Sendable {
             self.blockSize = blockSize
             self.parallelism = parallelism
         }
-        /// N = 2^15, r = 8, p = 1: about 32 MB and tens of milliseconds per hash.
-        public static let standard = Parameters(rounds: 1 << 15, blockSize: 8, parallelism: 1)
+        /// N = 2^17, r = 8, p = 1, OWASP's minimum for scrypt: 128 MiB and a few hundred
+        /// milliseconds per hash (so the hashing pool's few threads bound the memory).
+        public static let standard = Parameters(rounds: 1 << 17, blockSize: 8, parallelism: 1)
+        /// N = 2^15, what Ferry used before issue 22: such hashes still verify, and a
+        /// successful login replaces them with one at `standard` (`needsRehash`).
+        public static let before2026 = Parameters(rounds: 1 << 15, blockSize: 8, parallelism: 1)
         /// For tests only: fast and weak.
         public static let fastForTests = Parameters(rounds: 1 << 10, blockSize: 8, parallelism: 1)
     }
@@ -39,14 +43,27 @@ public struct PasswordHasher: Sendable {
         "scrypt$\(parameters.rounds)$\(parameters.blockSize)$\(parameters.parallelism)$\(Data(count: 16).base64EncodedString())$\(Data(count: 32).base64EncodedString())"
     }
 
+    /// The parameters a stored hash was made with; nil for a malformed one or one out of the
+    /// bounds this server verifies (N up to 2^20, r up to 32, p up to 16: at most 1 GiB).
+    public static func parameters(of stored: String) -> Parameters? {
+        let parts = stored.split(separator: "$", omittingEmptySubsequences: false)
+        guard parts.count == 6, parts[0] == "scrypt", let n = Int(parts[1]), let r = Int(parts[2]), let p = Int(parts[3]),
+              n >= 2, n <= 1 << 20, n & (n - 1) == 0, r >= 1, r <= 32, p >= 1, p <= 16 else { return nil }
+        return Parameters(rounds: n, blockSize: r, parallelism: p)
+    }
+
+    /// Whether a stored hash (one the password was just verified against) should be replaced
+    /// by a new one at this hasher's parameters: it was made at other ones (a lower cost from
+    /// an older version, or a test's).
+    public func needsRehash(_ stored: String) -> Bool { Self.parameters(of: stored) != parameters }
+
     /// Whether the password matches a stored hash (in constant time for the comparison).
     /// A malformed stored hash matches nothing.
     public func verify(_ password: String, against stored: String) -> Bool {
         let parts = stored.split(separator: "$", omittingEmptySubsequences: false)
-        guard parts.count == 6, parts[0] == "scrypt", let n = Int(parts[1]), let r = Int(parts[2]), let p = Int(parts[3]),
-              n >= 2, n <= 1 << 20, r >= 1, r <= 32, p >= 1, p <= 16,
+        guard let parameters = Self.parameters(of: stored),
               let salt = Data(base64Encoded: String(parts[4])), let expected = Data(base64Encoded: String(parts[5])),
-              let key = try? derive(password, salt: Array(salt), Parameters(rounds: n, blockSize: r, parallelism: p)),
+              let key = try? derive(password, salt: Array(salt), parameters),
               key.count == expected.count else { return false }
         var diff: UInt8 = 0
         for (a, b) in zip(key, expected) { diff |= a ^ b }

@@ -2,7 +2,7 @@ import Foundation
 
 /// A few dedicated threads for password hashing, with a bounded queue.
 ///
-/// scrypt costs tens of milliseconds of CPU and 32 MB per call. Run on Swift's cooperative
+/// scrypt costs about half a second of CPU and 128 MiB per call (N = 2^17; issue 22). Run on Swift's cooperative
 /// pool (or inside an actor every request passes through) a burst of wrong-password logins
 /// kept the server's tasks, token checks of sync connections included, waiting behind it
 /// (issue 11: a sync connect went from 1 ms to 1.1 s). Here the hashing can only ever occupy

@@ -48,6 +48,10 @@ public protocol UserDirectory: Sendable {
     /// true if stored, false (nothing changed) if the email was taken, also by a concurrent
     /// registration. An existing hash is never replaced.
     func addPasswordHash(email: String, hash: String) async throws -> Bool
+    /// Replaces an account's password hash by `new` if it is still `old`, as one step (a
+    /// login upgrading a hash made at a lower cost): true if replaced, false if the account's
+    /// hash is no longer `old` (another login upgraded it first) or the account is gone.
+    func replacePasswordHash(email: String, old: String, new: String) async throws -> Bool
     func addAPIKey(userId: String, keyHash: String, name: String) async throws
     func userId(apiKeyHash: String) async throws -> String?
     func storeRefreshToken(hash: String, userId: String, expires: Date) async throws
@@ -93,6 +97,11 @@ public actor InMemoryUserDirectory: UserDirectory {
     public func addPasswordHash(email: String, hash: String) -> Bool {
         guard passwords[email] == nil else { return false }
         passwords[email] = hash
+        return true
+    }
+    public func replacePasswordHash(email: String, old: String, new: String) -> Bool {
+        guard passwords[email] == old else { return false }
+        passwords[email] = new
         return true
     }
     public func addAPIKey(userId: String, keyHash: String, name: String) { apiKeys[keyHash] = userId }

@@ -124,6 +124,12 @@ public final class PostgresUserDirectory: UserDirectory, Sendable {
             """).isEmpty
     }
 
+    public func replacePasswordHash(email: String, old: String, new: String) async throws -> Bool {
+        try await !rows("upgrading a password hash", """
+            UPDATE passwords SET hash = \(new) WHERE email = \(email) AND hash = \(old) RETURNING 1
+            """).isEmpty
+    }
+
     public func addAPIKey(userId: String, keyHash: String, name: String) async throws {
         _ = try await rows("storing an API key of user \(userId)", """
             INSERT INTO api_keys (hash, user_id, name) VALUES (\(keyHash), \(userId), \(name))

@@ -139,6 +139,14 @@ public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
         }
     }
 
+    public func replacePasswordHash(email: String, old: String, new: String) async throws -> Bool {
+        try lock.withLock {
+            guard try text("SELECT hash FROM passwords WHERE email = ?", { $0.bind(1, email) }) == old else { return false }
+            try run("UPDATE passwords SET hash = ? WHERE email = ?") { $0.bind(1, new); $0.bind(2, email) }
+            return true
+        }
+    }
+
     public func addAPIKey(userId: String, keyHash: String, name: String) async throws {
         try lock.withLock {
             try run("INSERT OR REPLACE INTO api_keys (hash, user_id, name) VALUES (?, ?, ?)") { $0.bind(1, keyHash); $0.bind(2, userId); $0.bind(3, name) }

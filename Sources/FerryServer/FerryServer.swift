@@ -6,6 +6,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 /// A Ferry server: reads the app directory, prepares its data directory and authentication,
@@ -29,8 +30,12 @@ public enum FerryServer {
         if let provider = app.authProviders.first(where: { $0.type == "custom-token" && !$0.disabled }) {
             customJWT = try await customVerifier(provider, configuration)
         }
+        // Checked before anything listens: a short admin token stops the start.
+        let admin = try AdminToken(token: configuration.secrets["FERRY_ADMIN_TOKEN"],
+                                   failures: AdminFailureThrottle(limits: configuration.adminFailureLimits))
         let directory = store.users
-        let auth = AuthService(providers: app.authProviders, directory: directory, tokens: tokens, customJWT: customJWT,
+        let auth = AuthService(providers: app.authProviders, directory: directory, tokens: tokens,
+                               hasher: PasswordHasher(parameters: configuration.passwordHashing), customJWT: customJWT,
                                limits: configuration.authLimits)
         let metrics = ServerMetrics(postgres: store.database != nil)
         let syncLog = SyncLogRecorder(node: configuration.nodeId, storage: store.operations, retention: configuration.syncLogRetention,
@@ -39,24 +44,43 @@ public enum FerryServer {
         let publisher = LiveConnectionPublisher(node: configuration.nodeId, live: telemetry.live, storage: store.operations,
                                                 interval: configuration.connectionPublishInterval, logger: logger)
 
-        let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: AuthErrorMiddleware())
-        router.get("health") { _, _ in "ok" }
+        let router = Self.router(configuration)
         AuthRoutes(appId: app.appId, auth: auth, metrics: metrics).add(to: router)
         let events = ServerEventLog()
         let hub = try await SyncHub(app: app, storage: store.sync, directory: directory, logger: logger, events: events, limits: configuration.syncLimits,
                                     telemetry: telemetry, beforeUploadMerge: configuration.beforeUploadMerge)
-        let admin = AdminToken(token: configuration.secrets["FERRY_ADMIN_TOKEN"])
-        AdminRoutes(token: admin.token, directory: directory, hub: hub, events: events).add(to: router)
-        ConsoleRoutes().add(to: router)
+        // The admin API, its console and /metrics behind the token: on a listener of their own
+        // with --admin-port (the public port then answers them 404), else on the public port.
+        let adminRouter = configuration.adminPort == nil ? router : Self.router(configuration)
+        AdminRoutes(admin: admin, directory: directory, hub: hub, events: events).add(to: adminRouter)
+        ConsoleRoutes().add(to: adminRouter)
         AdminOperationsRoutes(admin: admin, directory: directory, hub: hub, telemetry: telemetry, operations: store.operations, events: events,
-                              connectionFreshness: publisher.freshness, settings: AdminSettings(app: app, directory: configuration.appDirectory)).add(to: router)
+                              connectionFreshness: publisher.freshness, settings: AdminSettings(app: app, directory: configuration.appDirectory)).add(to: adminRouter)
         let metricsRoutes = MetricsRoutes(telemetry: telemetry, storage: store.sync, database: store.database)
-        metricsRoutes.add(to: router, admin: admin)
+        metricsRoutes.add(to: adminRouter, admin: admin)
         var services: [any Service] = [StoreService(hub: hub, store: store, syncLog: syncLog, publisher: publisher)]
+        if let adminPort = configuration.adminPort {
+            // Plain HTTP/1 with the idle timeout; the main port's connection guard (count,
+            // header and write-stall timeouts) is tied to its sync upgrade, and this listener
+            // is meant for operators only.
+            var adminServer: HTTPServerBuilder = .http1(configuration: .init(idleTimeout: TimeAmount(configuration.connectionLimits.httpIdleTimeout)))
+            if let cert = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
+                adminServer = try .tls(adminServer, tlsConfiguration: try tlsConfiguration(certificate: cert, key: key))
+            }
+            let scheme = configuration.tlsCertificatePath == nil ? "http" : "https"
+            let report = configuration.onAdminListening
+            services.append(Application(router: adminRouter, server: adminServer,
+                                        configuration: .init(address: .hostname(configuration.adminHost, port: adminPort), serverName: "ferry-server-admin"),
+                                        onServerRunning: { channel in
+                                            let port = channel.localAddress?.port ?? adminPort
+                                            logger.info("admin API and console on \(scheme)://\(configuration.adminHost):\(port)/admin")
+                                            await report?(port)
+                                        },
+                                        logger: logger))
+        }
         if let metricsPort = configuration.metricsPort {
             let metricsRouter = Router()
-            metricsRoutes.add(to: metricsRouter, admin: nil)
+            metricsRoutes.addOpen(to: metricsRouter)
             let report = configuration.onMetricsListening
             services.append(Application(router: metricsRouter,
                                         configuration: .init(address: .hostname(configuration.metricsHost, port: metricsPort), serverName: "ferry-server-metrics"),
@@ -94,6 +118,15 @@ public enum FerryServer {
                 await onRunning(port)
             },
             logger: logger)
+    }
+
+    /// A router with the error mapping, the client address from a trusted proxy, and `/health`.
+    static func router(_ configuration: ServerConfiguration) -> Router<ServerRequestContext> {
+        let router = Router(context: ServerRequestContext.self)
+        router.add(middleware: AuthErrorMiddleware())
+        if let proxies = configuration.trustedProxies { router.add(middleware: ClientAddressMiddleware(proxies)) }
+        router.get("health") { _, _ in "ok" }
+        return router
     }
 
     static func tlsConfiguration(certificate: String, key: String) throws -> TLSConfiguration {

@@ -49,6 +49,22 @@ public struct ServerConfiguration: Sendable {
     public var metricsPort: Int?
     public var metricsHost = "127.0.0.1"
     public var onMetricsListening: (@Sendable (Int) async -> Void)?
+    /// Serve the admin API, the console (`/admin`) and `/metrics` behind the admin token on a
+    /// listener of their own at `adminHost:adminPort` (0: any free port, reported to
+    /// `onAdminListening`), and not on the public port (there they are 404). The production
+    /// setup: bind it to an address only operators reach.
+    public var adminPort: Int?
+    public var adminHost = "127.0.0.1"
+    public var onAdminListening: (@Sendable (Int) async -> Void)?
+    /// Reverse proxies whose header says which client a request is from, for the per-address
+    /// limits (`--trusted-proxy`, `--client-address-header`); nil: the TCP peer is the client.
+    public var trustedProxies: TrustedProxies?
+    /// The scrypt cost of new password hashes. Internal, so only the tests (through
+    /// `@testable import`) can lower it from OWASP's (`PasswordHasher.Parameters.standard`).
+    var passwordHashing = PasswordHasher.Parameters.standard
+    /// Wrong admin tokens an address may send before it must wait, and the waits. Internal:
+    /// tests lengthen the wait so it cannot run out between two requests.
+    var adminFailureLimits = AdminFailureThrottle.Limits()
     /// How much of every user's sync log is kept (`--sync-log-max-per-user`,
     /// `--sync-log-max-age-days`).
     public var syncLogRetention = SyncLogRetention()

@@ -3,11 +3,13 @@ import Hummingbird
 import NIOCore
 
 /// The request context of the server's HTTP routes: Hummingbird's basic one plus the client's
-/// address, which the authentication limits key on (`ClientAddress`). Behind a reverse proxy
-/// this is the proxy's address (forwarding headers are not trusted).
+/// address, which the authentication limits key on (`ClientAddress`): the TCP peer's, or, for
+/// a request from a trusted reverse proxy, the one its header names (`TrustedProxies`).
 struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
     let remoteAddress: SocketAddress?
+    /// Set by `ClientAddressMiddleware` for a request from a trusted proxy.
+    var forwardedClientAddress: ClientAddress?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -15,7 +17,7 @@ struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
     }
 
     /// Nil only where there is no peer (in-process router tests).
-    var clientAddress: ClientAddress? { remoteAddress.map(Self.clientAddress) }
+    var clientAddress: ClientAddress? { forwardedClientAddress ?? remoteAddress.map(Self.clientAddress) }
 
     /// An IPv4 address as it is; an IPv6 one cut to its /64, or as IPv4 when it is IPv4-mapped;
     /// a Unix socket peer is local like loopback.

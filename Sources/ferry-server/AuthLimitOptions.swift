@@ -1,5 +1,6 @@
 import ArgumentParser
 import FerryAuth
+import FerryServer
 
 /// The flags of `AuthLimits` (docs/server-config.md, "Authentication limits"); a flag not
 /// given keeps the library's default.
@@ -19,7 +20,24 @@ struct AuthLimitOptions: ParsableArguments {
     @Flag(name: .customLong("limit-loopback"), help: "Apply the per-address limits to loopback clients too.")
     var limitLoopback = false
 
+    @Option(name: .customLong("trusted-proxy"), help: ArgumentHelp(
+        "A reverse proxy (address or CIDR network, e.g. 127.0.0.1 or 10.0.0.0/8) whose --client-address-header names the client; repeat for several.",
+        discussion: "Requests from other peers are attributed to the peer, whatever their headers say."))
+    var trustedProxies: [String] = []
+
+    @Option(name: .customLong("client-address-header"), help: "The header a trusted proxy puts the client's address in (a list like X-Forwarded-For's, or one address like X-Real-IP's).")
+    var clientAddressHeader: String = "X-Forwarded-For"
+
+    /// The trusted proxies, if any were given.
+    func proxies() throws -> TrustedProxies? {
+        guard !trustedProxies.isEmpty else { return nil }
+        do { return try TrustedProxies(header: clientAddressHeader, proxies: trustedProxies) } catch let e as ServerStartError {
+            throw ValidationError(e.description)
+        }
+    }
+
     func validate() throws {
+        _ = try proxies()
         for (flag, value) in [("--hashing-threads", hashingThreads), ("--account-free-failures", accountFreeFailures),
                               ("--address-free-failures", addressFreeFailures)] {
             if let value, value < 1 { throw ValidationError("\(flag) must be at least 1") }

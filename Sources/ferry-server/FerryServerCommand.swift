@@ -76,6 +76,7 @@ struct FerryServerCommand: AsyncParsableCommand {
         config.connectionLimits = connectionLimits.limits
         config.syncLimits = syncLimits.limits
         config.authLimits = authLimits.limits
+        config.trustedProxies = try authLimits.proxies()
         try operations.apply(to: &config)
         do {
             let portFile = self.portFile

@@ -2,13 +2,19 @@ import ArgumentParser
 import FerryServer
 import FerrySyncStorage
 
-/// Metrics, the sync log's retention and this node's name (docs/operations.md).
+/// Metrics, the admin listener, the sync log's retention and this node's name (docs/operations.md).
 struct OperationsOptions: ParsableArguments {
     @Option(name: .customLong("metrics-port"), help: "Serve GET /metrics without the admin token on this port (bound to --metrics-host). Without it, /metrics is on the main port behind the admin token.")
     var metricsPort: Int?
 
     @Option(name: .customLong("metrics-host"), help: "The address of the --metrics-port listener.")
     var metricsHost: String = "127.0.0.1"
+
+    @Option(name: .customLong("admin-port"), help: "Serve the admin API, the console and /metrics (behind the admin token) on this port (bound to --admin-host) and not on the main port. The production setup.")
+    var adminPort: Int?
+
+    @Option(name: .customLong("admin-host"), help: "The address of the --admin-port listener.")
+    var adminHost: String = "127.0.0.1"
 
     @Option(name: .customLong("sync-log-max-per-user"), help: "The sync log entries kept per user (the newest).")
     var syncLogMaxPerUser: Int = 1000
@@ -27,6 +33,11 @@ struct OperationsOptions: ParsableArguments {
             config.metricsPort = metricsPort
         }
         config.metricsHost = metricsHost
+        if let adminPort {
+            guard (0...65535).contains(adminPort) else { throw ValidationError("--admin-port must be a port number") }
+            config.adminPort = adminPort
+        }
+        config.adminHost = adminHost
         config.syncLogRetention = SyncLogRetention(maxEntriesPerUser: syncLogMaxPerUser, maxAgeDays: syncLogMaxAgeDays)
         if let nodeId, !nodeId.isEmpty { config.nodeId = nodeId }
     }

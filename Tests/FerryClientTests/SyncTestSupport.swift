@@ -1,7 +1,7 @@
 import Crypto
 import FerryClient
 import FerryCore
-import FerryServer
+@testable import FerryServer
 import FerryStore
 import Foundation
 import Hummingbird
@@ -62,6 +62,10 @@ enum SyncTestServer {
         // reserves (16 each) it stays below the ~1,300 descriptors past which Foundation's
         // Process.run reads out of bounds (ASan). The reserve is tested on the executable.
         config.descriptorReserve = 0
+        // Test-only scrypt cost (internal, so production cannot set it): dozens of servers hash
+        // passwords at once here, and at OWASP's cost each hash takes seconds in a debug build.
+        // The cost itself is tested in FerryAuthTests (LoginBurstTests); servers run as executables (the C and binding tests) use OWASP's.
+        config.passwordHashing = .fastForTests
         configure(&config)
         let app = try await FerryServer.make(config, logger: logger) { port in
             portSink.yield(port)

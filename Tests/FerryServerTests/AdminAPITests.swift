@@ -7,14 +7,19 @@ import Testing
 /// The admin API, and users that survive a restart (the SQLite user store).
 @Suite("Server: admin API and persistent users")
 struct AdminAPITests {
-    static let adminToken = "an-admin-token-for-tests"
+    static let adminToken = "an-admin-token-for-tests-of-32-bytes-or-more"
 
     func configuration(data: String? = nil, admin: Bool = true) -> ServerConfiguration {
         var secrets = ["jwtSigningKey": AuthAPITests.jwtKey]
         if admin { secrets["FERRY_ADMIN_TOKEN"] = Self.adminToken }
-        return ServerConfiguration(appDirectory: AuthAPITests.example,
-                                   dataDirectory: data ?? NSTemporaryDirectory() + "ferry-admin-\(UInt64.random(in: 0...UInt64.max))",
-                                   secrets: secrets)
+        var c = ServerConfiguration(appDirectory: AuthAPITests.example,
+                                    dataDirectory: data ?? NSTemporaryDirectory() + "ferry-admin-\(UInt64.random(in: 0...UInt64.max))",
+                                    secrets: secrets)
+        // Test-only scrypt cost (internal, so production cannot set it): dozens of servers hash
+        // passwords at once here, and at OWASP's cost each hash takes seconds in a debug build.
+        // The cost itself is tested in FerryAuthTests (LoginBurstTests).
+        c.passwordHashing = .fastForTests
+        return c
     }
 
     func json(_ r: TestResponse) throws -> Any { try JSONSerialization.jsonObject(with: Data(buffer: r.body)) }

@@ -19,6 +19,7 @@ extension SyncHub {
 /// status is answered from `SyncStatus`, beside the hub.
 @Suite("Server: admin status beside the hub")
 struct AdminStatusTests {
+    static let adminToken = String(repeating: "t", count: 32)
     @Test func theSyncStatusIsAnsweredWhileTheHubIsBusy() async throws {
         let config = ServerConfiguration(appDirectory: AuthAPITests.example,
                                          dataDirectory: NSTemporaryDirectory() + "ferry-status-\(UInt64.random(in: 0...UInt64.max))")
@@ -30,6 +31,7 @@ struct AdminStatusTests {
         let hub = try await SyncHub(app: try AppDirectory.load(config.appDirectory), storage: store.sync, directory: store.users,
                                     logger: logger, events: events)
         let users = store.users
+        let admin = try AdminToken(token: Self.adminToken)
 
         let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
         let busy = Task.detached { await hub.holdBusy(entered: entered, release: release) }
@@ -39,9 +41,9 @@ struct AdminStatusTests {
         let answered = await withTaskGroup(of: Bool?.self) { group in
             group.addTask {
                 let router = Router(context: ServerRequestContext.self)
-                AdminRoutes(token: "t", directory: users, hub: hub, events: events).add(to: router)
+                AdminRoutes(admin: admin, directory: users, hub: hub, events: events).add(to: router)
                 try? await Application(router: router).test(.router) { client in
-                    try await client.execute(uri: "/api/admin/v1/sync", method: .get, headers: [.authorization: "Bearer t"]) { response in
+                    try await client.execute(uri: "/api/admin/v1/sync", method: .get, headers: [.authorization: "Bearer \(Self.adminToken)"]) { response in
                         #expect(response.status == .ok)
                         let json = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
                         #expect(json?["sync_enabled"] as? Bool == true)

@@ -14,8 +14,13 @@ struct AuthAPITests {
     static let jwtKey = "a-host-signing-key-of-at-least-32-bytes!"
 
     func configuration(_ secrets: [String: String] = ["jwtSigningKey": jwtKey]) -> ServerConfiguration {
-        ServerConfiguration(appDirectory: Self.example, dataDirectory: NSTemporaryDirectory() + "ferry-server-\(UInt64.random(in: 0...UInt64.max))",
-                            secrets: secrets)
+        var c = ServerConfiguration(appDirectory: Self.example, dataDirectory: NSTemporaryDirectory() + "ferry-server-\(UInt64.random(in: 0...UInt64.max))",
+                                    secrets: secrets)
+        // Test-only scrypt cost (internal, so production cannot set it): dozens of servers hash
+        // passwords at once here, and at OWASP's cost each hash takes seconds in a debug build.
+        // The cost itself is tested in FerryAuthTests (LoginBurstTests).
+        c.passwordHashing = .fastForTests
+        return c
     }
 
     func body(_ json: String) -> ByteBuffer { ByteBuffer(string: json) }

@@ -18,6 +18,7 @@ struct AuthLimitsAPITests {
                                     dataDirectory: NSTemporaryDirectory() + "ferry-server-\(UInt64.random(in: 0...UInt64.max))",
                                     secrets: ["jwtSigningKey": AuthAPITests.jwtKey])
         c.authLimits = limits
+        c.passwordHashing = .fastForTests   // as in AuthAPITests.configuration
         return c
     }
 
@@ -25,6 +26,13 @@ struct AuthLimitsAPITests {
 
     func object(_ response: TestResponse) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
+    }
+
+    /// The tests lower the cost; a server hashes at OWASP's minimum (issue 22).
+    @Test func aServerHashesPasswordsAtOWASPsCost() {
+        let c = ServerConfiguration(appDirectory: AuthAPITests.example, dataDirectory: NSTemporaryDirectory())
+        #expect(c.passwordHashing == .standard)
+        #expect(PasswordHasher.Parameters.standard == PasswordHasher.Parameters(rounds: 1 << 17, blockSize: 8, parallelism: 1))
     }
 
     @Test func repeatedWrongPasswordsGet429WithRetryAfter() async throws {

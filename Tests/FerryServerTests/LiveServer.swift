@@ -1,4 +1,4 @@
-import FerryServer
+@testable import FerryServer
 import Foundation
 import Logging
 import Testing
@@ -6,7 +6,7 @@ import Testing
 /// A real ferry-server on the seeds' Item app, in-process on 127.0.0.1 and a port the OS
 /// picks, for tests that talk to it over sockets.
 enum LiveServer {
-    static let adminToken = "an-admin-token-for-tests"
+    static let adminToken = "an-admin-token-for-tests-of-32-bytes-or-more"
 
     static func withServer(configure: (inout ServerConfiguration) -> Void = { _ in }, logger given: Logger? = nil,
                            _ body: (Int) async throws -> Void) async throws {
@@ -17,6 +17,7 @@ enum LiveServer {
         // reserves (16 each) it stays below the ~1,300 descriptors past which Foundation's
         // Process.run reads out of bounds (ASan). The reserve is tested on the executable.
         config.descriptorReserve = 0
+        config.passwordHashing = .fastForTests   // as in AuthAPITests.configuration
         configure(&config)
         var logger = given ?? Logger(label: "ferry-server-test")
         if given == nil {

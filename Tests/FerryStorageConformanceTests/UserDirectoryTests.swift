@@ -81,6 +81,28 @@ struct UserDirectoryTests {
         }
     }
 
+    /// Issue 22: a login upgrading a hash made at a lower cost replaces it only if it is still
+    /// the one it verified; of concurrent upgrades exactly one wins.
+    @Test(arguments: Backend.all)
+    func aPasswordHashIsReplacedOnlyIfItIsStillTheOldOne(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let d = store.users
+            #expect(try await !d.replacePasswordHash(email: "ann@example.com", old: "h1", new: "h2"), "no account")
+            #expect(try await d.addPasswordHash(email: "ann@example.com", hash: "h1"))
+            #expect(try await !d.replacePasswordHash(email: "ann@example.com", old: "other", new: "h2"))
+            #expect(try await d.passwordHash(email: "ann@example.com") == "h1")
+            let outcomes = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
+                for i in 0..<8 {
+                    group.addTask { ("new-\(i)", try await d.replacePasswordHash(email: "ann@example.com", old: "h1", new: "new-\(i)")) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let winners = outcomes.filter(\.1).map(\.0)
+            #expect(winners.count == 1)
+            #expect(try await d.passwordHash(email: "ann@example.com") == winners.first)
+        }
+    }
+
     @Test(arguments: Backend.all)
     func ofConcurrentRegistrationsExactlyOneStoresItsHash(_ backend: Backend) async throws {
         try await backend.withStore { store in

@@ -21,7 +21,7 @@
 
 #define SIGNING_KEY "jwtSigningKey=a-host-signing-key-of-at-least-32-bytes!"
 /* The admin API's token (docs/server-config.md): server_admin_post uses it. */
-#define ADMIN_TOKEN "an-admin-token-for-the-c-tests"
+#define ADMIN_TOKEN "an-admin-token-for-the-c-tests-of-32-bytes-or-more"
 
 extern char **environ;
 

@@ -30,7 +30,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 30.0  # seconds for anything asynchronous (a debug server on a busy 2-core machine)
-ADMIN_TOKEN = "console-test-admin-token-5f1c"
+ADMIN_TOKEN = "console-test-admin-token-5f1c-of-32-bytes-or-more"
 JWT_KEY = "console-test-jwt-signing-key-with-enough-bytes"
 
 # The binding: from the environment's installed package, else from the checkout.

@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 from urllib.parse import parse_qs, urlsplit
 
-TOKEN = "contract-token"
+TOKEN = "contract-token-of-32-bytes-or-more-like-a-real-one"
 USERS = [
     {"id": "6571f0a1c2d3e4f5a6b7c8d9", "identities": [{"provider_type": "anon-user", "id": "6571f0a1c2d3e4f5a6b7c8d9"}], "disabled": False},
     {"id": "6571f0a1c2d3e4f5a6b7c8da", "identities": [{"provider_type": "local-userpass", "id": "ada@example.com"}], "disabled": True},

@@ -168,7 +168,7 @@ public final class App: @unchecked Sendable {
             HTTPClient.send(request, on: loop, tls: configuration.tls, timeoutMs: configuration.requestTimeoutMs) { [self] result in
                 completion(result.mapError(Self.network).flatMap { response in
                     Result {
-                        let json = try Self.check(response, what: "log in")
+                        let json = try Self.check(response, what: "log in", throttledIsAuth: true)
                         guard let id = json["user_id"]?.stringValue, let access = json["access_token"]?.stringValue,
                               let refresh = json["refresh_token"]?.stringValue else {
                             throw FerryError(.corrupt, "the server's login answer lacks user_id, access_token or refresh_token")
@@ -187,7 +187,7 @@ public final class App: @unchecked Sendable {
                                   body: Array(JSON.encodeObject([("email", email), ("password", password)]).utf8))
         loop.post { [self] in
             HTTPClient.send(request, on: loop, tls: configuration.tls, timeoutMs: configuration.requestTimeoutMs) { result in
-                completion(result.mapError(Self.network).flatMap { r in Result { _ = try Self.check(r, what: "register") }.mapError { $0 as? FerryError ?? FerryError(.internal, "\($0)") } })
+                completion(result.mapError(Self.network).flatMap { r in Result { _ = try Self.check(r, what: "register", throttledIsAuth: true) }.mapError { $0 as? FerryError ?? FerryError(.internal, "\($0)") } })
             }
         }
     }
@@ -253,11 +253,22 @@ public final class App: @unchecked Sendable {
     }
 
     /// The JSON body of a 2xx answer, or the server's error as a FerryError.
-    static func check(_ r: HTTPResponse, what: String) throws -> JSON {
+    ///
+    /// For a login or a registration (`throttledIsAuth`), a 429 (too many failed logins for
+    /// the account or address, or too many sign-ups) is an auth error, not a network one: the
+    /// server answered and refused, and retrying at once does not help. Its message ends with
+    /// `retry after N s` (the `Retry-After` header; 1 when absent), so a host can tell the user
+    /// when to try again. Elsewhere (a refresh) it stays a network error: an auth error there
+    /// would log the user out.
+    static func check(_ r: HTTPResponse, what: String, throttledIsAuth: Bool = false) throws -> JSON {
         let json = r.body.isEmpty ? JSON.object([]) : (try? JSON.parse(r.body)) ?? .null
         guard (200..<300).contains(r.status) else {
             let message = json["error"]?.stringValue ?? "HTTP \(r.status)"
             let code = json["error_code"]?.stringValue ?? "HTTP\(r.status)"
+            if r.status == 429 && throttledIsAuth {
+                let seconds = r.header("Retry-After").flatMap { Int(String($0.filter { $0 != " " })) }.map { max(0, $0) } ?? 1
+                throw FerryError(.auth, "could not \(what): \(message) (\(code)); retry after \(seconds) s")
+            }
             throw FerryError(r.status == 401 || r.status == 403 || r.status == 404 && code == "UserNotFound" ? .auth : .network,
                              "could not \(what): \(message) (\(code))")
         }

@@ -24,8 +24,8 @@ struct AdminOperationsRoutes {
 
     func add(to router: Router<ServerRequestContext>) {
         let group = router.group("api/admin/v1")
-        group.get("stats") { request, _ -> StatsJSON in
-            try admin.authorize(request)
+        group.get("stats") { request, context -> StatsJSON in
+            try admin.authorize(request, context)
             // From the telemetry and the hub's status: never waits on the hub or the store.
             let totals = telemetry.metrics.snapshot
             let counts = telemetry.live.counts
@@ -35,8 +35,8 @@ struct AdminOperationsRoutes {
                              compensating_writes_total: totals.compensatingWrites, client_resets_total: totals.clientResets,
                              bootstraps_total: totals.bootstraps)
         }
-        group.get("devices") { request, _ -> DevicesJSON in
-            try admin.authorize(request)
+        group.get("devices") { request, context -> DevicesJSON in
+            try admin.authorize(request, context)
             // This node's from memory (exact, at once); the other nodes' as they last published.
             var records = telemetry.live.records(node: telemetry.node)
             let fresh = SyncLogRecorder.nowMilliseconds() - Int64(connectionFreshness.components.seconds * 1000)
@@ -52,7 +52,7 @@ struct AdminOperationsRoutes {
             })
         }
         group.get("users/:id/sync-log") { request, context -> SyncLogJSON in
-            try admin.authorize(request)
+            try admin.authorize(request, context)
             var query = try page(request)
             query.userId = try userId(context)
             let p = request.uri.queryParameters
@@ -73,8 +73,8 @@ struct AdminOperationsRoutes {
                           node: $0.node, connection_id: $0.connectionId, message: $0.message, details: Self.details($0))
             }, next: next)
         }
-        group.get("rejected-writes") { request, _ -> RejectedListJSON in
-            try admin.authorize(request)
+        group.get("rejected-writes") { request, context -> RejectedListJSON in
+            try admin.authorize(request, context)
             var query = try page(request)
             query.kinds = [.compensatingWrite]
             query.userId = request.uri.queryParameters.get("user").flatMap { $0.isEmpty ? nil : $0 }
@@ -87,7 +87,7 @@ struct AdminOperationsRoutes {
             }, next: next)
         }
         group.delete("users/:id") { request, context -> HTTPResponse.Status in
-            try admin.authorize(request)
+            try admin.authorize(request, context)
             let id = try userId(context)
             guard try await directory.user(id: id) != nil else {
                 throw APIError(status: .notFound, code: "UserNotFound", message: "no user \(id)")
@@ -98,7 +98,7 @@ struct AdminOperationsRoutes {
             return .noContent
         }
         group.post("users/:id/revoke-sessions") { request, context -> HTTPResponse.Status in
-            try admin.authorize(request)
+            try admin.authorize(request, context)
             let id = try userId(context)
             guard try await directory.user(id: id) != nil else {
                 throw APIError(status: .notFound, code: "UserNotFound", message: "no user \(id)")
@@ -108,8 +108,8 @@ struct AdminOperationsRoutes {
             await events.record(kind: "sessions_revoked", userId: id, message: "sessions revoked by an admin")
             return .noContent
         }
-        group.get("settings") { request, _ -> Response in
-            try admin.authorize(request)
+        group.get("settings") { request, context -> Response in
+            try admin.authorize(request, context)
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: settings.json)))

@@ -6,7 +6,7 @@ import Hummingbird
 /// The admin HTTP API under `/api/admin/v1`, protected by the `FERRY_ADMIN_TOKEN` secret
 /// (Bearer). Without that secret the admin API is disabled (every call is 403).
 struct AdminRoutes {
-    let token: String?
+    let admin: AdminToken
     let directory: UserDirectory
     let hub: SyncHub
     let events: ServerEventLog
@@ -33,53 +33,53 @@ struct AdminRoutes {
     struct LogsJSON: ResponseEncodable { var entries: [ServerEventLog.Entry] }
 
     func add(to router: Router<ServerRequestContext>) {
-        let admin = router.group("api/admin/v1")
-        admin.get("users") { request, context -> [UserJSON] in
-            try authorize(request)
+        let group = router.group("api/admin/v1")
+        group.get("users") { request, context -> [UserJSON] in
+            try admin.authorize(request, context)
             return try await directory.allUsers().map {
                 UserJSON(id: $0.id, identities: $0.identities.map { .init(provider_type: $0.provider, id: $0.providerUserId) }, disabled: $0.disabled)
             }
         }
-        admin.post("users/:id/disable") { request, context -> HTTPResponse.Status in
-            try authorize(request)
+        group.post("users/:id/disable") { request, context -> HTTPResponse.Status in
+            try admin.authorize(request, context)
             let id = try userId(context)
             try await directory.setDisabled(userId: id, true)
             try await hub.userDisabled(id)
             await events.record(kind: "user_disabled", userId: id, message: "user disabled by an admin")
             return .noContent
         }
-        admin.post("users/:id/enable") { request, context -> HTTPResponse.Status in
-            try authorize(request)
+        group.post("users/:id/enable") { request, context -> HTTPResponse.Status in
+            try admin.authorize(request, context)
             let id = try userId(context)
             try await directory.setDisabled(userId: id, false)
             await events.record(kind: "user_enabled", userId: id, message: "user enabled by an admin")
             return .noContent
         }
-        admin.get("sync") { request, _ -> StatusJSON in
-            try authorize(request)
+        group.get("sync") { request, context -> StatusJSON in
+            try admin.authorize(request, context)
             // From the hub's status, not the hub: an overloaded hub must not keep this waiting.
             return StatusJSON(mode: hub.status.mode, connections: hub.status.connections)
         }
         // Each answers with the state after the action (as stored, which every node follows),
         // or 409 when the action does not apply to the state sync is in.
-        admin.post("sync/terminate") { request, _ -> StatusJSON in
-            try authorize(request)
+        group.post("sync/terminate") { request, context -> StatusJSON in
+            try admin.authorize(request, context)
             return StatusJSON(mode: try await syncAction { try await hub.terminateSync() }, connections: hub.status.connections)
         }
-        admin.post("sync/enable") { request, _ -> StatusJSON in
-            try authorize(request)
+        group.post("sync/enable") { request, context -> StatusJSON in
+            try admin.authorize(request, context)
             return StatusJSON(mode: try await syncAction { try await hub.enableSync() }, connections: hub.status.connections)
         }
-        admin.post("sync/pause") { request, _ -> StatusJSON in
-            try authorize(request)
+        group.post("sync/pause") { request, context -> StatusJSON in
+            try admin.authorize(request, context)
             return StatusJSON(mode: try await syncAction { try await hub.pauseSync() }, connections: hub.status.connections)
         }
-        admin.post("sync/resume") { request, _ -> StatusJSON in
-            try authorize(request)
+        group.post("sync/resume") { request, context -> StatusJSON in
+            try admin.authorize(request, context)
             return StatusJSON(mode: try await syncAction { try await hub.resumeSync() }, connections: hub.status.connections)
         }
-        admin.get("logs") { request, _ -> LogsJSON in
-            try authorize(request)
+        group.get("logs") { request, context -> LogsJSON in
+            try admin.authorize(request, context)
             let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 100
             return LogsJSON(entries: await events.recent(limit: min(max(limit, 0), 1000)))
         }
@@ -101,6 +101,4 @@ struct AdminRoutes {
         }
         return id
     }
-
-    private func authorize(_ request: Request) throws { try AdminToken(token: token).authorize(request) }
 }

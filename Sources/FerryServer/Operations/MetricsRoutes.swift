@@ -1,18 +1,24 @@
 import FerrySyncStorage
 import Hummingbird
 
-/// `GET /metrics`: the Prometheus text exposition. On the main port behind the admin token;
-/// on `--metrics-port` open (that listener is bound to loopback unless configured otherwise).
+/// `GET /metrics`: the Prometheus text exposition. Behind the admin token on the main port
+/// (on the `--admin-port` listener instead when there is one); on `--metrics-port` open (that listener is bound to loopback unless configured otherwise).
 struct MetricsRoutes: Sendable {
     let telemetry: SyncTelemetry
     let storage: any SyncStorage
     let database: (@Sendable () -> DatabaseGauges)?
 
-    func add(to router: Router<some RequestContext>, admin: AdminToken?) {
-        router.get("metrics") { request, _ -> Response in
-            try admin?.authorize(request)
+    /// Behind the admin token: on the main port, or on the admin listener when there is one.
+    func add(to router: Router<ServerRequestContext>, admin: AdminToken) {
+        router.get("metrics") { request, context -> Response in
+            try admin.authorize(request, context)
             return await scrape()
         }
+    }
+
+    /// Open, on the `--metrics-port` listener.
+    func addOpen(to router: Router<some RequestContext>) {
+        router.get("metrics") { _, _ -> Response in await scrape() }
     }
 
     func scrape() async -> Response {
