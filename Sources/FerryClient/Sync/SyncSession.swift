@@ -348,17 +348,16 @@ public final class SyncSession: @unchecked Sendable {
             lastUploaded = meta.acknowledged
             connection?.send(.bind(session: id, database: path, clientFileIdent: meta.clientFileIdent,
                                    clientFileSalt: meta.clientFileSalt, lastServerVersion: meta.serverVersion))
-            if meta.clientFileIdent != 0 { identified(newFile: false) }
+            if meta.clientFileIdent != 0 { identified() }
         } catch {
             fail(SyncError(code: 0, message: "cannot read the sync state of \(path): \(error)", isFatal: true, action: .applicationBug))
         }
     }
 
-    /// `newFile`: the server just gave the file its identity (it has no subscription set for it).
-    private func identified(newFile: Bool) {
+    private func identified() {
         ready = true
         sentQueryVersion = 0
-        sendQuery(unlessComplete: !newFile)
+        sendQuery()
         uploadPending()
         // Settles what an earlier connection left acknowledged but unanswered (nothing, as a
         // rule: a session without receipts to settle sends no MARK).
@@ -419,12 +418,7 @@ public final class SyncSession: @unchecked Sendable {
         markWaiters.removeAll()
     }
 
-    /// Sends the subscription set if it was not sent on this connection. On a reconnect
-    /// (`unlessComplete`), a set whose bootstrap the device integrated is not sent again: the
-    /// server keeps it with the client file. The server takes a set sent again as one whose
-    /// bootstrap did not reach the device (the connection dropped first) and sends the whole
-    /// view (issue 22, point 11).
-    private func sendQuery(unlessComplete: Bool = false) {
+    private func sendQuery() {
         guard ready, let id = sessionId else { return }
         let set: SubscriptionSet
         do { set = try SubscriptionSet.load(database) } catch {
@@ -432,10 +426,6 @@ public final class SyncSession: @unchecked Sendable {
             return fail(SyncError(code: 0, message: "cannot read the subscription set of \(path): \(error)", isFatal: true, action: .applicationBug))
         }
         guard set.version > 0, set.version != sentQueryVersion else { return }
-        if unlessComplete && set.state == .complete {
-            sentQueryVersion = set.version
-            return
-        }
         sentQueryVersion = set.version
         progress.expectDownload()
         connection?.send(.query(session: id, version: set.version, subscriptions: set.subscriptions))
@@ -482,7 +472,7 @@ public final class SyncSession: @unchecked Sendable {
             do { try database.setClientFile(ident: ident, salt: salt) } catch {
                 return fail(SyncError(code: 0, message: "cannot store the client file identity: \(error)", isFatal: true, action: .applicationBug))
             }
-            identified(newFile: true)
+            identified()
         case let .download(_, serverVersion, ack, subscriptionVersion, downloadable, isLast, changesets):
             var instructions: [Instruction] = []
             for c in changesets {

@@ -604,16 +604,9 @@ actor SyncHub {
         guard await acquire(key) else { return nil }
         defer { releaseAndCatchUp(key) }
         guard let started = sessions[key] else { return nil }
-        // The set the client file records is saved just before its bootstrap goes out; if the
-        // connection dropped before the device integrated all of it, the device sends the same
-        // set again (a device whose data reflects its set does not: `SyncSession.sendQuery`).
-        // What its data reflects is then unknown, so the whole view is sent, not only what
-        // changed since its version: objects that entered the view before that version would
-        // be skipped (issue 22, point 11).
-        let resent = setVersion == started.subscriptionVersion && setVersion > 0
         let evaluation = ViewEvaluation(session: id, subscriptions: subscriptions, setVersion: setVersion, user: outbox.user, app: app, schema: schema,
-                                        limits: limits, oldView: resent ? .empty(user: outbox.user) : started.view, since: started.delivered,
-                                        setChanged: setVersion != started.subscriptionVersion || resent, outbox: outbox)
+                                        limits: limits, oldView: started.view, since: started.delivered,
+                                        setChanged: setVersion != started.subscriptionVersion, outbox: outbox)
         let outcome: ViewEvaluation.Outcome
         do {
             outcome = try await evaluation.run(storage: storage) { [weak self] newView, snapshotVersion in
