@@ -446,7 +446,8 @@ impl App {
     ///
     /// Errors: [`ErrorCode::InvalidArgument`] (a missing or malformed option, a zero read
     /// timeout or ping interval, reconnect delays that are zero or whose maximum is below the
-    /// minimum), [`ErrorCode::Io`].
+    /// minimum, an `http://` base URL to a host that is not loopback without
+    /// [`allow_insecure_http`](AppOptions::allow_insecure_http)), [`ErrorCode::Io`].
     pub fn new(options: AppOptions) -> Result<App> {
         let mut raw: sys::ferry_app_options_t = unsafe {
             // SAFETY: integers, bools, NULL pointers and a None function pointer are valid
