@@ -592,17 +592,30 @@ typedef void (*ferry_log_cb)(void *userdata, int32_t level, const char *message)
  *  the call). Called exactly once, on the loop thread. */
 typedef void (*ferry_status_cb)(void *userdata, const ferry_error_t *error);
 
-#define FERRY_APP_OPTIONS_VERSION 3
+#define FERRY_APP_OPTIONS_VERSION 4
 
-/* Version 1 ends at log_userdata, version 2 at reconnect_delay_max_ms; a host built against an
- * older version keeps working (the fields after it take their defaults). */
+/* Version 1 ends at log_userdata, version 2 at reconnect_delay_max_ms, version 3 at
+ * encryption_key; a host built against an older version keeps working (the fields after it
+ * take their defaults).
+ *
+ * Zero is the safe value of every security field: a struct filled with zeroes (version, the
+ * required strings and the positive timeouts set) verifies certificates and refuses plain
+ * http to another machine. Opting out takes an explicit true (version 4's fields). */
 typedef struct ferry_app_options {
-  uint32_t version;            /* FERRY_APP_OPTIONS_VERSION (1 and 2 are accepted too) */
+  uint32_t version;            /* FERRY_APP_OPTIONS_VERSION (1 to 3 are accepted too) */
   const char *app_id;          /* required: the app id of the server's app configuration */
-  const char *base_url;        /* required: http://host:port or https://host:port */
+  const char *base_url;        /* required: https://host[:port], or http://host[:port] for a
+                                  loopback host (localhost, 127.0.0.0/8, ::1); plain http to
+                                  any other host needs allow_insecure_http, else
+                                  FERRY_ERR_INVALID_ARGUMENT */
   const char *base_directory;  /* required, must exist: the user cache lives here */
-  const char *ca_file;         /* PEM CA bundle for https/wss; NULL: the system's CAs */
-  bool verify_peer;            /* default true; false disables certificate checks (tests only) */
+  const char *ca_file;         /* PEM CA bundle for https/wss, trusted besides the system's CAs;
+                                  NULL: the system's CAs only */
+  bool reserved;               /* ignored. Versions 1 to 3 called this verify_peer; it is not
+                                  read any more, so a host built against them always verifies
+                                  certificates (skipping needs version 4's insecure_skip_verify).
+                                  ferry_app_options_init sets it to true for versions 1 to 3
+                                  (what they read: verification on), false for version 4 */
   uint64_t request_timeout_ms; /* default 60000 */
   int32_t log_level;           /* ferry_log_level_t, default FERRY_LOG_INFO */
   ferry_log_cb log_callback;   /* NULL: no logging */
@@ -623,6 +636,13 @@ typedef struct ferry_app_options {
                                        format is rewritten in the new); read during the call
                                        only. An encrypted cache without its key is
                                        FERRY_ERR_DECRYPT. */
+  /* version 4 */
+  bool insecure_skip_verify;        /* default false: https/wss certificates and host names are
+                                       verified. true skips the checks, so anyone on the path
+                                       can read and change the traffic: for tests only */
+  bool allow_insecure_http;         /* default false: an http:// base_url to a host that is not
+                                       loopback is refused (logins, tokens and data would cross
+                                       the network unencrypted). true allows it */
 } ferry_app_options_t;
 
 /** Fills *opts with defaults. Errors: FERRY_ERR_INVALID_ARGUMENT (NULL, unknown version). */
@@ -630,7 +650,8 @@ int ferry_app_options_init(ferry_app_options_t *opts, uint32_t version);
 
 /** Creates an App. Users who logged in earlier on this device are loaded from the cache in
  *  base_directory (they survive restarts and are available offline). Any thread.
- *  Errors: FERRY_ERR_INVALID_ARGUMENT (missing or malformed option), FERRY_ERR_IO. */
+ *  Errors: FERRY_ERR_INVALID_ARGUMENT (missing or malformed option; a plain http:// base_url
+ *  to a host that is not loopback without allow_insecure_http), FERRY_ERR_IO. */
 int ferry_app_new(ferry_app_t **out, const ferry_app_options_t *opts);
 
 /** Makes every connection of the App that is waiting to retry try at once, with its backoff

@@ -24,7 +24,8 @@ public func ferry_app_options_init(_ opts: UnsafeMutablePointer<ferry_app_option
         try checkVersion(version, olderSizes: appOptionSizes, what: "ferry_app_options_t")
         var d = appOptionDefaults
         d.version = version
-        d.verify_peer = true
+        // What a host of versions 1 to 3 reads as verify_peer: true, certificates are verified.
+        d.reserved = version < 4
         d.request_timeout_ms = 60_000
         d.log_level = LogLevel.info.rawValue
         writeVersioned(o, d, olderSizes: appOptionSizes)
@@ -33,9 +34,13 @@ public func ferry_app_options_init(_ opts: UnsafeMutablePointer<ferry_app_option
 
 /// The sizes of the app options' older versions (see `readVersioned`).
 private let appOptionSizes = [MemoryLayout<ferry_app_options_t>.offset(of: \.multiplex_sessions)!,
-                              MemoryLayout<ferry_app_options_t>.offset(of: \.encryption_key)!]
+                              MemoryLayout<ferry_app_options_t>.offset(of: \.encryption_key)!,
+                              MemoryLayout<ferry_app_options_t>.offset(of: \.insecure_skip_verify)!]
 
-/// The defaults of the fields a version-1 host does not have.
+/// The defaults of the fields a version-1 host does not have. The security fields default to
+/// zero, false, the safe value: a struct a host zero-filled verifies certificates and refuses
+/// plain http to another machine, and so does every host of versions 1 to 3 (their
+/// `verify_peer`, now `reserved`, is never read: an opt-out needs version 4's field).
 private var appOptionDefaults: ferry_app_options_t {
     var d = ferry_app_options_t()
     d.multiplex_sessions = true
@@ -55,10 +60,11 @@ public func ferry_app_new(_ out: UnsafeMutablePointer<OpaquePointer?>!, _ opts: 
         guard o.request_timeout_ms > 0 else { throw FerryError(.invalidArgument, "request_timeout_ms must be positive") }
         var config = App.Configuration(appId: try hostString(o.app_id, "opts->app_id"), baseURL: try hostString(o.base_url, "opts->base_url"),
                                        baseDirectory: try hostString(o.base_directory, "opts->base_directory"),
-                                       tls: TLSOptions(caFile: try optionalString(o.ca_file, "opts->ca_file"), verifyPeer: o.verify_peer),
+                                       tls: TLSOptions(caFile: try optionalString(o.ca_file, "opts->ca_file"), insecureSkipVerify: o.insecure_skip_verify),
                                        requestTimeoutMs: o.request_timeout_ms, logLevel: level, multiplexSessions: o.multiplex_sessions,
                                        readTimeoutMs: o.read_timeout_ms, pingIntervalMs: o.ping_interval_ms,
                                        reconnectDelayMinMs: o.reconnect_delay_min_ms, reconnectDelayMaxMs: o.reconnect_delay_max_ms)
+        config.allowInsecureHTTP = o.allow_insecure_http
         config.encryptionKey = try o.encryption_key.map { try EncryptionKey(copying: UnsafeRawBufferPointer(start: $0, count: EncryptionKey.size)) }
         let app = try App(config)
         if let cb = o.log_callback {

@@ -80,11 +80,16 @@ struct FerryServerCommand: AsyncParsableCommand {
         try operations.apply(to: &config)
         do {
             let portFile = self.portFile
+            let portLogger = logger
             let app = try await FerryServer.make(config, logger: logger) { port in
                 guard let portFile else { return }
                 // Written whole then renamed, so a reader never sees a partial number.
                 let tmp = portFile + ".tmp"
-                FileManager.default.createFile(atPath: tmp, contents: Data("\(port)\n".utf8))
+                guard FileManager.default.createFile(atPath: tmp, contents: Data("\(port)\n".utf8)) else {
+                    // Whoever waits for the file (a script, a test) would wait in vain: say why.
+                    portLogger.error("cannot write the port file \(tmp) (listening on port \(port))")
+                    return
+                }
                 _ = try? FileManager.default.replaceItemAt(URL(fileURLWithPath: portFile), withItemAt: URL(fileURLWithPath: tmp))
                 if !FileManager.default.fileExists(atPath: portFile) { try? FileManager.default.moveItem(atPath: tmp, toPath: portFile) }
             }

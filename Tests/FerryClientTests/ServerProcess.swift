@@ -50,7 +50,7 @@ final class ServerProcess: @unchecked Sendable {
         p.environment = environment
         p.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         let log = directory + "/server.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        guard FileManager.default.createFile(atPath: log, contents: nil) else { throw ProxyError("cannot create \(log)") }
         p.standardError = FileHandle(forWritingAtPath: log)
         try p.run()
         process = p

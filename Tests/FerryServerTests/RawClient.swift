@@ -48,10 +48,10 @@ final class RawClient: Sendable {
     func send(_ text: String) async throws { try await send(Array(text.utf8)) }
 
     /// Stops reading the socket: what the server sends piles up in the kernel's buffers.
-    func pauseReading() async throws { try await channel.setOption(.autoRead, value: false) }
+    func pauseReading() async throws { try await channel.setOption(.autoRead, value: false).get() }
 
     func resumeReading() async throws {
-        try await channel.setOption(.autoRead, value: true)
+        try await channel.setOption(.autoRead, value: true).get()
         channel.read()
     }
 

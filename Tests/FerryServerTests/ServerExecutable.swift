@@ -32,7 +32,7 @@ final class ServerExecutable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         portFile = directory + "/port"
         logFile = directory + "/server.log"
-        FileManager.default.createFile(atPath: logFile, contents: nil)
+        try #require(FileManager.default.createFile(atPath: logFile, contents: nil), "cannot create \(logFile)")
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["--app-dir", AuthAPITests.example, "--data", directory + "/data", "--port", "0", "--port-file", portFile] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["jwtSigningKey": AuthAPITests.jwtKey].merging(environment) { _, new in new }) { _, new in new }

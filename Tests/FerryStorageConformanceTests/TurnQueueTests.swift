@@ -12,22 +12,22 @@ struct TurnQueueTests {
         let gate = AsyncStream<Void>.makeStream()
         let holders = (0..<2).map { n in
             Task {
-                try await slots.run {
+                await slots.run {
                     open.add(n)
                     for await _ in gate.stream { break }
                 }
             }
         }
         try await open.wait(count: 2)
-        let third = Task { try await slots.run { open.add(2) } }
+        let third = Task { await slots.run { open.add(2) } }
         // The third cannot open while both slots are held.
         try await Task.sleep(for: .milliseconds(100))
         #expect(open.values == [0, 1] || open.values == [1, 0])
         gate.continuation.yield()
         try await open.wait(count: 3)
         gate.continuation.yield()
-        for h in holders { try await h.value }
-        try await third.value
+        for h in holders { await h.value }
+        await third.value
         #expect(open.values.count == 3)
     }
 }

@@ -52,7 +52,7 @@ struct WriteLockTests {
                 for _ in 0..<Self.tasks {
                     group.addTask {
                         for _ in 0..<10 {
-                            try await s.writeTransaction { tx in
+                            _ = try await s.writeTransaction { tx in
                                 let current = try await tx.objects([counter], schema: Fixtures.schema)[counter]
                                 guard case .string(let text)? = current?.object?.values[1], let n = Int(text) else { throw Deliberate() }
                                 return try await tx.write(objects: [counter: StoredObject(object: Fixtures.note("counter", "\(n + 1)"))],

@@ -28,6 +28,10 @@ extern char **environ;
 static pid_t server_pid = 0;
 static char base_url[64];
 static int server_listen_port = 0;
+/* Set both before server_start() to serve https and wss with this PEM certificate and key
+ * (--tls-certificate, --tls-key): base_url is then https://127.0.0.1:<port>. */
+static const char *server_tls_certificate __attribute__((unused)) = NULL;
+static const char *server_tls_key __attribute__((unused)) = NULL;
 
 static void server_stop(void) {
   if (server_pid <= 0 || getpid() == server_pid) return;
@@ -68,7 +72,14 @@ static bool server_start(void) {
   snprintf(data_dir, sizeof data_dir, "%s", test_path("server-data"));
   snprintf(port_file, sizeof port_file, "%s", test_path("server-port"));
   char *argv[] = {(char *)server, "--app-dir", (char *)app_dir, "--data", data_dir, "--port", "0",
-                  "--port-file", port_file, "--log-level", "warning", NULL};
+                  "--port-file", port_file, "--log-level", "warning", NULL, NULL, NULL, NULL, NULL};
+  const bool tls = server_tls_certificate != NULL && server_tls_key != NULL;
+  if (tls) {
+    argv[11] = "--tls-certificate";
+    argv[12] = (char *)server_tls_certificate;
+    argv[13] = "--tls-key";
+    argv[14] = (char *)server_tls_key;
+  }
   size_t n = 0;
   while (environ[n]) n++;
   char **envp = calloc(n + 3, sizeof *envp);
@@ -113,7 +124,7 @@ static bool server_start(void) {
     struct timespec tick = {0, 20 * 1000 * 1000};
     nanosleep(&tick, NULL); /* polling a file with a deadline */
   }
-  snprintf(base_url, sizeof base_url, "http://127.0.0.1:%d", port);
+  snprintf(base_url, sizeof base_url, "%s://127.0.0.1:%d", tls ? "https" : "http", port);
   server_listen_port = port;
   return true;
 }

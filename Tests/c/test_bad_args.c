@@ -840,7 +840,7 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
   ferry_app_options_t o, sentinel;
   memset(&sentinel, 0xa5, sizeof sentinel);
   CHECK_ERR(ferry_app_options_init(NULL, FERRY_APP_OPTIONS_VERSION), FERRY_ERR_INVALID_ARGUMENT);
-  /* versions 1 and 2 are known; 3 and the rest are not */
+  /* versions 1 to FERRY_APP_OPTIONS_VERSION are known; 0 and the later ones are not */
   const uint32_t bad_versions[] = {0, FERRY_APP_OPTIONS_VERSION + 1, 1000, UINT32_MAX};
   for (size_t i = 0; i < 4; i++) {
     o = sentinel;
@@ -850,7 +850,8 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
   CHECK_OK(ferry_app_options_init(&o, FERRY_APP_OPTIONS_VERSION));
   CHECK_EQ_INT(o.version, FERRY_APP_OPTIONS_VERSION);
   CHECK(o.app_id == NULL && o.base_url == NULL && o.base_directory == NULL && o.ca_file == NULL);
-  CHECK(o.verify_peer);
+  /* the security fields default to false, their zero value: verify, refuse remote http */
+  CHECK(!o.reserved && !o.insecure_skip_verify && !o.allow_insecure_http);
   CHECK_EQ_INT(o.request_timeout_ms, 60000);
   CHECK_EQ_INT(o.log_level, FERRY_LOG_INFO);
   CHECK(o.log_callback == NULL && o.log_userdata == NULL);
@@ -866,9 +867,20 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
     ferry_app_options_t v1 = sentinel;
     CHECK_OK(ferry_app_options_init(&v1, 1));
     CHECK_EQ_INT(v1.version, 1);
-    CHECK(v1.verify_peer && v1.request_timeout_ms == 60000 && v1.log_level == FERRY_LOG_INFO && v1.app_id == NULL);
+    /* reserved is what a version-1 host reads as verify_peer: true, as it is (never read) */
+    CHECK(v1.reserved && v1.request_timeout_ms == 60000 && v1.log_level == FERRY_LOG_INFO && v1.app_id == NULL);
     CHECKF(memcmp((const char *)&v1 + app_v1_size, (const char *)&sentinel + app_v1_size, sizeof v1 - app_v1_size) == 0,
            "ferry_app_options_init(version 1) wrote past the version-1 struct");
+  }
+  /* a version-3 host's struct ends at encryption_key: init writes nothing after it */
+  const size_t app_v3_size = offsetof(ferry_app_options_t, insecure_skip_verify);
+  {
+    ferry_app_options_t v3 = sentinel;
+    CHECK_OK(ferry_app_options_init(&v3, 3));
+    CHECK_EQ_INT(v3.version, 3);
+    CHECK(v3.reserved && v3.multiplex_sessions && v3.encryption_key == NULL);
+    CHECKF(memcmp((const char *)&v3 + app_v3_size, (const char *)&sentinel + app_v3_size, sizeof v3 - app_v3_size) == 0,
+           "ferry_app_options_init(version 3) wrote past the version-3 struct");
   }
 
   char dir[640];
@@ -896,7 +908,7 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
   o.base_url = NULL;
   CHECK_ERR(ferry_app_new(&app, &o), FERRY_ERR_INVALID_ARGUMENT);
   const char *const bad_urls[] = {"", "not a url", "ftp://127.0.0.1:21", "127.0.0.1:80", "http://", "ws://127.0.0.1:1",
-                                  "http://127.0.0.1:99999", "http://[::1"};
+                                  "http://127.0.0.1:99999", "http://[::1", "http://example.com:80"};
   for (size_t i = 0; i < sizeof bad_urls / sizeof bad_urls[0]; i++) {
     o = good;
     o.base_url = bad_urls[i];
@@ -959,6 +971,18 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
     a1 = NULL;
     CHECK_ERR_ANY(ferry_app_new(&a1, &v1), FERRY_OK, FERRY_ERR_INVALID_ARGUMENT);
     ferry_app_free(a1);
+    /* a version-3 struct with garbage after encryption_key (bytes a version-4 struct would
+       read as true in its opt-outs): never read, so a remote http URL is still refused */
+    ferry_app_options_t v3 = sentinel;
+    memcpy(&v3, &good, app_v3_size);
+    v3.version = 3;
+    a1 = NULL;
+    CHECK_OK(ferry_app_new(&a1, &v3));
+    ferry_app_free(a1);
+    v3.base_url = "http://example.com";
+    a1 = NULL;
+    CHECK_ERR(ferry_app_new(&a1, &v3), FERRY_ERR_INVALID_ARGUMENT);
+    CHECK(a1 == NULL);
   }
 
   /* wrong kinds and NULL for every App function */

@@ -57,6 +57,51 @@ public struct Endpoint: Sendable, Equatable {
         }
     }
 
+    /// Whether the host is this machine's loopback: `localhost`, an IPv4 address in
+    /// 127.0.0.0/8, or `::1` (in any of its spellings, IPv4-mapped 127/8 included). Plain http
+    /// to a loopback host never leaves the machine; to any other host it crosses a network
+    /// where anyone on the path reads the tokens and data.
+    public var isLoopback: Bool {
+        host == "localhost" || Self.ipv4Loopback(host) || Self.ipv6Loopback(host)
+    }
+
+    /// A dotted quad (four decimal numbers 0-255) whose first number is 127.
+    private static func ipv4Loopback(_ s: some StringProtocol) -> Bool {
+        let parts = s.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts.allSatisfy({ !$0.isEmpty && $0.count <= 3 && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }),
+              parts.allSatisfy({ (Int($0) ?? 256) <= 255 }) else { return false }
+        return Int(parts[0]) == 127
+    }
+
+    /// `::1`, also written out (`0:0:0:0:0:0:0:1`), or `::ffff:127.x.y.z`.
+    private static func ipv6Loopback(_ s: String) -> Bool {
+        guard s.contains(":"), !s.contains("%") else { return false }
+        func groups(_ h: Substring) -> [Substring] { h.isEmpty ? [] : h.split(separator: ":", omittingEmptySubsequences: false) }
+        // Expands "::" (at most one) into the missing zero groups; a trailing dotted quad is two groups.
+        let head: [Substring], tail: [Substring], compressed: Bool
+        if let gap = s.firstRange(of: "::") {
+            guard s[gap.upperBound...].firstRange(of: "::") == nil else { return false }
+            head = groups(s[..<gap.lowerBound])
+            tail = groups(s[gap.upperBound...])
+            compressed = true
+        } else {
+            head = groups(s[...])
+            tail = []
+            compressed = false
+        }
+        let quad = (tail.last ?? head.last).map { $0.contains(".") } ?? false
+        let width = head.count + tail.count + (quad ? 1 : 0)
+        guard compressed ? width < 8 : width == 8 else { return false }
+        let full = head + Array(repeating: "0", count: 8 - width) + tail
+        func zero(_ g: Substring) -> Bool { !g.isEmpty && g.count <= 4 && g.allSatisfy { $0 == "0" } }
+        if quad {
+            guard let last = full.last, ipv4Loopback(last) else { return false }
+            return full.count == 7 && full[0..<5].allSatisfy(zero) && full[5].lowercased() == "ffff"
+        }
+        guard full.allSatisfy({ g in !g.isEmpty && g.count <= 4 && g.allSatisfy { $0.isHexDigit } }) else { return false }
+        return full[0..<7].allSatisfy(zero) && Int(full[7], radix: 16) == 1
+    }
+
     /// Whether this is a WebSocket URL (ws or wss).
     public var isWebSocket: Bool { scheme == "ws" || scheme == "wss" }
 

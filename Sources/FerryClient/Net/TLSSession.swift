@@ -23,7 +23,7 @@ final class TLSSession {
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw Self.failure("cannot create a TLS context") }
         // SSL_CTX_set_min_proto_version is a macro over SSL_CTX_ctrl.
         _ = SSL_CTX_ctrl(context, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
-        if options.verifyPeer {
+        if !options.insecureSkipVerify {
             SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
             _ = SSL_CTX_set_default_verify_paths(context) // a system without a CA store can still use caFile
             if let caFile = options.caFile, SSL_CTX_load_verify_locations(context, caFile, nil) != 1 {
@@ -51,7 +51,7 @@ final class TLSSession {
 
         if Self.isIPAddress(host) {
             // No SNI for an address (RFC 6066 §3); verify it against the certificate's IP SANs.
-            if options.verifyPeer, X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1 {
+            if !options.insecureSkipVerify, X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1 {
                 throw Self.failure("cannot set the address to verify")
             }
         } else {
@@ -60,7 +60,7 @@ final class TLSSession {
                 SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name), UnsafeMutableRawPointer(mutating: $0))
             }
             guard sni == 1 else { throw Self.failure("cannot set the server name") }
-            if options.verifyPeer, SSL_set1_host(ssl, host) != 1 { throw Self.failure("cannot set the host name to verify") }
+            if !options.insecureSkipVerify, SSL_set1_host(ssl, host) != 1 { throw Self.failure("cannot set the host name to verify") }
         }
     }
 

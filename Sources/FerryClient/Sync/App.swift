@@ -32,6 +32,10 @@ public final class App: @unchecked Sendable {
         /// logged in on this device) like a database file (docs/encryption.md); an
         /// unencrypted cache is encrypted at once.
         public var encryptionKey: EncryptionKey?
+        /// Allows a plain `http://` base URL to a host other than loopback (`localhost`,
+        /// 127.0.0.0/8, `::1`): tokens, passwords and data then cross the network unencrypted.
+        /// False (the default) refuses such a URL; https is never affected.
+        public var allowInsecureHTTP: Bool = false
         public init(appId: String, baseURL: String, baseDirectory: String, tls: TLSOptions = TLSOptions(),
                     requestTimeoutMs: UInt64 = 60_000, logLevel: LogLevel = .info, multiplexSessions: Bool = true,
                     readTimeoutMs: UInt64 = 120_000, pingIntervalMs: UInt64 = 60_000,
@@ -71,6 +75,11 @@ public final class App: @unchecked Sendable {
         let base = try Endpoint(parsing: configuration.baseURL)
         guard base.scheme == "http" || base.scheme == "https" else {
             throw FerryError(.invalidArgument, "the base URL must start with http:// or https:// (got '\(configuration.baseURL)')")
+        }
+        guard base.isSecure || base.isLoopback || configuration.allowInsecureHTTP else {
+            throw FerryError(.invalidArgument, "the base URL \(configuration.baseURL) is plain http to a host that is not loopback: "
+                             + "logins, tokens and data would cross the network unencrypted; use https://, or opt in with "
+                             + "allow_insecure_http (Swift: allowInsecureHTTP)")
         }
         guard configuration.readTimeoutMs > 0, configuration.pingIntervalMs > 0 else {
             throw FerryError(.invalidArgument, "the read timeout and the ping interval must be positive")

@@ -106,7 +106,7 @@ FERRY_DELIVERY_POLL = 1
 
 FERRY_DB_OPTIONS_VERSION = 2
 FERRY_ENCRYPTION_KEY_SIZE = 64
-FERRY_APP_OPTIONS_VERSION = 3
+FERRY_APP_OPTIONS_VERSION = 4
 FERRY_SYNC_OPTIONS_VERSION = 5
 
 FERRY_DOWNLOAD_BEFORE_OPEN_NEVER = 0
@@ -239,8 +239,8 @@ LOG_CB = CFUNCTYPE(None, c_void_p, c_int32, c_char_p)
 
 
 class AppOptions(Structure):
-    """``ferry_app_options_t`` (version 3: version 1 ends at ``log_userdata``, version 2 at
-    ``reconnect_delay_max_ms``)."""
+    """``ferry_app_options_t`` (version 4: version 1 ends at ``log_userdata``, version 2 at
+    ``reconnect_delay_max_ms``, version 3 at ``encryption_key``)."""
 
     _fields_ = [
         ("version", c_uint32),
@@ -248,7 +248,7 @@ class AppOptions(Structure):
         ("base_url", c_char_p),
         ("base_directory", c_char_p),
         ("ca_file", c_char_p),
-        ("verify_peer", c_bool),
+        ("reserved", c_bool),  # verify_peer before version 4; never read
         ("request_timeout_ms", c_uint64),
         ("log_level", c_int32),
         ("log_callback", LOG_CB),
@@ -261,6 +261,9 @@ class AppOptions(Structure):
         ("reconnect_delay_max_ms", c_uint64),
         # version 3
         ("encryption_key", c_void_p),
+        # version 4
+        ("insecure_skip_verify", c_bool),
+        ("allow_insecure_http", c_bool),
     ]
 
 

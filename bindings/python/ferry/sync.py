@@ -1434,11 +1434,17 @@ class App:
 
     Args:
         app_id: the server's app id.
-        base_url: ``http://host:port`` or ``https://host:port``.
+        base_url: ``https://host:port``, or ``http://host:port`` for a loopback host
+            (``localhost``, 127.0.0.0/8, ``::1``); plain http to any other host raises
+            :class:`~ferry.InvalidArgumentError` unless ``allow_insecure_http`` is true.
         base_directory: where users are cached (must exist); users who logged in earlier are
             loaded from it, so :attr:`current_user` works offline after a restart.
-        ca_file: a PEM CA bundle for https (default: the system's CAs).
-        verify_peer: ``False`` disables certificate checks (tests only).
+        ca_file: a PEM CA bundle for https, trusted besides the system's CAs.
+        insecure_skip_verify: ``True`` skips certificate and host name checks, so anyone on
+            the path can read and change the traffic (tests only). Default ``False``.
+        allow_insecure_http: ``True`` allows an ``http://`` base URL to a host that is not
+            loopback (logins, tokens and data cross the network unencrypted). Default
+            ``False``.
         request_timeout: seconds for HTTP requests.
         log_level, logger: a :class:`LogLevel` and a ``callable(level, message)`` run on the
             loop thread.
@@ -1464,7 +1470,8 @@ class App:
         base_directory: Union[str, "os.PathLike[str]"],
         *,
         ca_file: Optional[str] = None,
-        verify_peer: bool = True,
+        insecure_skip_verify: bool = False,
+        allow_insecure_http: bool = False,
         request_timeout: float = 60.0,
         log_level: Union[LogLevel, int] = LogLevel.INFO,
         logger: Optional[Callable[[Any, str], Any]] = None,
@@ -1491,7 +1498,8 @@ class App:
         opts.base_directory = os.fsencode(base_directory)
         if ca_file is not None:
             opts.ca_file = os.fsencode(ca_file)
-        opts.verify_peer = bool(verify_peer)
+        opts.insecure_skip_verify = bool(insecure_skip_verify)
+        opts.allow_insecure_http = bool(allow_insecure_http)
         opts.request_timeout_ms = max(1, int(request_timeout * 1000))
         opts.log_level = int(log_level)
         self._log_key = 0

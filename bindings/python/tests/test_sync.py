@@ -57,11 +57,11 @@ def _server_binary() -> Path:
 
 @contextlib.contextmanager
 def run_server(work: Path, extra_env: Optional[dict[str, str]] = None,
-               app_dir: Optional[Path] = None) -> Iterator[str]:
+               app_dir: Optional[Path] = None, tls: Optional[tuple[Path, Path]] = None) -> Iterator[str]:
     """Runs ferry-server on ``app_dir`` (default examples/item-app) with its data in ``work``
     (port 0, a port file polled with a deadline, SIGTERM at the end) and yields its base URL.
     ``extra_env`` adds to its environment (e.g. ``FERRY_ADMIN_TOKEN``, which enables the admin
-    API)."""
+    API). ``tls`` (a PEM certificate and its key) serves https and wss instead."""
     exe = _server_binary()
     if not os.access(exe, os.X_OK):
         pytest.skip(f"no ferry-server at {exe} (set FERRY_SERVER)")
@@ -69,7 +69,8 @@ def run_server(work: Path, extra_env: Optional[dict[str, str]] = None,
     env = {**os.environ, "jwtSigningKey": SIGNING_KEY, **(extra_env or {})}
     proc = subprocess.Popen(
         [str(exe), "--app-dir", str(app_dir or REPO / "examples" / "item-app"), "--data", str(work / "data"),
-         "--port", "0", "--port-file", str(port_file), "--log-level", "warning"],
+         "--port", "0", "--port-file", str(port_file), "--log-level", "warning"]
+        + (["--tls-certificate", str(tls[0]), "--tls-key", str(tls[1])] if tls else []),
         env=env,
     )
     try:
@@ -87,7 +88,7 @@ def run_server(work: Path, extra_env: Optional[dict[str, str]] = None,
                 if time.monotonic() > deadline:
                     pytest.fail("ferry-server wrote no port file within 60 s")
                 time.sleep(0.02)  # polling a file with a deadline
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

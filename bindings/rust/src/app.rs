@@ -96,14 +96,21 @@ pub type Logger = Arc<dyn Fn(LogLevel, &str) + Send + Sync + 'static>;
 pub struct AppOptions {
     /// Required: the app id of the server's app configuration.
     pub app_id: String,
-    /// Required: `http://host:port` or `https://host:port`.
+    /// Required: `https://host:port`, or `http://host:port` for a loopback host (`localhost`,
+    /// 127.0.0.0/8, `::1`); plain http to any other host is [`ErrorCode::InvalidArgument`]
+    /// unless [`allow_insecure_http`](AppOptions::allow_insecure_http).
     pub base_url: String,
     /// Required, must exist: the user cache lives here.
     pub base_directory: PathBuf,
-    /// A PEM CA bundle for https/wss; `None`: the system's CAs.
+    /// A PEM CA bundle for https/wss, trusted besides the system's CAs; `None`: the system's
+    /// CAs only.
     pub ca_file: Option<PathBuf>,
-    /// Whether to check certificates (default `true`; `false` is for tests only).
-    pub verify_peer: bool,
+    /// `true` skips certificate and host name checks, so anyone on the path can read and
+    /// change the traffic: for tests only. Default `false`.
+    pub insecure_skip_verify: bool,
+    /// `true` allows an `http://` base URL to a host that is not loopback (logins, tokens and
+    /// data cross the network unencrypted). Default `false`.
+    pub allow_insecure_http: bool,
     /// Timeout of each HTTP request (default 60 s; rounded to milliseconds, at least 1 ms).
     pub request_timeout: Duration,
     /// Lines below this level are not logged (default [`LogLevel::Info`]).
@@ -153,7 +160,8 @@ impl Default for AppOptions {
             base_url: String::new(),
             base_directory: PathBuf::new(),
             ca_file: None,
-            verify_peer: true,
+            insecure_skip_verify: false,
+            allow_insecure_http: false,
             request_timeout: Duration::from_secs(60),
             log_level: LogLevel::Info,
             logger: None,
@@ -174,7 +182,8 @@ impl fmt::Debug for AppOptions {
             .field("base_url", &self.base_url)
             .field("base_directory", &self.base_directory)
             .field("ca_file", &self.ca_file)
-            .field("verify_peer", &self.verify_peer)
+            .field("insecure_skip_verify", &self.insecure_skip_verify)
+            .field("allow_insecure_http", &self.allow_insecure_http)
             .field("request_timeout", &self.request_timeout)
             .field("log_level", &self.log_level)
             .field("logger", &self.logger.as_ref().map(|_| "Fn(LogLevel, &str)"))
@@ -437,7 +446,8 @@ impl App {
     ///
     /// Errors: [`ErrorCode::InvalidArgument`] (a missing or malformed option, a zero read
     /// timeout or ping interval, reconnect delays that are zero or whose maximum is below the
-    /// minimum), [`ErrorCode::Io`].
+    /// minimum, an `http://` base URL to a host that is not loopback without
+    /// [`allow_insecure_http`](AppOptions::allow_insecure_http)), [`ErrorCode::Io`].
     pub fn new(options: AppOptions) -> Result<App> {
         let mut raw: sys::ferry_app_options_t = unsafe {
             // SAFETY: integers, bools, NULL pointers and a None function pointer are valid
@@ -461,7 +471,8 @@ impl App {
         raw.base_url = base_url.as_ptr();
         raw.base_directory = base_directory.as_ptr();
         raw.ca_file = ca_file.as_ref().map_or(ptr::null(), |c| c.as_ptr());
-        raw.verify_peer = options.verify_peer;
+        raw.insecure_skip_verify = options.insecure_skip_verify;
+        raw.allow_insecure_http = options.allow_insecure_http;
         raw.request_timeout_ms =
             u64::try_from(options.request_timeout.as_millis()).unwrap_or(u64::MAX).max(1);
         raw.log_level = options.log_level.as_raw();

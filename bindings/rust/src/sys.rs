@@ -507,9 +507,10 @@ pub type ferry_log_cb =
 pub type ferry_status_cb =
     Option<unsafe extern "C" fn(userdata: *mut c_void, error: *const ferry_error_t)>;
 
-pub const FERRY_APP_OPTIONS_VERSION: u32 = 3;
+pub const FERRY_APP_OPTIONS_VERSION: u32 = 4;
 
-/// Version 2; version 1 ends at `log_userdata` (the later fields take their defaults).
+/// Version 4; version 1 ends at `log_userdata`, version 2 at `reconnect_delay_max_ms`,
+/// version 3 at `encryption_key` (the later fields take their defaults).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ferry_app_options_t {
@@ -518,7 +519,9 @@ pub struct ferry_app_options_t {
     pub base_url: *const c_char,
     pub base_directory: *const c_char,
     pub ca_file: *const c_char,
-    pub verify_peer: bool,
+    /// `verify_peer` before version 4; never read (certificates are verified unless
+    /// `insecure_skip_verify`).
+    pub reserved: bool,
     pub request_timeout_ms: u64,
     /// `ferry_log_level_t`.
     pub log_level: i32,
@@ -533,6 +536,12 @@ pub struct ferry_app_options_t {
     // version 3
     /// NULL or `FERRY_ENCRYPTION_KEY_SIZE` bytes: the user cache is encrypted.
     pub encryption_key: *const u8,
+    // version 4
+    /// True skips certificate and host name checks (tests only); false, the zero value,
+    /// verifies.
+    pub insecure_skip_verify: bool,
+    /// True allows an http:// base URL to a host that is not loopback.
+    pub allow_insecure_http: bool,
 }
 
 /// `ferry_credentials_kind_t`.
@@ -1120,10 +1129,10 @@ mod layout {
 
     #[test]
     fn sync_structs() {
-        assert_eq!(size_of::<ferry_app_options_t>(), 128);
+        assert_eq!(size_of::<ferry_app_options_t>(), 136);
         assert_eq!(offset_of!(ferry_app_options_t, app_id), 8);
         assert_eq!(offset_of!(ferry_app_options_t, ca_file), 32);
-        assert_eq!(offset_of!(ferry_app_options_t, verify_peer), 40);
+        assert_eq!(offset_of!(ferry_app_options_t, reserved), 40);
         assert_eq!(offset_of!(ferry_app_options_t, request_timeout_ms), 48);
         assert_eq!(offset_of!(ferry_app_options_t, log_level), 56);
         assert_eq!(offset_of!(ferry_app_options_t, log_callback), 64);
@@ -1134,6 +1143,8 @@ mod layout {
         assert_eq!(offset_of!(ferry_app_options_t, reconnect_delay_min_ms), 104);
         assert_eq!(offset_of!(ferry_app_options_t, reconnect_delay_max_ms), 112);
         assert_eq!(offset_of!(ferry_app_options_t, encryption_key), 120);
+        assert_eq!(offset_of!(ferry_app_options_t, insecure_skip_verify), 128);
+        assert_eq!(offset_of!(ferry_app_options_t, allow_insecure_http), 129);
         assert_eq!(size_of::<ferry_credentials_t>(), 32);
         assert_eq!(offset_of!(ferry_credentials_t, email), 8);
         assert_eq!(offset_of!(ferry_credentials_t, token), 24);

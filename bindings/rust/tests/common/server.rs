@@ -51,16 +51,22 @@ pub struct Server {
 
 impl Server {
     pub fn start() -> Server {
-        Server::launch(false, None)
+        Server::launch(false, None, None)
+    }
+
+    /// A server serving https and wss with this PEM certificate and key; its `url` is
+    /// `https://127.0.0.1:<port>`.
+    pub fn start_with_tls(certificate: &Path, key: &Path) -> Server {
+        Server::launch(false, None, Some((certificate, key)))
     }
 
     /// A server whose admin API is enabled (`FERRY_ADMIN_TOKEN` = [`ADMIN_TOKEN`]), serving
     /// the app configuration in `app_dir` (default `examples/item-app`).
     pub fn start_with_admin(app_dir: Option<&Path>) -> Server {
-        Server::launch(true, app_dir)
+        Server::launch(true, app_dir, None)
     }
 
-    fn launch(admin: bool, app_dir: Option<&Path>) -> Server {
+    fn launch(admin: bool, app_dir: Option<&Path>, tls: Option<(&Path, &Path)>) -> Server {
         let binary = std::env::var_os("FERRY_SERVER")
             .map(PathBuf::from)
             .unwrap_or_else(|| repo_root().join("build").join("ferry-server"));
@@ -72,6 +78,9 @@ impl Server {
         let mut command = Command::new(&binary);
         if admin {
             command.env("FERRY_ADMIN_TOKEN", ADMIN_TOKEN);
+        }
+        if let Some((certificate, key)) = tls {
+            command.arg("--tls-certificate").arg(certificate).arg("--tls-key").arg(key);
         }
         let child = command
             .env("jwtSigningKey", JWT_SIGNING_KEY)
@@ -106,7 +115,8 @@ impl Server {
             );
             thread::sleep(Duration::from_millis(20));
         };
-        server.url = format!("http://127.0.0.1:{port}");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        server.url = format!("{scheme}://127.0.0.1:{port}");
         server
     }
 
