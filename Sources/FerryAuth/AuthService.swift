@@ -87,7 +87,7 @@ public final class AuthService: Sendable {
         var outcome = LoginThrottle.Outcome.undecided
         defer { loginThrottle.finish(attempt, outcome, now: tokens.currentDate) }
         let stored = try await directory.passwordHash(email: normalized)
-        let matches = try await hashing.run { [hasher] in hasher.verify(password, against: stored ?? hasher.unmatchableHash) }
+        let matches = try await hashing.run { [hasher] in try hasher.verify(password, against: stored ?? hasher.unmatchableHash) }
         guard let stored, matches, let user = try await directory.user(identity: Identity(provider: "local-userpass", providerUserId: normalized)),
               !user.disabled else {
             outcome = .failed

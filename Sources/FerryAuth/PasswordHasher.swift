@@ -1,3 +1,4 @@
+import FerryCore
 import Crypto
 import CryptoExtras
 import Foundation
@@ -58,13 +59,18 @@ public struct PasswordHasher: Sendable {
     public func needsRehash(_ stored: String) -> Bool { Self.parameters(of: stored) != parameters }
 
     /// Whether the password matches a stored hash (in constant time for the comparison).
-    /// A malformed stored hash matches nothing.
-    public func verify(_ password: String, against stored: String) -> Bool {
+    /// A malformed stored hash matches nothing. Throws (`busy`) when the hash cannot be
+    /// computed (at N=2^17 scrypt needs 128 MiB): a right password must not be answered, and
+    /// counted against the account, as a wrong one.
+    public func verify(_ password: String, against stored: String) throws -> Bool {
         let parts = stored.split(separator: "$", omittingEmptySubsequences: false)
         guard let parameters = Self.parameters(of: stored),
-              let salt = Data(base64Encoded: String(parts[4])), let expected = Data(base64Encoded: String(parts[5])),
-              let key = try? derive(password, salt: Array(salt), parameters),
-              key.count == expected.count else { return false }
+              let salt = Data(base64Encoded: String(parts[4])), let expected = Data(base64Encoded: String(parts[5])) else { return false }
+        let key: [UInt8]
+        do { key = try derive(password, salt: Array(salt), parameters) } catch {
+            throw FerryError(.busy, "cannot hash the password now (\(error)); try again")
+        }
+        guard key.count == expected.count else { return false }
         var diff: UInt8 = 0
         for (a, b) in zip(key, expected) { diff |= a ^ b }
         return diff == 0
