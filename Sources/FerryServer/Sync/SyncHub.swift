@@ -49,6 +49,13 @@ actor SyncHub {
     /// acknowledgement (its local changes, still pending, would then be laid over the
     /// server's merge instead of being replaced by it).
     private var uploading: [SessionKey: Int] = [:]
+    /// Sessions whose BIND was refused on their connection (a client reset, most often): the
+    /// client pipelines its QUERY and UPLOADs behind a BIND, and a device that keeps writing
+    /// until the refusal reaches it sends one UPLOAD per commit meanwhile. Those are dropped
+    /// here until the session binds again; answering each with error 203 (logged, counted and
+    /// recorded as an event) queued the reset's new BIND behind 1,405 of them, over 30 s in a
+    /// loaded test run (issue 22, point 11). At most `maxSessionsPerConnection` per connection.
+    private var refusedBinds: [UInt64: Set<UInt64>] = [:]
     /// Uploads that arrive together share one storage transaction; each group's commits are
     /// fanned out, in version order, before any of its uploaders hears back.
     private lazy var commits = GroupCommit<UploadAttempt>(storage: storage, schema: schema) { [weak self] group in
@@ -119,6 +126,7 @@ actor SyncHub {
 
     func closeConnection(_ outbox: ConnectionOutbox) {
         for key in sessions.keys(onConnection: outbox.id) { sessions.remove(key) }
+        refusedBinds[outbox.id] = nil
         connections[outbox.id] = nil
         outbox.finish()
     }
@@ -361,10 +369,11 @@ actor SyncHub {
             do {
                 downloads = try await CatchUpGroup(members: members, schema: schema, app: app).read(from: storage, through: target)
             } catch {
-                logger.error("cannot catch up \(keys.count) sessions from version \(members.map(\.delivered).min() ?? 0): \(error)")
+                let id = CorrelationId.make()
+                logger.error("error id \(id): cannot catch up \(keys.count) sessions from version \(members.map(\.delivered).min() ?? 0): \(error)")
                 for key in keys {
                     if let s = sessions[key] {
-                        s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
+                        s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again (error id \(id))", tryAgain: true, action: .transient)))
                         closeConnection(s.outbox)
                     }
                     sessions.release(key)
@@ -470,6 +479,10 @@ actor SyncHub {
     /// message waits for this one.
     private func handle(_ message: ProtocolMessage, decoded: [UploadIntegration.Decoded], from outbox: ConnectionOutbox) async {
         guard syncEnabled else { return }
+        if let refused = refusedBinds[outbox.id], let session = Self.clientSession(of: message), refused.contains(session) {
+            guard case .bind = message else { return }
+            refusedBinds[outbox.id]?.remove(session)
+        }
         do {
             switch message {
             case let .bind(session, _, ident, salt, lastServerVersion):
@@ -513,6 +526,9 @@ actor SyncHub {
             telemetry.sessionFailed(outbox, session: e.session, code: e.code, message: e.message, trigger: e.resetTrigger)
             await events.record(kind: "session_error", userId: outbox.userId, message: "error \(e.code): \(e.message)")
             sessions.remove(SessionKey(connection: outbox.id, session: e.session))
+            if case .bind = message, refusedBinds[outbox.id, default: []].count < limits.maxSessionsPerConnection {
+                refusedBinds[outbox.id, default: []].insert(e.session)
+            }
             outbox.send(.error(ProtocolError(session: e.session, code: e.code, message: e.message, tryAgain: false, action: e.action)))
         } catch {
             // The store failed (a node that lost its database): nothing was acknowledged; the
@@ -523,6 +539,14 @@ actor SyncHub {
             telemetry.connectionFailed(outbox, code: Self.storageUnavailableCode, message: "error id \(id): \(error)")
             outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot reach its store; try again (error id \(id))", tryAgain: true, action: .transient)))
             closeConnection(outbox)
+        }
+    }
+
+    /// The session a client message names (nil for a PING and for server-only kinds).
+    private static func clientSession(of message: ProtocolMessage) -> UInt64? {
+        switch message {
+        case .bind(let s, _, _, _, _), .query(let s, _, _), .upload(let s, _), .mark(let s, _), .unbind(let s): return s
+        case .ping, .ident, .download, .error, .pong, .writeRules: return nil
         }
     }
 
