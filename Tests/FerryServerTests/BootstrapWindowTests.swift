@@ -5,18 +5,15 @@ import Testing
 
 /// Issue 22, point 11: a subscription set is recorded as what a device's data reflects just
 /// before its bootstrap goes out. If the connection drops before the device integrated it,
-/// the device binds again from its older version and sends the same set again; the server
-/// used to take the set as reflected and send only what changed since that version, so
-/// objects that entered the view earlier never reached the device. A set sent again now gets
-/// the whole view.
-///
-/// Disabled: the window is still open (issue 22, point 11). This test reproduces it: the item
-/// is missing. A fix tried (the server sends the whole view for a set sent again, and the
-/// client sends a set again only when it is not complete) broke the randomized convergence and
-/// session tests once the server had to catch a bound session up without a QUERY; it was
-/// reverted. A version cannot decide it either: a device already at the head when it
-/// subscribes gets a bootstrap at its own version.
-@Suite("Server: a bootstrap the device did not integrate", .disabled("issue 22, point 11: the window is still open"))
+/// the device binds again from its older version; had it sent only the same set again, the
+/// server would take the set as reflected and send only what changed since that version, so
+/// objects that entered the view earlier never reach the device. A version cannot tell the two
+/// apart (a device already at the head when it subscribes gets a bootstrap at its own
+/// version), so the device says it: a set still pending at a bind is sent after the set its
+/// data reflects (the last one it completed, version 0 and empty if none), as Realm's IDENT
+/// names the client's active query version. The server then goes from the recorded set to the
+/// reflected one and back to the pending one, and sends whatever enters it.
+@Suite("Server: a bootstrap the device did not integrate")
 struct BootstrapWindowTests {
     static func messages(_ c: RawClient) -> [ProtocolMessage] { messages(c.received) }
 
@@ -41,7 +38,7 @@ struct BootstrapWindowTests {
         return keys
     }
 
-    @Test func aSetSentAgainAfterADroppedBootstrapGetsTheWholeView() async throws {
+    @Test func aPendingSetSentAfterTheReflectedOneGetsWhatEntersIt() async throws {
         try await LiveServer.withServer { port in
             let user = try await LiveServer.anonymousUser(port: port)
             // An item written before the device's version.
@@ -67,13 +64,47 @@ struct BootstrapWindowTests {
             let item = try #require(Self.keys(in: Self.messages(first)).first, "set 2's bootstrap did not carry the item")
             await first.close()
 
-            // It binds again from its older version and sends set 2 again.
+            // It binds again from its older version and sends set 1, which its data reflects,
+            // then set 2, still pending.
             let again = try await LiveServer.syncSocket(port: port, token: user.token)
             try await again.send(WireFormat.message(.bind(session: 1, database: "d", clientFileIdent: ident, clientFileSalt: salt, lastServerVersion: version)))
+            try await again.send(WireFormat.message(.query(session: 1, version: 1, subscriptions: [Subscription(name: "none", objectType: "Item", query: "complexity < 0")])))
             try await again.send(WireFormat.message(.query(session: 1, version: 2, subscriptions: all)))
             try await again.send(WireFormat.message(.mark(session: 1, request: 7)))
             #expect(await again.wait(seconds: 60) { received, _ in Self.messages(received).contains(.mark(session: 1, request: 7)) })
             #expect(Self.keys(in: Self.messages(again)).contains(item), "the item that entered the view before the device's version was not sent")
+        }
+    }
+
+    /// The first set's bootstrap was cut: the device's data reflects no set (version 0, empty).
+    @Test func aFirstSetCutShortIsSentAgainAfterTheEmptySet() async throws {
+        try await LiveServer.withServer { port in
+            let user = try await LiveServer.anonymousUser(port: port)
+            let writer = try await LiveServer.syncSocket(port: port, token: user.token)
+            #expect(try await SyncTraffic.subscribe(writer))
+            try await SyncTraffic.upload(writer, userId: user.id, items: 1, itemBytes: 10)
+            #expect(await SlowConsumerTests.acknowledged(writer, through: 1))
+
+            let all = [Subscription(name: "all", objectType: "Item", query: "complexity >= 0")]
+            let first = try await LiveServer.syncSocket(port: port, token: user.token)
+            try await first.send(WireFormat.message(.bind(session: 1, database: "d", clientFileIdent: 0, clientFileSalt: 0, lastServerVersion: 0)))
+            try await first.send(WireFormat.message(.query(session: 1, version: 1, subscriptions: all)))
+            #expect(await Self.bootstrapped(first, set: 1) != nil)
+            let item = try #require(Self.keys(in: Self.messages(first)).first, "set 1's bootstrap did not carry the item")
+            guard case .ident(_, let ident, let salt)? = Self.messages(first).first(where: { if case .ident = $0 { return true }; return false }) else {
+                Issue.record("no IDENT")
+                return
+            }
+            await first.close()
+
+            let again = try await LiveServer.syncSocket(port: port, token: user.token)
+            try await again.send(WireFormat.message(.bind(session: 1, database: "d", clientFileIdent: ident, clientFileSalt: salt, lastServerVersion: 0)))
+            try await again.send(WireFormat.message(.query(session: 1, version: 0, subscriptions: [])))
+            try await again.send(WireFormat.message(.query(session: 1, version: 1, subscriptions: all)))
+            try await again.send(WireFormat.message(.mark(session: 1, request: 7)))
+            #expect(await again.wait(seconds: 60) { received, _ in Self.messages(received).contains(.mark(session: 1, request: 7)) })
+            #expect(Self.keys(in: Self.messages(again)).contains(item))
+            #expect(!Self.messages(again).contains { if case .error = $0 { return true }; return false })
         }
     }
 }

@@ -44,6 +44,32 @@ public struct SubscriptionSet: Sendable, Equatable {
         try db.setSyncValue(Self.key, w.bytes)
     }
 
+    /// The key of the newest set whose bootstrap this file integrated in full (`reflected`).
+    static let reflectedKey = "subscriptions.reflected"
+
+    /// The version and subscriptions of the newest set whose whole bootstrap this file
+    /// integrated: what its data reflects (version 0 and no subscriptions: nothing yet). A
+    /// set still pending at a reconnect may have had its bootstrap cut short after the server
+    /// recorded it, so the session first tells the server this one (issue 22, point 11).
+    static func reflected(_ db: Database) throws -> (version: UInt64, subscriptions: [Subscription]) {
+        guard let bytes = try db.syncValue(reflectedKey) else { return (0, []) }
+        var r = ByteReader(bytes)
+        let version = try r.varint()
+        let n = try r.count(minSize: 3)
+        var subscriptions: [Subscription] = []
+        for _ in 0..<n { subscriptions.append(Subscription(name: try r.string(), objectType: try r.string(), query: try r.string())) }
+        return (version, subscriptions)
+    }
+
+    /// Records this set as what the file's data reflects (its bootstrap was integrated).
+    func saveAsReflected(_ db: Database) throws {
+        var w = ByteWriter()
+        w.varint(version)
+        w.varint(UInt64(subscriptions.count))
+        for s in subscriptions { w.string(s.name); w.string(s.objectType); w.string(s.query) }
+        try db.setSyncValue(Self.reflectedKey, w.bytes)
+    }
+
     // MARK: editing (the host's update block)
 
     /// Adds or replaces the subscription named `name`.

@@ -147,6 +147,8 @@ extension SyncSession {
         acknowledged = meta.acknowledged
         lastUploaded = meta.acknowledged
         countAcknowledged(meta.acknowledged)
+        // The data is now the whole view of the set the reset asked for.
+        subscriptionCompleted(run.queryVersion)
         // Waits for changes the reset settled: the recovered ones are uploaded as one new
         // changeset, which such a wait now waits for; discarded ones leave nothing to wait for.
         let latest = (try? database.latestLocalVersion()) ?? meta.acknowledged

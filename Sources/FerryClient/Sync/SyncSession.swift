@@ -348,16 +348,16 @@ public final class SyncSession: @unchecked Sendable {
             lastUploaded = meta.acknowledged
             connection?.send(.bind(session: id, database: path, clientFileIdent: meta.clientFileIdent,
                                    clientFileSalt: meta.clientFileSalt, lastServerVersion: meta.serverVersion))
-            if meta.clientFileIdent != 0 { identified() }
+            if meta.clientFileIdent != 0 { identified(knownFile: true) }
         } catch {
             fail(SyncError(code: 0, message: "cannot read the sync state of \(path): \(error)", isFatal: true, action: .applicationBug))
         }
     }
 
-    private func identified() {
+    private func identified(knownFile: Bool) {
         ready = true
         sentQueryVersion = 0
-        sendQuery()
+        sendQuery(bound: knownFile)
         uploadPending()
         // Settles what an earlier connection left acknowledged but unanswered (nothing, as a
         // rule: a session without receipts to settle sends no MARK).
@@ -418,7 +418,8 @@ public final class SyncSession: @unchecked Sendable {
         markWaiters.removeAll()
     }
 
-    private func sendQuery() {
+    /// `bound`: the first QUERY after binding a known file (see below).
+    private func sendQuery(bound: Bool = false) {
         guard ready, let id = sessionId else { return }
         let set: SubscriptionSet
         do { set = try SubscriptionSet.load(database) } catch {
@@ -426,6 +427,20 @@ public final class SyncSession: @unchecked Sendable {
             return fail(SyncError(code: 0, message: "cannot read the subscription set of \(path): \(error)", isFatal: true, action: .applicationBug))
         }
         guard set.version > 0, set.version != sentQueryVersion else { return }
+        if bound, set.state == .pending {
+            // The first QUERY after binding a known file, of a set not complete: the server
+            // may have recorded it as what the data reflects when it queued its bootstrap,
+            // which this file never integrated (the connection dropped first). Naming first
+            // the set the data does reflect makes the server's view match the file, so the
+            // pending set's bootstrap sends everything that enters it (issue 22, point 11).
+            let reflected: (version: UInt64, subscriptions: [Subscription])
+            do { reflected = try SubscriptionSet.reflected(database) } catch {
+                return fail(SyncError(code: 0, message: "cannot read the subscription set \(path) last completed: \(error)", isFatal: true, action: .applicationBug))
+            }
+            if reflected.version < set.version {
+                connection?.send(.query(session: id, version: reflected.version, subscriptions: reflected.subscriptions))
+            }
+        }
         sentQueryVersion = set.version
         progress.expectDownload()
         connection?.send(.query(session: id, version: set.version, subscriptions: set.subscriptions))
@@ -472,7 +487,7 @@ public final class SyncSession: @unchecked Sendable {
             do { try database.setClientFile(ident: ident, salt: salt) } catch {
                 return fail(SyncError(code: 0, message: "cannot store the client file identity: \(error)", isFatal: true, action: .applicationBug))
             }
-            identified()
+            identified(knownFile: false)
         case let .download(_, serverVersion, ack, subscriptionVersion, downloadable, isLast, changesets):
             var instructions: [Instruction] = []
             for c in changesets {
@@ -527,13 +542,20 @@ public final class SyncSession: @unchecked Sendable {
         }
     }
 
-    private func subscriptionCompleted(_ version: UInt64) {
+    func subscriptionCompleted(_ version: UInt64) {
         guard version > 0, var set = try? SubscriptionSet.load(database), set.version == version, set.state != .complete else {
             checkSubscriptionWaiters()
             return
         }
         set.state = .complete
-        try? set.save(database)
+        // What the data reflects first: a crash between the two leaves the set pending, and
+        // the next connection only asks for it again.
+        do {
+            try set.saveAsReflected(database)
+            try set.save(database)
+        } catch {
+            return fail(SyncError(code: 0, message: "cannot record subscription set \(version) of \(path) as complete: \(error)", isFatal: true, action: .applicationBug))
+        }
         checkSubscriptionWaiters()
     }
 
