@@ -93,6 +93,10 @@ public final class Database: @unchecked Sendable {
     /// syncs it. Other processes may read and write the file; the agent uploads their commits.
     public var isSyncAgent: Bool { store.isSyncAgent }
 
+    /// Why this synced file is not watched for other processes' commits (nil when it is, or
+    /// is not synced): then this process hears of them only when it commits or syncs itself.
+    public var otherProcessesUnwatchedReason: String? { store.unwatchedReason }
+
     /// Takes the sync agent role if no other process has it (the agent closed the file or
     /// died). True when this process has the role.
     public func becomeSyncAgent() throws -> Bool { try store.tryBecomeSyncAgent() }

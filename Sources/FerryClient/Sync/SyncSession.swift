@@ -92,6 +92,9 @@ public final class SyncSession: @unchecked Sendable {
         countedThrough = meta.acknowledged
         database.startReceiptSession(acknowledged: meta.acknowledged)
         try countLocalChanges()
+        if let reason = database.otherProcessesUnwatchedReason {
+            app.log(.warn, "\(path) is not watched for other processes' commits (\(reason)): other processes' writes are uploaded only when this process next commits or reconnects, and its observers do not see them")
+        }
         // A reset's download left staged by a process that died mid-reset is of no use: the
         // next reset run downloads again (a read when nothing is staged).
         try? database.clearStagedResetDownload()

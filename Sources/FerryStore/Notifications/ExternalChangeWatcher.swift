@@ -30,9 +30,10 @@ final class ExternalChangeWatcher: @unchecked Sendable {
     private var lastHistory: UInt64 = 0
     private var lastChangeLog: UInt64 = 0
 
-    /// Starts watching from the file's state now. Nil when the thread or its connection cannot
-    /// start (the process then does not hear of other processes' commits; it still works).
-    init?(store: Store, connection: SQLiteConnection) {
+    /// Starts watching from the file's state now. Throws when the thread or its connection
+    /// cannot start (the process then does not hear of other processes' commits; it still
+    /// works, and the sync engine logs what that costs).
+    init(store: Store, connection: SQLiteConnection) throws {
         self.store = store
         self.connection = connection
         do {
@@ -40,17 +41,18 @@ final class ExternalChangeWatcher: @unchecked Sendable {
             (lastHistory, lastChangeLog) = try Self.heads(connection)
         } catch {
             connection.close()
-            return nil
+            throw error
         }
         let retained = Unmanaged.passRetained(self).toOpaque()
-        guard pthread_create(&thread, nil, { arg in
+        let created = pthread_create(&thread, nil, { arg in
             guard let arg else { return nil }
             Unmanaged<ExternalChangeWatcher>.fromOpaque(arg).takeRetainedValue().run()
             return nil
-        }, retained) == 0 else {
+        }, retained)
+        guard created == 0 else {
             Unmanaged<ExternalChangeWatcher>.fromOpaque(retained).release()
             connection.close()
-            return nil
+            throw FerryError(.internal, "cannot start a thread to watch for other processes' commits: \(String(cString: strerror(created)))")
         }
         started = true
     }

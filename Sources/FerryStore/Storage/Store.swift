@@ -29,6 +29,9 @@ final class Store: @unchecked Sendable {
     /// Tells this process's observers and sync engine of other processes' commits (synced
     /// files only; nil otherwise).
     private var watcher: ExternalChangeWatcher?
+    /// Why a synced file has no watcher (nil when it has one, or is not synced): this process
+    /// then hears of other processes' commits only when it commits or syncs itself.
+    private(set) var unwatchedReason: String?
     /// This process's own history versions and change-log entries the watcher has not passed
     /// yet (it skips them: they were published when committed); guarded by `state`.
     private var ownHistory: Set<UInt64> = []
@@ -156,10 +159,16 @@ final class Store: @unchecked Sendable {
         }
         agentLock = lock
         memoryFile = memFile
-        if isSynced, filePath != nil,
-           let c = try? cipher?.connection(name, flags: SQLITE_OPEN_READWRITE, description: location.displayName)
-               ?? SQLiteConnection(path: name, flags: SQLITE_OPEN_READWRITE, description: location.displayName) {
-            watcher = ExternalChangeWatcher(store: self, connection: c)
+        if isSynced, filePath != nil {
+            // Without the watcher the file still works; what it costs is said where the sync
+            // engine can log it (`unwatchedReason`, issue 22 point 10).
+            do {
+                let c = try cipher?.connection(name, flags: SQLITE_OPEN_READWRITE, description: location.displayName)
+                    ?? SQLiteConnection(path: name, flags: SQLITE_OPEN_READWRITE, description: location.displayName)
+                watcher = try ExternalChangeWatcher(store: self, connection: c)
+            } catch {
+                unwatchedReason = "\(error)"
+            }
         }
     }
 
