@@ -80,6 +80,35 @@ struct SyncIntegrationTests {
         }
     }
 
+    /// Issue 22, point 10: a server instruction that fails to apply for a reason other than
+    /// not fitting this device's data (here SQLite fails the update, as a full disk or an I/O
+    /// error would) fails the download, and nothing of it is kept; it used to be dropped and the
+    /// server version recorded as integrated, so the change never came back.
+    @Test func anInstructionThatFailsToApplyFailsTheDownload() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let path = dir + "/failing.ferry"
+        let db = try Database.open(DatabaseConfiguration(location: .file(path), schema: Fixtures.itemSchema()), scheduler: PollingScheduler())
+        defer { db.close() }
+        try db.integrate([.create(table: "Item", key: Fixtures.oid(2), fields: [FieldValue(name: "complexity", value: .int(2))])],
+                         serverVersion: 1, completesVersion: true, acknowledged: 0)
+        // Every update of the class's table now fails inside SQLite, when it runs (an integer
+        // overflow in a trigger).
+        let raw = try SQLiteConnection(path: "file:" + path, flags: 6, description: "raw")
+        let table = try #require(try Self.tableName(raw))
+        try raw.exec("CREATE TRIGGER fail_on_update BEFORE UPDATE ON \"\(table)\" BEGIN SELECT abs(-9223372036854775808); END")
+        raw.close()
+        let download: [Instruction] = [.set(table: "Item", key: Fixtures.oid(2), field: "complexity", value: .int(7))]
+        #expect(throws: FerryError.self) { try db.integrate(download, serverVersion: 2, completesVersion: true, acknowledged: 0) }
+        #expect(try db.syncMetadata().serverVersion == 1)
+    }
+
+    static func tableName(_ raw: SQLiteConnection) throws -> String? {
+        let s = try raw.statement("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%Item%'")
+        defer { s.resetKeepingBindings() }
+        return try s.step() ? s.string(0) : nil
+    }
+
     static func damageLastChangeset(_ path: String) throws {
         let raw = try SQLiteConnection(path: "file:" + path, flags: 6, description: "raw")
         try raw.exec("UPDATE __ferry_history SET changeset = x'ff00' WHERE version = (SELECT MAX(version) FROM __ferry_history)")
