@@ -6,7 +6,6 @@ import Logging
 
 /// `ferry-server --app-dir DIR --data DIR --port N [--database postgres://...]`: serves one
 /// app. Secrets (custom JWT keys, FERRY_TOKEN_SECRET) come from the environment. Stops cleanly on SIGTERM and SIGINT.
-@main
 struct FerryServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ferry-server", abstract: "Serve a Ferry app.")
 
@@ -99,4 +98,35 @@ struct FerryServerCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
     }
+}
+
+/// The entry point: parses the command line, then runs the server on Swift's cooperative pool
+/// while the main thread waits for it. Not an `async` main: on Linux that ends the main thread
+/// in `dispatch_main`, which valgrind cannot run (it stops with an internal error), and the
+/// instruction budgets (bench/budgets) count the server's upload path under callgrind. Nothing
+/// needs the main queue: signals come through ServiceLifecycle's own dispatch queue.
+@main
+enum FerryServerMain {
+    static func main() {
+        let command: FerryServerCommand
+        do { command = try FerryServerCommand.parse() } catch { FerryServerCommand.exit(withError: error) }
+        let finished = DispatchSemaphore(value: 0)
+        let failure = LockedFailure()
+        // Detached: `main` is the main actor's, and a task that inherited it would wait for
+        // the main thread, which waits for the task.
+        Task.detached {
+            do { try await command.run() } catch { failure.set(error) }
+            finished.signal()
+        }
+        finished.wait()
+        if let error = failure.get() { FerryServerCommand.exit(withError: error) }
+    }
+}
+
+/// The server's error, handed from its task to the main thread.
+private final class LockedFailure: @unchecked Sendable {
+    private let lock = NSLock()
+    private var error: Error?
+    func set(_ e: Error) { lock.withLock { error = e } }
+    func get() -> Error? { lock.withLock { error } }
 }
