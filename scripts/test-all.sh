@@ -4,7 +4,8 @@
 # stack and sync engine against an in-process ferry-server, 200 seeds of the randomized convergence
 # test; also under ASan, and the concurrent ones under TSan), the C ABI tests under CTest (also
 # under valgrind; the sync test starts build/ferry-server), the install and pkg-config check,
-# Python (pytest), the admin console in headless Chromium (tests/console), Rust (cargo test), a
+# the instruction budgets (bench/budgets, callgrind), Python (pytest), the admin console in
+# headless Chromium (tests/console), Rust (cargo test), a
 # tiny run of the load tool (bench/load) on SQLite and PostgreSQL, and a short run of every fuzz
 # target. Exits non-zero on the first failing suite.
 set -euo pipefail
@@ -88,6 +89,12 @@ TSAN_OPTIONS="suppressions=$root/scripts/tsan.supp" \
 phase "C tests (CTest, with valgrind)"
 ctest --test-dir build --output-on-failure -j2
 
+phase "instruction budgets (bench/budgets/run: callgrind counts per object and per idle second)"
+# Fails when a fixed small workload costs more instructions than its budget in
+# bench/budgets/budgets.txt (+10%): the local insert, the server's upload path, the client's
+# bootstrap and steady-state integration, an idle process. About 40 s.
+bench/budgets/run
+
 phase "install and pkg-config consumer"
 prefix=$(mktemp -d)
 cmake --install build --prefix "$prefix" >/dev/null
@@ -113,6 +120,7 @@ phase "Rust tests"
 (cd bindings/rust && FERRY_LIB_DIR="$root/build" cargo test --offline -q)
 
 phase "fuzz targets (short runs)"
-fuzz/run.sh "${FERRY_FUZZ_SECONDS:-20}"
+# 16 s each (was 20): the 40 s went to the instruction budgets, to keep CI under 45 minutes.
+fuzz/run.sh "${FERRY_FUZZ_SECONDS:-16}"
 
 phase "all test suites passed"
