@@ -126,6 +126,48 @@ struct SlowConsumerTests {
         }
     }
 
+    /// Issue 22, point 9: a connection that toggles a large subscription set without reading
+    /// (each toggle a bootstrap of the whole view) made the server queue 124 times what it
+    /// sent. The per-connection bound covers it: once that much waits, the server stops reading
+    /// the connection's messages, so its queue stays within the bound and one bootstrap while
+    /// the rest of its 2,000 toggles wait in the kernel's buffers; other devices sync on.
+    @Test func togglingALargeSetWithoutReadingStaysWithinTheBound() async throws {
+        let bound = 2 << 20
+        try await LiveServer.withServer(configure: {
+            $0.connectionLimits.writeStallTimeout = .seconds(600)
+            $0.connectionLimits.maxQueuedBytesPerConnection = bound
+        }) { port in
+            let user = try await LiveServer.anonymousUser(port: port)
+            let writer = try await LiveServer.syncSocket(port: port, token: user.token)
+            #expect(try await SyncTraffic.subscribe(writer))
+            // A view of 40 items of 32 KB: each bootstrap of it is about 1.3 MB.
+            try await SyncTraffic.upload(writer, userId: user.id, items: 40, itemBytes: 32 << 10)
+            #expect(await Self.acknowledged(writer, through: 40))
+            let toggler = try await LiveServer.syncSocket(port: port, token: user.token, receiveBuffer: 4096)
+            #expect(try await SyncTraffic.subscribe(toggler))
+            try await toggler.pauseReading()
+            let none = [Subscription(name: "none", objectType: "Item", query: "complexity < 0")]
+            // Sent from a task: once the server stops reading this connection, the sends wait.
+            let sender = Task {
+                for v in UInt64(2)...UInt64(2_001) {
+                    try await toggler.send(WireFormat.message(.query(session: 1, version: v, subscriptions: v % 2 == 0 ? none : SyncTraffic.allItems)))
+                }
+            }
+            var peak = 0.0
+            for _ in 0..<100 {
+                peak = max(peak, MetricsTests.value(try await MetricsTests.scrape(port: port), "ferry_outbox_queued_bytes") ?? 0)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(peak > Double(bound / 2), "the toggles were not answered: \(Int(peak)) bytes queued at most")
+            #expect(peak <= Double(bound + (2 << 20)), "\(Int(peak)) bytes queued for a connection bounded at \(bound)")
+            // Meanwhile the writer's device syncs on.
+            try await SyncTraffic.upload(writer, userId: user.id, items: 41, itemBytes: 10)
+            #expect(await Self.acknowledged(writer, through: 41))
+            sender.cancel()
+            await toggler.close()
+        }
+    }
+
     /// `count` sync clients of one user subscribed to every item that then stop reading, while
     /// another device of the user writes 400 items of 32 KB (12.8 MB for each reader: more than
     /// the kernel's socket buffers take); returns once the writer is acknowledged.
