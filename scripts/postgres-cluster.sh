@@ -9,9 +9,10 @@
 # (scram-sha-256) only, listening on 127.0.0.1 on a port the OS says is free (its unix socket
 # in DIR), and creates the role `ferry` (no superuser: the server migrates its own schema as an
 # ordinary owner, as in production) owning the databases `ferry` (the server's) and
-# `ferry_conf` (the conformance suite's, which the tests empty). Only the two URL lines go to
-# stdout, so a caller can `eval "$(scripts/postgres-cluster.sh start DIR)"`; progress and
-# errors go to stderr. Run as root, the cluster runs as the `postgres` OS user (initdb refuses
+# `ferry_conf` (the conformance suite's, which the tests empty). With openssl installed it
+# also serves TLS with a certificate from a CA of its own (FERRY_TEST_POSTGRES_CA names the
+# CA's PEM file). Only the variable lines go to stdout, so a caller can
+# `eval "$(scripts/postgres-cluster.sh start DIR)"`; progress and errors go to stderr. Run as root, the cluster runs as the `postgres` OS user (initdb refuses
 # root) and DIR is handed to it.
 set -euo pipefail
 
@@ -84,12 +85,34 @@ start() {
         --auth-local=scram-sha-256 --auth-host=scram-sha-256 -E UTF8 --no-locale --no-sync \
         >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed (log above)"; }
 
+    # TLS with a CA of the run's own (when openssl is here): the tests connect with
+    # sslmode=verify-full against it (issue 22, point 8). The server's certificate names
+    # 127.0.0.1 and localhost.
+    local tls_options="" ca=""
+    if command -v openssl >/dev/null; then
+        local tls=$dir/tls
+        mkdir -p "$tls"
+        (
+            cd "$tls"
+            openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3 -subj "/CN=Ferry test CA" 2>/dev/null
+            openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=127.0.0.1" 2>/dev/null
+            printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >san.ext
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 3 -extfile san.ext 2>/dev/null
+            chmod 600 server.key ca.key
+        ) || die "could not make the cluster's TLS certificates with openssl"
+        [[ $(id -u) -ne 0 ]] || chown -R postgres: "$tls"
+        chmod 755 "$tls"
+        chmod 644 "$tls/ca.pem"
+        tls_options="-c ssl=on -c ssl_cert_file=$tls/server.pem -c ssl_key_file=$tls/server.key"
+        ca=$tls/ca.pem
+    fi
+
     local port="" attempt
     for attempt in 1 2 3 4 5; do
         port=$(free_port)
         say "starting on 127.0.0.1:$port (attempt $attempt)"
         if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-            -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400" start >&2; then
+            -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 $tls_options" start >&2; then
             break
         fi
         port=""
@@ -120,6 +143,7 @@ SQL
     say "ready on 127.0.0.1:$port (stop with: $0 stop $dir)"
     echo "FERRY_TEST_POSTGRES_URL=$test_url"
     echo "FERRY_POSTGRES_URL=$url"
+    [[ -z $ca ]] || echo "FERRY_TEST_POSTGRES_CA=$ca"
 }
 
 stop() {

@@ -27,6 +27,9 @@ trap 'scripts/postgres-cluster.sh stop "$pg_dir" >/dev/null 2>&1 || true; rm -rf
 [ -n "${FERRY_TEST_POSTGRES_URL:-}" ] && [ -n "${FERRY_POSTGRES_URL:-}" ] \
   || { echo "error: the PostgreSQL cluster printed no URLs" >&2; exit 1; }
 export FERRY_TEST_POSTGRES_URL FERRY_POSTGRES_URL
+# The cluster's CA (it serves TLS): the verify-full test connects against it.
+[ -n "${FERRY_TEST_POSTGRES_CA:-}" ] || { echo "error: the PostgreSQL cluster printed no CA (is openssl installed?)" >&2; exit 1; }
+export FERRY_TEST_POSTGRES_CA
 
 phase "Swift tests"
 # The tests that run several server nodes (in-process, and ferry-server processes killed and
