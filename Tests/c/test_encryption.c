@@ -2,7 +2,8 @@
  * test_encryption.c — encryption at rest through the C API: a key in ferry_db_options_t
  * (version 2) encrypts the file and its WAL, a wrong, missing or unneeded key is
  * FERRY_ERR_DECRYPT with a message, a changed page is an error (never a crash, never garbage),
- * ferry_db_change_key converts files both ways, and a version-1 options struct still opens.
+ * ferry_db_change_key converts files both ways, a version-1 options struct still opens, and
+ * a file of encryption format version 1 opens and moves to version 2.
  */
 #include "check.h"
 
@@ -213,6 +214,64 @@ static void test_change_key(ferry_schema_t *schema) {
   ferry_db_free(db);
 }
 
+/* Copies a file; false if the source does not exist. */
+static bool copy_file(const char *from, const char *to) {
+  FILE *in = fopen(from, "rb");
+  if (!in) return false;
+  FILE *out = fopen(to, "wb");
+  CHECK(out != NULL);
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0) CHECK(fwrite(buf, 1, n, out) == n);
+  fclose(in);
+  fclose(out);
+  return true;
+}
+
+/* Whether page 1 starts with format version 2's header ("FRY" 2, docs/encryption.md). */
+static bool has_version_two_header(const char *path) {
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL);
+  unsigned char head[4] = {0};
+  size_t n = fread(head, 1, 4, f);
+  fclose(f);
+  return n == 4 && memcmp(head, "FRY\x02", 4) == 0;
+}
+
+/* A file of format version 1 (Tests/Fixtures/encryption-v1, with its WAL as a crash left it)
+ * opens through the C API, and ferry_db_change_key with the same key moves it to version 2
+ * with every object (issue 22, point 4). */
+static void test_version_one_file(void) {
+  const char *path = test_path("v1.ferry");
+  char wal[700];
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  CHECK(copy_file(FERRY_REPO_DIR "/Tests/Fixtures/encryption-v1/v1.ferry", path));
+  CHECK(copy_file(FERRY_REPO_DIR "/Tests/Fixtures/encryption-v1/v1.ferry-wal", wal));
+  uint8_t key[FERRY_ENCRYPTION_KEY_SIZE];
+  memset(key, 0x42, sizeof key);
+  CHECK(!has_version_two_header(path));
+  ferry_db_t *db = NULL;
+  CHECK_OK(open_with(&db, path, NULL, key));
+  ferry_results_t *r = NULL;
+  size_t n = 0;
+  CHECK_OK(ferry_db_query(&r, db, CLASS_KEY(db, "Item"), "TRUEPREDICATE", NULL, 0));
+  CHECK_OK(ferry_results_count(&n, r));
+  ferry_results_free(r);
+  CHECK_EQ_INT(n, 40);
+  ferry_db_free(db);
+
+  CHECK_OK(ferry_db_change_key(path, key, key));
+  CHECK(has_version_two_header(path));
+  CHECK(!file_contains(path, "plaintext-marker-7f3a"));
+  db = NULL;
+  CHECK_OK(open_with(&db, path, NULL, key));
+  CHECK_OK(ferry_db_query(&r, db, CLASS_KEY(db, "Item"), "TRUEPREDICATE", NULL, 0));
+  CHECK_OK(ferry_results_count(&n, r));
+  ferry_results_free(r);
+  CHECK_EQ_INT(n, 40);
+  ferry_db_free(db);
+}
+
 int main(void) {
   for (int i = 0; i < FERRY_ENCRYPTION_KEY_SIZE; i++) {
     key_a[i] = (uint8_t)(i * 7 + 1);
@@ -224,6 +283,7 @@ int main(void) {
   test_version_one_options(schema);
   test_tampered_pages(schema);
   test_change_key(schema);
+  test_version_one_file();
   ferry_schema_free(schema);
   return check_done("test_encryption");
 }
