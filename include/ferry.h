@@ -149,8 +149,12 @@ typedef struct ferry_value {
 } ferry_value_t;
 
 /** Fills *out with a new ObjectId (FERRY_TYPE_OBJECT_ID): 4 bytes of seconds since the epoch
- *  (big-endian), then 8 bytes from the system's CSPRNG, fresh for each id, so no id tells
- *  another (ids made in the same second are not in order). Any thread.
+ *  (big-endian), a 3-byte counter within that second (big-endian; each second starts it at a
+ *  random value below 2^23), then 5 bytes (40 bits) from the system's CSPRNG, fresh for each
+ *  id. Ids made in one process are strictly increasing, on any thread, so inserts append to a
+ *  primary key's B-tree; the random 40 bits keep the next id unguessable from one seen (one
+ *  chance in 2^40 per guess). If the clock goes back, or more than 2^23 ids are made in one
+ *  second, the time prefix stays ahead of the clock until it catches up. Any thread.
  *  Errors: FERRY_ERR_INVALID_ARGUMENT if out is NULL. */
 int ferry_object_id_generate(ferry_value_t *out);
 

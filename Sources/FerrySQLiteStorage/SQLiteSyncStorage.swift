@@ -260,14 +260,24 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         try read { try SQLiteObjectReads.object($0, key, schema: schema) }
     }
 
+    /// One read transaction for all the keys: the objects come from one snapshot, and SQLite
+    /// takes its WAL read lock once instead of once per key (in autocommit, each `SELECT` took
+    /// and dropped it: two `fcntl` calls per object of an upload's premerge, issue 23).
     public func objects(_ keys: [ObjectKey], schema: Schema) async throws -> [ObjectKey: StoredObject] {
         try read { db in
-            var out: [ObjectKey: StoredObject] = [:]
-            for k in keys {
-                guard out[k] == nil, let os = schema.objectSchema(named: k.table) else { continue }
-                if let o = try SQLiteObjectReads.object(db, k, schema: os) { out[k] = o }
+            try db.exec("BEGIN")
+            do {
+                var out: [ObjectKey: StoredObject] = [:]
+                for k in keys {
+                    guard out[k] == nil, let os = schema.objectSchema(named: k.table) else { continue }
+                    if let o = try SQLiteObjectReads.object(db, k, schema: os) { out[k] = o }
+                }
+                try db.exec("COMMIT")
+                return out
+            } catch {
+                _ = try? db.exec("ROLLBACK")
+                throw error
             }
-            return out
         }
     }
 

@@ -178,10 +178,18 @@ static void test_version_and_object_ids(void) {
                   (uint32_t)a.u.object_id[2] << 8 | a.u.object_id[3];
   CHECKF(secs >= (uint32_t)before - 1 && secs <= (uint32_t)after + 1,
          "ObjectId seconds %u not in [%ld, %ld]", secs, (long)before, (long)after);
-  /* 8 bytes from a CSPRNG per id: nothing fixed per process (MongoDB's bytes 4..9), no
-     counter (its bytes 9..12), so one id does not predict the next. Each check fails by chance
-     with probability 2^-40 and 2^-24. */
-  CHECK(memcmp(a.u.object_id + 4, b.u.object_id + 4, 5) != 0);
+  /* Seconds, a 3-byte counter within the second, 40 random bits (issue 23): ids made in one
+     process are strictly increasing, so the second one is greater; in the same second its
+     counter is the next. Its 40 random bits are fresh: nothing fixed per process (MongoDB's
+     bytes 4..9), no counter at the end (its bytes 9..12), so one id does not predict the next.
+     The last two checks fail by chance with probability 2^-40 and 2^-24. */
+  CHECK(memcmp(a.u.object_id, b.u.object_id, 12) < 0);
+  if (memcmp(a.u.object_id, b.u.object_id, 4) == 0) {
+    uint32_t na = (uint32_t)a.u.object_id[4] << 16 | (uint32_t)a.u.object_id[5] << 8 | a.u.object_id[6];
+    uint32_t nb = (uint32_t)b.u.object_id[4] << 16 | (uint32_t)b.u.object_id[5] << 8 | b.u.object_id[6];
+    CHECKF(nb == na + 1, "counters %u then %u in the same second", na, nb);
+  }
+  CHECK(memcmp(a.u.object_id + 7, b.u.object_id + 7, 5) != 0);
   uint32_t ca = (uint32_t)a.u.object_id[9] << 16 | (uint32_t)a.u.object_id[10] << 8 | a.u.object_id[11];
   uint32_t cb = (uint32_t)b.u.object_id[9] << 16 | (uint32_t)b.u.object_id[10] << 8 | b.u.object_id[11];
   CHECK(cb != ((ca + 1) & 0xffffff));
