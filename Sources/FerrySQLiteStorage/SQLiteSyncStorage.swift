@@ -275,6 +275,9 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
                 try db.exec("COMMIT")
                 return out
             } catch {
+                // Ending a read-only transaction only releases a read lock: no other connection
+                // can refuse it (no busy, nothing to write back), so it fails only when SQLite
+                // itself is out of memory or misused. The read's own error is thrown either way.
                 _ = try? db.exec("ROLLBACK")
                 throw error
             }

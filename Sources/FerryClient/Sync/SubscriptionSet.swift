@@ -31,16 +31,14 @@ public struct SubscriptionSet: Sendable, Equatable {
         s.version = try r.varint()
         s.state = State(rawValue: try r.byte()) ?? .pending
         s.errorMessage = try r.string()
-        let n = try r.count(minSize: 3)
-        for _ in 0..<n { s.subscriptions.append(Subscription(name: try r.string(), objectType: try r.string(), query: try r.string())) }
+        s.subscriptions = try readSubscriptions(&r)
         return s
     }
 
     func save(_ db: Database) throws {
         var w = ByteWriter()
         w.varint(version); w.byte(state.rawValue); w.string(errorMessage)
-        w.varint(UInt64(subscriptions.count))
-        for s in subscriptions { w.string(s.name); w.string(s.objectType); w.string(s.query) }
+        Self.write(subscriptions, to: &w)
         try db.setSyncValue(Self.key, w.bytes)
     }
 
@@ -55,19 +53,28 @@ public struct SubscriptionSet: Sendable, Equatable {
         guard let bytes = try db.syncValue(reflectedKey) else { return (0, []) }
         var r = ByteReader(bytes)
         let version = try r.varint()
-        let n = try r.count(minSize: 3)
-        var subscriptions: [Subscription] = []
-        for _ in 0..<n { subscriptions.append(Subscription(name: try r.string(), objectType: try r.string(), query: try r.string())) }
-        return (version, subscriptions)
+        return (version, try readSubscriptions(&r))
     }
 
     /// Records this set as what the file's data reflects (its bootstrap was integrated).
     func saveAsReflected(_ db: Database) throws {
         var w = ByteWriter()
         w.varint(version)
+        Self.write(subscriptions, to: &w)
+        try db.setSyncValue(Self.reflectedKey, w.bytes)
+    }
+
+    /// The subscriptions' encoding in both values: a count, then name, type and query each.
+    private static func write(_ subscriptions: [Subscription], to w: inout ByteWriter) {
         w.varint(UInt64(subscriptions.count))
         for s in subscriptions { w.string(s.name); w.string(s.objectType); w.string(s.query) }
-        try db.setSyncValue(Self.reflectedKey, w.bytes)
+    }
+
+    private static func readSubscriptions(_ r: inout ByteReader) throws -> [Subscription] {
+        let n = try r.count(minSize: 3)
+        var subscriptions: [Subscription] = []
+        for _ in 0..<n { subscriptions.append(Subscription(name: try r.string(), objectType: try r.string(), query: try r.string())) }
+        return subscriptions
     }
 
     // MARK: editing (the host's update block)
