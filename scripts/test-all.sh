@@ -23,13 +23,12 @@ pg_parent=$(mktemp -d)
 chmod 755 "$pg_parent"   # the cluster runs as the postgres OS user when this runs as root
 pg_dir="$pg_parent/postgres"
 eval "$(scripts/postgres-cluster.sh start "$pg_dir")"
-trap 'scripts/postgres-cluster.sh stop "$pg_dir" >/dev/null 2>&1 || true; rm -rf "$pg_parent"' EXIT
+trap 'scripts/postgres-cluster.sh stop "$pg_dir" >/dev/null 2>&1 || true
+      [ -z "${pg_tls_dir:-}" ] || scripts/postgres-cluster.sh stop "$pg_tls_dir" >/dev/null 2>&1 || true
+      rm -rf "$pg_parent"' EXIT
 [ -n "${FERRY_TEST_POSTGRES_URL:-}" ] && [ -n "${FERRY_POSTGRES_URL:-}" ] \
   || { echo "error: the PostgreSQL cluster printed no URLs" >&2; exit 1; }
 export FERRY_TEST_POSTGRES_URL FERRY_POSTGRES_URL
-# The cluster's CA (it serves TLS): the verify-full test connects against it.
-[ -n "${FERRY_TEST_POSTGRES_CA:-}" ] || { echo "error: the PostgreSQL cluster printed no CA (is openssl installed?)" >&2; exit 1; }
-export FERRY_TEST_POSTGRES_CA
 
 phase "Swift tests"
 # The tests that run several server nodes (in-process, and ferry-server processes killed and
@@ -42,6 +41,19 @@ cluster_tests="FerryStorageConformanceTests|MultiNodeSyncTests|ClusterFaultTests
 FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} FERRY_FAULT_SEEDS=${FERRY_FAULT_SEEDS:-20} swift test --skip "$cluster_tests"
 phase "the cluster, multi-node and PostgreSQL outage tests"
 swift test --skip-build --filter "$cluster_tests"
+
+phase "PostgreSQL over TLS: sslmode=verify-full against a cluster of its own"
+# A second, TLS-serving cluster for this one test only (see scripts/postgres-cluster.sh for
+# why the main cluster does not serve TLS).
+pg_tls_dir="$pg_parent/postgres-tls"
+tls_env=$(FERRY_POSTGRES_CLUSTER_TLS=1 scripts/postgres-cluster.sh start "$pg_tls_dir")
+(
+  eval "$tls_env"
+  [ -n "${FERRY_TEST_POSTGRES_CA:-}" ] || { echo "error: the TLS cluster printed no CA" >&2; exit 1; }
+  export FERRY_TEST_POSTGRES_URL FERRY_TEST_POSTGRES_CA
+  swift test --skip-build --filter "PostgresLocationTests"
+)
+scripts/postgres-cluster.sh stop "$pg_tls_dir" > /dev/null
 
 phase "the sync suites again on two nodes over PostgreSQL"
 # Each test gets two in-process nodes on a database of its own, behind tools/fault-proxy,
