@@ -152,17 +152,17 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
 
     /// Sends the kept object writes, a thousand rows per INSERT, each row at its version.
     private func flush(_ objects: [ObjectKey: (stored: StoredObject, version: UInt64)]) async throws {
-        let entries = Array(objects)
+        let entries = ObjectKey.inStorageOrder(objects)  // appends time-ordered ids to the index
         for start in stride(from: 0, to: entries.count, by: Self.insertBatch) {
             let batch = entries[start..<min(start + Self.insertBatch, entries.count)]
             // postgres-nio arrays cannot hold NULL, so an empty bytea stands for NULL (every
             // stored encoding has at least its count byte).
             var tables: [String] = [], pks: [ByteBuffer] = [], versions: [Int64] = [], docs: [ByteBuffer] = [], lists: [ByteBuffer] = [],
                 erased: [ByteBuffer] = []
-            for (key, entry) in batch {
+            for (table, pk, entry) in batch {
                 let stored = entry.stored
-                tables.append(key.table)
-                pks.append(ValueCodec.encode(key.key).buffer)
+                tables.append(table)
+                pks.append(pk.buffer)
                 versions.append(Int64(bitPattern: entry.version))
                 docs.append(stored.object.map { $0.encode().buffer } ?? ByteBuffer())
                 if stored.lists.entries.isEmpty { lists.append(ByteBuffer()) } else {

@@ -362,9 +362,9 @@ final class SQLiteWriteTransaction: SyncWriteTransaction, @unchecked Sendable {
             let version = objects.isEmpty ? headVersion : headVersion + 1
             let put = try db.statement("INSERT OR REPLACE INTO objects (tbl, pk, version, doc, lists, erased_doc) VALUES (?, ?, ?, ?, ?, ?)")
             defer { put.reset() }
-            for (key, stored) in objects {
+            for (table, pk, stored) in ObjectKey.inStorageOrder(objects) {
                 put.reset()
-                put.bind(1, key.table); put.bind(2, blob: ValueCodec.encode(key.key)); put.bind(3, Int64(bitPattern: version))
+                put.bind(1, table); put.bind(2, blob: pk); put.bind(3, Int64(bitPattern: version))
                 if let o = stored.object { put.bind(4, blob: o.encode()) } else { put.bindNull(4) }
                 if stored.lists.entries.isEmpty { put.bindNull(5) } else {
                     var w = ByteWriter()

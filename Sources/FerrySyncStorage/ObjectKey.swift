@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import FerryCore
 
 /// Identifies an object across classes.
@@ -7,5 +12,24 @@ public struct ObjectKey: Hashable, Sendable {
     public init(table: String, key: FerryValue) {
         self.table = table
         self.key = key
+    }
+}
+
+extension ObjectKey {
+    /// Objects with their keys encoded (`ValueCodec`, as the stores keep them), in the stores'
+    /// key order: class name, then encoded key, both compared as bytes (SQLite's and
+    /// PostgreSQL's `bytea` order). A commit writes in this order so that time-ordered ids
+    /// append to the primary key's B-tree and fill its pages; a dictionary's order would
+    /// insert them at random places among each other.
+    public static func inStorageOrder<T>(_ objects: [ObjectKey: T]) -> [(table: String, pk: [UInt8], value: T)] {
+        objects.map { (table: $0.key.table, pk: ValueCodec.encode($0.key.key), value: $0.value) }
+            .sorted { a, b in a.table != b.table ? a.table.utf8.lexicographicallyPrecedes(b.table.utf8) : bytesPrecede(a.pk, b.pk) }
+    }
+
+    /// Whether `a` sorts before `b` as the stores compare blobs (memcmp, then the shorter first).
+    static func bytesPrecede(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        let n = min(a.count, b.count)
+        let c = n == 0 ? 0 : a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in memcmp(pa.baseAddress!, pb.baseAddress!, n) } }
+        return c != 0 ? c < 0 : a.count < b.count
     }
 }

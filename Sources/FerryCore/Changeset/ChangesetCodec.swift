@@ -57,16 +57,18 @@ public enum ChangesetCodec {
                 guard rows >= 1, rows <= count - instructions.count, rows <= r.remaining / (2 * (fieldCount + 1)) else {
                     throw r.corrupt("create run of \(rows) objects does not fit")
                 }
+                // Each column's previous value, rebuilt in place: the shared prefix stays, the
+                // rest is replaced (no array made per value).
                 var previous = [[UInt8]](repeating: [], count: fieldCount + 1)
                 func next(_ column: Int) throws -> FerryValue {
                     let shared = try r.varint()
                     guard shared <= UInt64(previous[column].count) else { throw r.corrupt("front-coded prefix longer than the previous value") }
                     let rest = try r.lengthPrefixed()
-                    let value = Array(previous[column][..<Int(shared)]) + rest
-                    expansionBudget -= value.count
+                    expansionBudget -= Int(shared) + rest.count
                     guard expansionBudget >= 0 else { throw r.corrupt("create run expands beyond its limit") }
-                    previous[column] = value
-                    do { return try ValueCodec.decode(value) } catch let e as FerryError {
+                    previous[column].removeSubrange(Int(shared)...)
+                    previous[column].append(contentsOf: rest)
+                    do { return try ValueCodec.decode(previous[column]) } catch let e as FerryError {
                         throw FerryError(.corrupt, "a value in a create run: \(e.message)")
                     }
                 }

@@ -45,7 +45,7 @@ public enum ValueCodec {
             let n = try r.varint()
             guard n < 1_000_000_000 else { throw r.corrupt("timestamp nanoseconds out of range") }
             return .timestamp(try Timestamp(seconds: s, nanoseconds: Int32(n)))
-        case .objectId: return .objectId(try ObjectId(bytes: Array(try r.raw(12))))
+        case .objectId: return .objectId(try r.objectId())
         case .uuid: return .uuid(try FerryUUID(bytes: Array(try r.raw(16))))
         case .list:
             guard allowList else { throw r.corrupt("nested list") }

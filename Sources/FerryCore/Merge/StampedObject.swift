@@ -12,7 +12,19 @@ public struct StampedObject: Sendable, Equatable {
         values[os.primaryKeyIndex] = key
         stamps = Array(repeating: stamp, count: os.properties.count)
         versions = Array(repeating: version, count: os.properties.count)
-        for f in fields { if let i = os.propertyIndex(named: f.name) { values[i] = f.value } }
+        // Fields usually come in the schema's order (every SDK writes them so): each is
+        // first looked for just after the previous one, then by name.
+        var expected = 0
+        for f in fields {
+            if expected == os.primaryKeyIndex { expected += 1 }
+            let i: Int
+            if expected < os.properties.count, os.properties[expected].name == f.name { i = expected } else {
+                guard let found = os.propertyIndex(named: f.name) else { continue }
+                i = found
+            }
+            values[i] = f.value
+            expected = i + 1
+        }
     }
 
     public init(values: [FerryValue], stamps: [Stamp], versions: [UInt64]) {

@@ -28,12 +28,14 @@ public struct WriteValidator: Sendable {
             { name in objectSchema.propertyIndex(named: name).map { row[$0] } }
         }
         // Permissions first, as the seeds' examples report a wrong owner as a permission denial.
-        let writable = [before, after].compactMap { $0 }.allSatisfy { role.canWrite(user: user, field: fields($0)) }
+        // (Each state is checked on its own, without collecting them in an array: this runs
+        // for every uploaded object.)
+        func writable(_ row: [FerryValue]?) -> Bool { row.map { role.canWrite(user: user, field: fields($0)) } ?? true }
         let kindAllowed = (before != nil || role.insert) && (after != nil || role.delete)
-        guard writable && kindAllowed else {
+        guard kindAllowed && writable(before) && writable(after) else {
             return .deniedByWriteFilter(objectType: objectSchema.name, primaryKey: key, role: role.name)
         }
-        let inView = [before, after].compactMap { $0 }.allSatisfy { row in subscriptions.contains { $0.matches(row) } }
-        return inView ? nil : .outsideView(objectType: objectSchema.name, primaryKey: key)
+        func inView(_ row: [FerryValue]?) -> Bool { row.map { r in subscriptions.contains { $0.matches(r) } } ?? true }
+        return inView(before) && inView(after) ? nil : .outsideView(objectType: objectSchema.name, primaryKey: key)
     }
 }

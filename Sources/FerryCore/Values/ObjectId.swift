@@ -118,11 +118,29 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     public var description: String { hexString(array) }
 
-    public static func == (a: ObjectId, b: ObjectId) -> Bool {
-        withUnsafeBytes(of: a.bytes) { pa in withUnsafeBytes(of: b.bytes) { pb in pa.elementsEqual(pb) } }
+    /// The 12 bytes as two big-endian integers: comparing them compares the bytes in order.
+    /// Equality, hashing and ordering run on every dictionary lookup and sort of objects by
+    /// key (the server's merge does several per uploaded object), so they neither loop over
+    /// bytes nor allocate.
+    private var words: (high: UInt64, low: UInt32) {
+        withUnsafeBytes(of: bytes) { p in
+            (UInt64(bigEndian: p.loadUnaligned(as: UInt64.self)), UInt32(bigEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt32.self)))
+        }
     }
-    public func hash(into hasher: inout Hasher) { withUnsafeBytes(of: bytes) { hasher.combine(bytes: $0) } }
-    public static func < (a: ObjectId, b: ObjectId) -> Bool { a.array.lexicographicallyPrecedes(b.array) }
+
+    public static func == (a: ObjectId, b: ObjectId) -> Bool {
+        let (x, y) = (a.words, b.words)
+        return x.high == y.high && x.low == y.low
+    }
+    public func hash(into hasher: inout Hasher) {
+        let w = words
+        hasher.combine(w.high)
+        hasher.combine(w.low)
+    }
+    public static func < (a: ObjectId, b: ObjectId) -> Bool {
+        let (x, y) = (a.words, b.words)
+        return x.high != y.high ? x.high < y.high : x.low < y.low
+    }
 }
 
 func hexDigitValue(_ c: UInt8) -> UInt8? {

@@ -156,11 +156,15 @@ struct UploadIntegration: Sendable {
                     throw SessionFailure(session, SyncHub.badChangesetCode, "client version \(upload.clientVersion): no object type '\(first.table)' in the app's schema", .protocolViolation)
                 }
                 let k = ObjectKey(table: first.table, key: first.key)
-                if outcome.entries[k] == nil {
+                // The object's entry is taken out of the dictionary for the run and put back
+                // once (one hash of the key, not one per field of the entry).
+                var entry: Entry
+                if let known = outcome.entries.removeValue(forKey: k) { entry = known } else {
                     let s = stored[k] ?? StoredObject(object: nil)
-                    outcome.entries[k] = Entry(stored: s, before: s.object)
+                    entry = Entry(stored: s, before: s.object)
                 }
-                let start = outcome.entries[k]!.stored
+                defer { outcome.entries[k] = entry }
+                let start = entry.stored
                 if let existing = start.object, !view.mayRead(existing.values, of: os, app: app) {
                     // A create of a key another user's object already holds, one this user may
                     // not read: refused with its own reason, and nothing of that object is sent
@@ -168,8 +172,8 @@ struct UploadIntegration: Sendable {
                     // reveal another user's object).
                     if instructions[i..<end].contains(where: { if case .create = $0 { true } else { false } }) {
                         outcome.compensating.append(.keyTaken(objectType: os.name, primaryKey: first.key))
-                        outcome.entries[k]!.rejected = true
-                        outcome.entries[k]!.exact = false
+                        entry.rejected = true
+                        entry.exact = false
                         continue
                     }
                     // Any other write to it is a write to a missing object: checked against the
@@ -185,7 +189,7 @@ struct UploadIntegration: Sendable {
                             throw SessionFailure(session, SyncHub.badChangesetCode, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
                         }
                     }
-                    outcome.entries[k]!.exact = false
+                    entry.exact = false
                     continue
                 }
                 var next = start
@@ -202,7 +206,7 @@ struct UploadIntegration: Sendable {
                     }
                 }
                 guard didChange else {
-                    outcome.entries[k]!.exact = false
+                    entry.exact = false
                     continue
                 }
                 let validator: WriteValidator
@@ -213,14 +217,14 @@ struct UploadIntegration: Sendable {
                 }
                 if let cw = validator.check(user: user, before: start.object?.values, after: next.object?.values) {
                     outcome.compensating.append(cw)
-                    outcome.entries[k]!.rejected = true
+                    entry.rejected = true
                     continue
                 }
                 // A tombstone keeps the object's last values: who may learn of the erase.
                 next.erasedState = next.object == nil ? (start.object ?? start.erasedState) : nil
-                outcome.entries[k]!.stored = next
-                outcome.entries[k]!.changed = true
-                if !asIs { outcome.entries[k]!.exact = false }
+                entry.stored = next
+                entry.changed = true
+                if !asIs { entry.exact = false }
             }
         }
         return outcome

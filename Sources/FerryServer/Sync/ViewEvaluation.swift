@@ -8,12 +8,14 @@ import Foundation
 /// the client. It runs beside the hub (the storage backend reads in pages off Swift's
 /// cooperative pool), so one user's large set never holds up other users' uploads.
 ///
-/// Two passes over the snapshot: the first judges the set (its deadline, the connection) and
-/// measures the bootstrap exactly, without keeping it; then the hub installs the view
-/// (`Install`), and the second pass encodes the same instructions again and sends each
-/// DOWNLOAD as it is cut, saying how many bytes are still to come (exact progress), and waits
-/// while more than a few messages are queued for the client. Memory stays at a few messages
-/// whatever the view's size. The hub then catches up from the snapshot's version.
+/// Two passes: the first reads the snapshot, judges the set (its deadline, the connection),
+/// encodes the bootstrap and spools it (`BootstrapSpool`: in memory up to one message, else
+/// an unlinked temporary file), so its exact size is known; then the hub installs the view
+/// (`Install`), and the second pass sends each spooled DOWNLOAD, saying how many bytes are
+/// still to come (exact progress), and waits while more than a few messages are queued for
+/// the client. Memory stays at a few messages whatever the view's size. If the spool failed
+/// (a full disk), the second pass reads and encodes the snapshot again instead. The hub then
+/// catches up from the snapshot's version.
 struct ViewEvaluation: @unchecked Sendable {
     let session: UInt64
     let subscriptions: [Subscription]
@@ -63,9 +65,9 @@ struct ViewEvaluation: @unchecked Sendable {
         let evaluation = self
         do {
             return try await storage.withSnapshot { snapshot in
-                let chunkSizes = try await evaluation.measure(newView, from: snapshot)
+                let spool = try await evaluation.measure(newView, from: snapshot)
                 guard let acknowledged = try await install(newView, snapshot.version) else { throw ConnectionGone(afterInstall: false) }
-                try await evaluation.stream(newView, from: snapshot, chunkSizes: chunkSizes, acknowledged: acknowledged)
+                try await evaluation.stream(newView, from: snapshot, spool: spool, acknowledged: acknowledged)
                 return .sent(newView, snapshot.version)
             }
         } catch let e as SubscriptionError {
@@ -73,28 +75,30 @@ struct ViewEvaluation: @unchecked Sendable {
         }
     }
 
-    /// The first pass: the size of each DOWNLOAD of the bootstrap, within the deadline.
-    private func measure(_ newView: SessionView, from snapshot: any SyncSnapshot) async throws -> [Int] {
+    /// The first pass: every DOWNLOAD of the bootstrap, encoded and spooled, within the deadline.
+    private func measure(_ newView: SessionView, from snapshot: any SyncSnapshot) async throws -> BootstrapSpool {
         let deadline = Date().addingTimeInterval(limits.viewEvaluationSeconds)
         var visited = 0
         let outbox = self.outbox, limits = self.limits
         var chunks = DownloadChunker()
-        var sizes: [Int] = []
+        let spool = BootstrapSpool()
         try await visit(newView, from: snapshot, each: {
             visited += 1
             guard visited % Self.checkEvery == 0 else { return }
             if outbox.isClosed { throw ConnectionGone(afterInstall: false) }
             if Date() > deadline { throw SubscriptionError("the subscription set took longer than \(Int(limits.viewEvaluationSeconds)) s to evaluate; make its queries narrower") }
         }) { i in
-            if let c = chunks.add(i) { sizes.append(c.count) }
+            if let c = chunks.add(i) { spool.append(c) }
         }
-        if let c = chunks.cut() { sizes.append(c.count) }
-        return sizes
+        if let c = chunks.cut() { spool.append(c) }
+        return spool
     }
 
-    /// The second pass: the same instructions, cut the same way, sent as they are cut.
-    private func stream(_ newView: SessionView, from snapshot: any SyncSnapshot, chunkSizes: [Int], acknowledged: UInt64) async throws {
+    /// The second pass: the spooled messages, or (the spool failed) the same instructions
+    /// encoded again and cut the same way, sent as they are cut.
+    private func stream(_ newView: SessionView, from snapshot: any SyncSnapshot, spool: BootstrapSpool, acknowledged: UInt64) async throws {
         let (session, setVersion, outbox, version) = (self.session, self.setVersion, self.outbox, snapshot.version)
+        let chunkSizes = spool.sizes
         guard !chunkSizes.isEmpty else {
             outbox.send(.download(session: session, serverVersion: version, uploadAcknowledged: acknowledged, subscriptionVersion: setVersion,
                                   downloadableBytes: 0, isLastInBatch: true, changesets: []))
@@ -116,11 +120,16 @@ struct ViewEvaluation: @unchecked Sendable {
                                   changesets: [DownloadChangeset(serverVersion: version, originFileIdent: 0, changeset: chunk)]))
             sent += 1
         }
-        var chunks = DownloadChunker()
-        try await visit(newView, from: snapshot, each: {}) { i in
-            if let c = chunks.add(i) { try await send(c) }
+        if spool.isUsable {
+            try await spool.forEach { try await send($0) }
+        } else {
+            outbox.logger.warning("the bootstrap of session \(session) could not be spooled (\(spool.failure ?? "")): its view is read and encoded a second time")
+            var chunks = DownloadChunker()
+            try await visit(newView, from: snapshot, each: {}) { i in
+                if let c = chunks.add(i) { try await send(c) }
+            }
+            if let c = chunks.cut() { try await send(c) }
         }
-        if let c = chunks.cut() { try await send(c) }
         guard sent == chunkSizes.count else { throw FerryError(.internal, "the bootstrap's second pass sent \(sent) of \(chunkSizes.count) messages") }
     }
 

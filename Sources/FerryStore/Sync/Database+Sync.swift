@@ -160,6 +160,7 @@ extension Database {
             var recent: [ObjectKeyRef: [LocalWrite]] = [:]
             var before: [(ObjectKeyRef, Int, [FerryValue]?)] = []
             var seen: Set<ObjectKeyRef> = []
+            var positions = FieldPositions()
             if var floor, latest > floor, !objects.isEmpty {
                 // Every download until the acknowledgement moves again reads the last
                 // acknowledged upload: past `captureBytes` (a bulk import), only the writes the
@@ -190,7 +191,7 @@ extension Database {
                 }
                 switch i {
                 case let .create(_, key, fields):
-                    let values = try store.rowFromServer(ci, key: key, fields: fields)
+                    let values = try store.rowFromServer(ci, key: key, fields: fields, positions: &positions)
                     try store.upsertRow(c, ci, values)
                 case let .erase(_, key):
                     guard try store.deleteRowIfExists(c, ci, key: key) else { continue }
@@ -286,13 +287,22 @@ extension Store {
     /// The row of a whole object the server sent. The server's values are checked like the
     /// host's: a value of the wrong type would otherwise be stored and break later reads.
     func rowFromServer(_ ci: Int, key: FerryValue, fields: [FieldValue]) throws -> [FerryValue] {
+        var positions = FieldPositions()
+        return try rowFromServer(ci, key: key, fields: fields, positions: &positions)
+    }
+
+    /// `rowFromServer`, finding the fields' properties through `positions` (the last field
+    /// list's, reused while creates name the same fields in the same order, as a bootstrap's
+    /// do: one name lookup per field per download, not per object).
+    func rowFromServer(_ ci: Int, key: FerryValue, fields: [FieldValue], positions: inout FieldPositions) throws -> [FerryValue] {
         let layout = layout(ci)
         let os = layout.objectSchema
         var values = layout.defaults
         try os.primaryKey.validateElement(key, className: os.name)
         values[layout.primaryKeyIndex] = key
-        for f in fields {
-            guard let p = os.propertyIndex(named: f.name), p != layout.primaryKeyIndex else { continue }
+        let found = positions.of(fields, classIndex: ci, in: os)
+        for (n, f) in fields.enumerated() {
+            guard let p = found[n], p != layout.primaryKeyIndex else { continue }
             let property = os.properties[p]
             if property.isList {
                 guard case .list(let items) = f.value else {
@@ -305,6 +315,21 @@ extension Store {
             values[p] = f.value
         }
         return values
+    }
+}
+
+/// The property index of each field of the last field list seen (see `rowFromServer`).
+struct FieldPositions {
+    private var classIndex = -1
+    private var names: [String] = []
+    private var positions: [Int?] = []
+
+    mutating func of(_ fields: [FieldValue], classIndex ci: Int, in os: ObjectSchema) -> [Int?] {
+        if ci == classIndex, names.count == fields.count, zip(names, fields).allSatisfy({ $0 == $1.name }) { return positions }
+        classIndex = ci
+        names = fields.map(\.name)
+        positions = fields.map { os.propertyIndex(named: $0.name) }
+        return positions
     }
 }
 
