@@ -130,3 +130,40 @@ struct UploadIntegrationTests {
         #expect(outcome.entries[key]?.exact == false)
     }
 }
+
+/// The sync log's summary of an upload keeps its first lines and counts the rest (issue 23:
+/// formatting every object's key of a bulk upload cost 7% of its integration).
+@Suite("Server: an upload's sync log summary")
+struct UploadSummaryTests {
+    static func key(_ n: Int) -> FerryValue {
+        .objectId(try! ObjectId(bytes: [UInt8](repeating: 7, count: 8) + withUnsafeBytes(of: UInt32(n).bigEndian) { Array($0) }))
+    }
+
+    static func decoded(_ version: UInt64, _ instructions: [Instruction]) -> UploadIntegration.Decoded {
+        UploadIntegration.Decoded(UploadChangeset(clientVersion: version, lastIntegratedServerVersion: 0,
+                                                  changeset: ChangesetCodec.encode(Changeset(timestamp: 1_000, instructions: instructions))))
+    }
+
+    @Test func runsOnOneObjectAreOneLineAndLinesPastTheLimitAreOnlyCounted() {
+        var first: [Instruction] = []
+        for n in 0..<5 {
+            first.append(.create(table: "Item", key: Self.key(n), fields: [FieldValue(name: "complexity", value: .int(1))]))
+            first.append(.set(table: "Item", key: Self.key(n), field: "complexity", value: .int(2)))
+            first.append(.set(table: "Item", key: Self.key(n), field: "ownerId", value: .string("a")))
+        }
+        let second = (5..<12).map { Instruction.erase(table: "Item", key: Self.key($0)) }
+        let broken = UploadIntegration.Decoded(UploadChangeset(clientVersion: 3, lastIntegratedServerVersion: 0, changeset: [9, 9, 9]))
+        let summary = SyncTelemetry.UploadSummary([Self.decoded(1, first), broken, Self.decoded(2, second)], maxLines: 8)
+        // Objects 0..4: a create line and an update line (two sets) each; then erases.
+        let expected: [SyncTelemetry.UploadSummary.Line] = (0..<5).flatMap { n in
+            [.init(version: 1, table: "Item", operation: "create", key: Self.key(n), count: 1),
+             .init(version: 1, table: "Item", operation: "update", key: Self.key(n), count: 2)]
+        } + (5..<12).map { .init(version: 2, table: "Item", operation: "erase", key: Self.key($0), count: 1) }
+        #expect(summary.lines == Array(expected.prefix(8)))
+        #expect(summary.omitted == expected.count - 8)
+        #expect(summary.instructions == first.count + second.count)
+        #expect(summary.undecodable.map(\.version) == [3])
+        let all = SyncTelemetry.UploadSummary([Self.decoded(1, first), Self.decoded(2, second)], maxLines: 100)
+        #expect(all.lines == expected && all.omitted == 0)
+    }
+}

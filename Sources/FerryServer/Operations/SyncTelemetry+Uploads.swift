@@ -11,40 +11,64 @@ extension SyncTelemetry {
     func uploadReceived(_ outbox: ConnectionOutbox, session: UInt64, _ changesets: [UploadIntegration.Decoded]) {
         metrics.uploadReceived(changesets: changesets.count)
         guard let log else { return }
-        // Only the first `maxUploadLines` lines are kept; the others are only counted (a bulk
-        // upload has one line per object: building them all cost 7% of its integration).
-        var lines: [(version: UInt64, table: String, operation: String, key: FerryValue, count: Int)] = []
-        var lineCount = 0
-        var last: (version: UInt64, table: String, operation: String, key: FerryValue)? = nil
-        var undecodable: [StoredJSON] = []
-        for d in changesets {
-            switch d.changeset {
-            case .failure(let e):
-                undecodable.append(.object([("client_version", .int(Int64(clamping: d.upload.clientVersion))), ("error", .string(excerpt(e.description)))]))
-            case .success(let c):
-                let v = d.upload.clientVersion
-                for i in c.instructions {
-                    let op = Self.operation(i)
-                    if let l = last, l.version == v, l.operation == op, l.key == i.key, l.table == i.table {
-                        if lineCount <= Self.maxUploadLines { lines[lines.count - 1].count += 1 }
-                        continue
-                    }
-                    last = (v, i.table, op, i.key)
-                    lineCount += 1
-                    if lineCount <= Self.maxUploadLines { lines.append((v, i.table, op, i.key, 1)) }
-                }
-            }
-        }
-        var summary: [StoredJSON] = lines.map {
+        let summary = UploadSummary(changesets, maxLines: Self.maxUploadLines)
+        var json: [StoredJSON] = summary.lines.map {
             .object([("client_version", .int(Int64(clamping: $0.version))), ("object_type", .string(excerpt($0.table))), ("operation", .string($0.operation)),
                      ("primary_key", .string(excerpt($0.key.keyText))), ("count", .int(Int64($0.count)))])
         }
-        summary += undecodable.prefix(10)
-        let instructions = changesets.reduce(0) { n, d in if case .success(let c) = d.changeset { return n + c.instructions.count } else { return n } }
+        json += summary.undecodable.prefix(10).map {
+            .object([("client_version", .int(Int64(clamping: $0.version))), ("error", .string(excerpt($0.error)))])
+        }
         log.record(.upload, userId: outbox.userId, connection: outbox.id,
-                   "upload of \(changesets.count) changeset(s), \(instructions) instruction(s) in session \(session)",
-                   details: [("session", .int(Int64(clamping: session))), ("changesets", .array(summary)),
-                             ("lines_omitted", .int(Int64(max(0, lineCount - Self.maxUploadLines))))])
+                   "upload of \(changesets.count) changeset(s), \(summary.instructions) instruction(s) in session \(session)",
+                   details: [("session", .int(Int64(clamping: session))), ("changesets", .array(json)),
+                             ("lines_omitted", .int(Int64(summary.omitted)))])
+    }
+
+    /// The sync log's summary of one upload: one line per run of instructions on one object
+    /// with one operation (client version, object type, operation, primary key, count). Only
+    /// the first `maxLines` lines are kept and the others counted: a bulk upload has a line per
+    /// object, and building them all (with each key formatted as text) cost 7% of its
+    /// integration (issue 23).
+    struct UploadSummary {
+        struct Line: Equatable {
+            var version: UInt64
+            var table: String
+            var operation: String
+            var key: FerryValue
+            var count: Int
+        }
+        private(set) var lines: [Line] = []
+        /// Lines past `maxLines`, counted only.
+        private(set) var omitted = 0
+        private(set) var undecodable: [(version: UInt64, error: String)] = []
+        private(set) var instructions = 0
+
+        init(_ changesets: [UploadIntegration.Decoded], maxLines: Int) {
+            var lineCount = 0
+            var last: Line? = nil
+            for d in changesets {
+                switch d.changeset {
+                case .failure(let e):
+                    undecodable.append((d.upload.clientVersion, e.description))
+                case .success(let c):
+                    let v = d.upload.clientVersion
+                    instructions += c.instructions.count
+                    for i in c.instructions {
+                        let op = SyncTelemetry.operation(i)
+                        if let l = last, l.version == v, l.operation == op, l.key == i.key, l.table == i.table {
+                            if lineCount <= maxLines { lines[lines.count - 1].count += 1 }
+                            continue
+                        }
+                        let line = Line(version: v, table: i.table, operation: op, key: i.key, count: 1)
+                        last = line
+                        lineCount += 1
+                        if lineCount <= maxLines { lines.append(line) }
+                    }
+                }
+            }
+            omitted = max(0, lineCount - maxLines)
+        }
     }
 
     static func operation(_ i: Instruction) -> String {

@@ -31,6 +31,8 @@ struct ViewEvaluation: @unchecked Sendable {
     /// what changed since `since`.
     let setChanged: Bool
     let outbox: ConnectionOutbox
+    /// Where a bootstrap larger than one message is spooled (nil: `TMPDIR`, else `/tmp`).
+    var spoolDirectory: String? = nil
 
     enum Outcome: @unchecked Sendable {
         case rejected(String)
@@ -81,7 +83,7 @@ struct ViewEvaluation: @unchecked Sendable {
         var visited = 0
         let outbox = self.outbox, limits = self.limits
         var chunks = DownloadChunker()
-        let spool = BootstrapSpool()
+        let spool = BootstrapSpool(directory: spoolDirectory)
         try await visit(newView, from: snapshot, each: {
             visited += 1
             guard visited % Self.checkEvery == 0 else { return }
