@@ -95,10 +95,13 @@ let package = Package(
         .executableTarget(name: "ferry-server", dependencies: [
             "FerryServer", "FerryAuth", "FerrySyncStorage", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        /// Helpers the test targets share (not shipped): child processes started without
+        /// Foundation's `Process`.
+        .target(name: "FerryTestSupport", path: "Tests/Support"),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
         .testTarget(name: "FerryAppConfigTests", dependencies: ["FerryAppConfig"]),
         .testTarget(name: "FerryServerTests", dependencies: [
-            "FerryServer", .product(name: "HummingbirdTesting", package: "hummingbird"),
+            "FerryServer", "FerryTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "FerryAuthTests", dependencies: [
             "FerryAuth", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -113,7 +116,7 @@ let package = Package(
         ]),
         /// The client's network stack and sync engine against a real in-process ferry-server.
         .testTarget(name: "FerryClientTests", dependencies: [
-            "FerryClient", "FerryServer", "FerrySQLite", "FerryPostgresStorage",
+            "FerryClient", "FerryServer", "FerrySQLite", "FerryPostgresStorage", "FerryTestSupport",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

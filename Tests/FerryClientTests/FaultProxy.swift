@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +16,7 @@ final class FaultProxy: @unchecked Sendable {
         return FileManager.default.isExecutableFile(atPath: p) ? p : nil
     }
 
-    private let process = Process()
+    private var process: ChildProcess?
     private var control: Int32 = -1
     private var pending: [UInt8] = []
     let url: String
@@ -36,12 +37,9 @@ final class FaultProxy: @unchecked Sendable {
         }
         let dir = SyncTestServer.temporaryDirectory("proxy")
         let portFile = dir + "/port", controlFile = dir + "/control"
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = targets + ["--port-file", portFile, "--control-port-file", controlFile, "--seed", String(seed)]
-        // Never an unread pipe: the proxy would block once it filled.
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
+        // Never an unread pipe: the proxy would block once it filled (its output goes to /dev/null).
+        let process = try ChildProcess(binary, targets + ["--port-file", portFile, "--control-port-file", controlFile, "--seed", String(seed)])
+        self.process = process
         let deadline = Date().addingTimeInterval(20)
         var port = 0
         while port == 0 {
@@ -60,8 +58,8 @@ final class FaultProxy: @unchecked Sendable {
 
     func stop() {
         if control >= 0 { close(control); control = -1 }
-        if process.isRunning {
-            process.terminate()
+        if let process, process.isRunning {
+            process.signal(SIGTERM)
             process.waitUntilExit()
         }
     }

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -21,7 +22,7 @@ final class ServerProcess: @unchecked Sendable {
         return nil
     }
 
-    private var process: Process?
+    private var process: ChildProcess?
     private let arguments: [String]
     private let environment: [String: String]
     private let directory: String
@@ -44,15 +45,9 @@ final class ServerProcess: @unchecked Sendable {
     func start() throws {
         guard let binary = Self.binary else { throw ProxyError("no ferry-server binary (swift build, or FERRY_SERVER_BINARY)") }
         let portFile = directory + "/port-\(UInt64.random(in: 0...UInt64.max))"
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = arguments + ["--port", String(port), "--port-file", portFile]
-        p.environment = environment
-        p.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         let log = directory + "/server.log"
         guard FileManager.default.createFile(atPath: log, contents: nil) else { throw ProxyError("cannot create \(log)") }
-        p.standardError = FileHandle(forWritingAtPath: log)
-        try p.run()
+        let p = try ChildProcess(binary, arguments + ["--port", String(port), "--port-file", portFile], environment: environment, standardError: log)
         process = p
         let deadline = Date().addingTimeInterval(60)
         while true {
@@ -71,7 +66,7 @@ final class ServerProcess: @unchecked Sendable {
     /// SIGKILL: no clean shutdown, as a crashed machine.
     func kill() {
         guard let p = process, p.isRunning else { return }
-        Glibc.kill(p.processIdentifier, SIGKILL)
+        p.signal(SIGKILL)
         p.waitUntilExit()
         process = nil
     }

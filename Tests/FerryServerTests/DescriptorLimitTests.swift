@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -23,18 +24,6 @@ struct DescriptorLimitTests {
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// Runs a program to its end with posix_spawn; its wait status.
-    static func run(_ arguments: [String]) throws -> Int32 {
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var child: pid_t = 0
-        let spawned = posix_spawn(&child, arguments[0], nil, nil, &argv, environ)
-        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
-        var status: Int32 = 0
-        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-        return status
-    }
-
     /// Polls `body` (a file the child writes) until it is true or `seconds` pass.
     static func eventually(seconds: Double, _ body: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(seconds)
@@ -54,10 +43,8 @@ struct DescriptorLimitTests {
 
         // Room for 8 more descriptors, then 40 connections: most wait in the backlog.
         let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
-        // posix_spawn, not Foundation's Process: Process.run reads past a buffer while the
-        // test process holds over ~1,300 descriptors (every test's server is open at once),
-        // and crashed the whole test run here once.
-        let status = try Self.run(["/usr/bin/prlimit", "--pid", String(pid), "--nofile=\(open + 8):\(open + 8)"])
+        // ChildProcess (posix_spawn), not Foundation's Process: see ChildProcess.
+        let status = try ChildProcess.run("/usr/bin/prlimit", ["--pid", String(pid), "--nofile=\(open + 8):\(open + 8)"])
         try #require(status == 0, "prlimit failed: status \(status)")
         var clients: [RawClient] = []
         for _ in 0..<40 { clients.append(try await RawClient.connect(port: port)) }
@@ -81,6 +68,6 @@ struct DescriptorLimitTests {
         #expect(log().contains("accepting connections again"))
         #expect(server.process.isRunning)
         server.stop()
-        #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0, "the server did not stop cleanly: \(log().suffix(2000))")
+        #expect(server.process.exitedCleanly, "the server did not stop cleanly: \(log().suffix(2000))")
     }
 }

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Glibc
 /// from `--port-file`, its log (standard error) kept in a file. Killed if a test leaves it
 /// running.
 final class ServerExecutable {
-    let process = Process()
+    let process: ChildProcess
     let directory: String
     let logFile: String
     private let portFile: String
@@ -33,23 +34,20 @@ final class ServerExecutable {
         portFile = directory + "/port"
         logFile = directory + "/server.log"
         try #require(FileManager.default.createFile(atPath: logFile, contents: nil), "cannot create \(logFile)")
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--app-dir", AuthAPITests.example, "--data", directory + "/data", "--port", "0", "--port-file", portFile] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["jwtSigningKey": AuthAPITests.jwtKey].merging(environment) { _, new in new }) { _, new in new }
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardError = FileHandle(forWritingAtPath: logFile)
-        try process.run()
+        process = try ChildProcess(binary, ["--app-dir", AuthAPITests.example, "--data", directory + "/data", "--port", "0", "--port-file", portFile] + arguments,
+                                   environment: ProcessInfo.processInfo.environment.merging(["jwtSigningKey": AuthAPITests.jwtKey].merging(environment) { _, new in new }) { _, new in new },
+                                   standardError: logFile)
     }
 
     deinit {
         if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
+            process.signal(SIGKILL)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
 
     func log() -> String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
 
