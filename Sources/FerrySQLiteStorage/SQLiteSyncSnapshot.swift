@@ -28,25 +28,40 @@ final class SQLiteSyncSnapshot: SyncSnapshot, @unchecked Sendable {
     /// body, which may suspend between rows.
     static let pageSize = 1_000
 
+    /// The next page is read (and its objects decoded) on a blocking thread while the body
+    /// runs over the current one: a bootstrap's first pass reads and judges/encodes at once,
+    /// on two cores (issue 23; the device waits for that pass before its first message). Only
+    /// one read is ever in flight on the connection, and the one in flight is awaited before
+    /// returning or throwing (`async let`), so the connection is never used after the caller
+    /// closes the snapshot.
     func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) async throws -> Void) async throws {
-        var after: [UInt8]?
+        var page = try await objectsPage(schema: schema, after: nil)
         while true {
-            let page = try await BlockingReads.run { try SQLiteObjectReads.objectsPage(db, schema: schema, after: after, limit: Self.pageSize) }
+            let after = page.count == Self.pageSize ? page.last?.rawKey : nil
+            async let next = after == nil ? nil : objectsPage(schema: schema, after: after)
             for row in page { try await body(row.key, row.object) }
-            guard page.count == Self.pageSize, let last = page.last else { return }
-            after = last.rawKey
+            guard let following = try await next else { return }
+            page = following
         }
     }
 
     func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) async throws -> Void) async throws {
-        var after: (version: Int64, rawKey: [UInt8])?
+        var page = try await changesPage(since: version, schema: schema, after: nil)
         while true {
-            let page = try await BlockingReads.run {
-                try SQLiteObjectReads.changesPage(db, since: version, schema: schema, after: after, limit: Self.pageSize)
-            }
+            let after = page.count == Self.pageSize ? page.last.map { (Int64(bitPattern: $0.change.version), $0.rawKey) } : nil
+            async let next = after == nil ? nil : changesPage(since: version, schema: schema, after: after)
             for row in page { try await body(row.change) }
-            guard page.count == Self.pageSize, let last = page.last else { return }
-            after = (Int64(bitPattern: last.change.version), last.rawKey)
+            guard let following = try await next else { return }
+            page = following
         }
+    }
+
+    private func objectsPage(schema: ObjectSchema, after: [UInt8]?) async throws -> [(key: FerryValue, object: StampedObject, rawKey: [UInt8])] {
+        try await BlockingReads.run { try SQLiteObjectReads.objectsPage(db, schema: schema, after: after, limit: Self.pageSize) }
+    }
+
+    private func changesPage(since version: UInt64, schema: ObjectSchema, after: (version: Int64, rawKey: [UInt8])?) async throws
+        -> [(change: ChangedObject, rawKey: [UInt8])] {
+        try await BlockingReads.run { try SQLiteObjectReads.changesPage(db, since: version, schema: schema, after: after, limit: Self.pageSize) }
     }
 }

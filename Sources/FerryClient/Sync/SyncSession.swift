@@ -492,19 +492,14 @@ public final class SyncSession: @unchecked Sendable {
             }
             identified(knownFile: false)
         case let .download(_, serverVersion, ack, subscriptionVersion, downloadable, isLast, changesets):
-            var instructions: [Instruction] = []
-            for c in changesets {
-                guard let decoded = try? ChangesetCodec.decode(c.changeset) else {
-                    return fail(SyncError(code: 212, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
-                }
-                instructions += decoded.instructions
-            }
             // A download that moves the acknowledgement answers an upload whose writes are
             // after the previous one; one that does not may still carry that answer's reverts.
             let floor = ack > acknowledged ? acknowledged : ackFloor
             do {
-                revertCaptures.add(try database.integrate(instructions, serverVersion: serverVersion, completesVersion: isLast,
-                                                          acknowledged: ack, capturingWritesAfter: floor))
+                revertCaptures.add(try database.integrate(changesets: changesets.map(\.changeset), serverVersion: serverVersion,
+                                                          completesVersion: isLast, acknowledged: ack, capturingWritesAfter: floor))
+            } catch is MalformedDownload {
+                return fail(SyncError(code: 212, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
             } catch {
                 return fail(SyncError(code: 0, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug))
             }

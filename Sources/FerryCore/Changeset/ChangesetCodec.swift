@@ -20,6 +20,34 @@ public enum ChangesetCodec {
     }
 
     public static func decode(_ bytes: [UInt8]) throws -> Changeset {
+        var instructions: [Instruction] = []
+        var runTable = ""
+        var runFields: [String] = []
+        let timestamp = try forEach(bytes, expecting: { instructions.reserveCapacity($0) },
+                                    run: { table, fields in runTable = table; runFields = fields },
+                                    row: { key, values in
+                                        var fields: [FieldValue] = []
+                                        fields.reserveCapacity(values.count)
+                                        for (i, f) in runFields.enumerated() { fields.append(FieldValue(name: f, value: values[i])) }
+                                        instructions.append(.create(table: runTable, key: key, fields: fields))
+                                    },
+                                    instruction: { instructions.append($0) })
+        return Changeset(timestamp: timestamp, instructions: instructions)
+    }
+
+    /// Decodes a changeset without building it: each object of a create run is handed to
+    /// `row` as its key and its values in the order of the run's fields (`run` names the class
+    /// and the fields first; the values array is reused from one object to the next), every
+    /// other instruction to `instruction`. `expecting` learns the instruction count first.
+    /// A device integrating a bootstrap writes rows straight from here, with no `Instruction`
+    /// or `FieldValue` per object (issue 23). The same checks as `decode`, which is built on
+    /// it: anything malformed throws before the callback that would have seen it. Returns the
+    /// changeset's timestamp.
+    @discardableResult
+    public static func forEach(_ bytes: [UInt8], expecting: (Int) -> Void = { _ in },
+                               run: (_ table: String, _ fields: [String]) throws -> Void,
+                               row: (_ key: FerryValue, _ values: [FerryValue]) throws -> Void,
+                               instruction: (Instruction) throws -> Void) throws -> Int64 {
         var r = ByteReader(bytes)
         let v = try r.byte()
         guard v == version else { throw r.corrupt("unknown changeset version \(v)") }
@@ -39,12 +67,12 @@ public enum ChangesetCodec {
             return Int(i)
         }
         let count = try r.count(minSize: 2)
-        var instructions: [Instruction] = []
-        instructions.reserveCapacity(count)
+        expecting(count)
+        var done = 0
         // Front-coded values may not expand past this (a hostile run could otherwise repeat a
         // large value for millions of two-byte rows).
         var expansionBudget = max(bytes.count * 64, 1 << 20)
-        while instructions.count < count {
+        while done < count {
             let rawTag = try r.byte()
             guard let tag = Tag(rawValue: rawTag) else { throw r.corrupt("unknown instruction tag \(rawTag)") }
             let table = try name()
@@ -54,9 +82,10 @@ public enum ChangesetCodec {
                 var fieldNames: [String] = []
                 for _ in 0..<fieldCount { fieldNames.append(try name()) }
                 let rows = Int(try r.uint32())
-                guard rows >= 1, rows <= count - instructions.count, rows <= r.remaining / (2 * (fieldCount + 1)) else {
+                guard rows >= 1, rows <= count - done, rows <= r.remaining / (2 * (fieldCount + 1)) else {
                     throw r.corrupt("create run of \(rows) objects does not fit")
                 }
+                try run(table, fieldNames)
                 // Each column's previous value, rebuilt in place: the shared prefix stays, the
                 // rest is replaced (no array made per value).
                 var previous = [[UInt8]](repeating: [], count: fieldCount + 1)
@@ -72,13 +101,13 @@ public enum ChangesetCodec {
                         throw FerryError(.corrupt, "a value in a create run: \(e.message)")
                     }
                 }
+                var values = [FerryValue](repeating: .null, count: fieldCount)
                 for _ in 0..<rows {
                     let key = try next(0)
                     guard key.type?.canBePrimaryKey == true else { throw r.corrupt("an object key must be an objectId, string, int or uuid") }
-                    var fields: [FieldValue] = []
-                    fields.reserveCapacity(fieldCount)
-                    for (i, f) in fieldNames.enumerated() { fields.append(FieldValue(name: f, value: try next(i + 1))) }
-                    instructions.append(.create(table: table, key: key, fields: fields))
+                    for i in 0..<fieldCount { values[i] = try next(i + 1) }
+                    try row(key, values)
+                    done += 1
                 }
                 continue
             }
@@ -92,23 +121,24 @@ public enum ChangesetCodec {
                 var fields: [FieldValue] = []
                 fields.reserveCapacity(n)
                 for _ in 0..<n { fields.append(FieldValue(name: try name(), value: try ValueCodec.decode(from: &r))) }
-                instructions.append(.create(table: table, key: key, fields: fields))
-            case .erase: instructions.append(.erase(table: table, key: key))
-            case .set: instructions.append(.set(table: table, key: key, field: try name(), value: try ValueCodec.decode(from: &r)))
-            case .addInteger: instructions.append(.addInteger(table: table, key: key, field: try name(), delta: try r.signed()))
+                try instruction(.create(table: table, key: key, fields: fields))
+            case .erase: try instruction(.erase(table: table, key: key))
+            case .set: try instruction(.set(table: table, key: key, field: try name(), value: try ValueCodec.decode(from: &r)))
+            case .addInteger: try instruction(.addInteger(table: table, key: key, field: try name(), delta: try r.signed()))
             case .listInsert:
                 let f = try name(); let i = try index()
-                instructions.append(.listInsert(table: table, key: key, field: f, index: i, value: try ValueCodec.decode(from: &r, allowList: false)))
+                try instruction(.listInsert(table: table, key: key, field: f, index: i, value: try ValueCodec.decode(from: &r, allowList: false)))
             case .listSet:
                 let f = try name(); let i = try index()
-                instructions.append(.listSet(table: table, key: key, field: f, index: i, value: try ValueCodec.decode(from: &r, allowList: false)))
+                try instruction(.listSet(table: table, key: key, field: f, index: i, value: try ValueCodec.decode(from: &r, allowList: false)))
             case .listErase:
                 let f = try name()
-                instructions.append(.listErase(table: table, key: key, field: f, index: try index()))
-            case .listClear: instructions.append(.listClear(table: table, key: key, field: try name()))
+                try instruction(.listErase(table: table, key: key, field: f, index: try index()))
+            case .listClear: try instruction(.listClear(table: table, key: key, field: try name()))
             }
+            done += 1
         }
         guard r.isAtEnd else { throw r.corrupt("trailing bytes after the changeset") }
-        return Changeset(timestamp: timestamp, instructions: instructions)
+        return timestamp
     }
 }

@@ -142,6 +142,44 @@ extension Database {
     /// error 231 that follows it says which objects were reverted.
     public func integrate(_ objects: [Instruction], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64,
                           capturingWritesAfter floor: UInt64?) throws -> [RevertCapture] {
+        try integrate(.decoded(objects), serverVersion: serverVersion, completesVersion: completesVersion, acknowledged: acknowledged,
+                      capturingWritesAfter: floor)
+    }
+
+    /// `integrate` of a download's changesets as the server encoded them. When nothing needs
+    /// the download as instructions (no local change to apply again, no write to capture, no
+    /// observer), create runs go from the decoder straight into rows, with no `Instruction`
+    /// per object (issue 23: a bootstrap's integration spent a quarter of its time building and
+    /// dropping them); otherwise they are decoded first. A changeset that does not decode
+    /// throws `MalformedDownload` and nothing of the download is integrated.
+    public func integrate(changesets: [[UInt8]], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64,
+                          capturingWritesAfter floor: UInt64?) throws -> [RevertCapture] {
+        try integrate(.encoded(changesets), serverVersion: serverVersion, completesVersion: completesVersion, acknowledged: acknowledged,
+                      capturingWritesAfter: floor)
+    }
+
+    /// A download as instructions, or as the changesets that hold them.
+    private enum DownloadSource {
+        case decoded([Instruction])
+        case encoded([[UInt8]])
+
+        var instructions: [Instruction] {
+            get throws {
+                switch self {
+                case .decoded(let objects): return objects
+                case .encoded(let changesets):
+                    var out: [Instruction] = []
+                    for c in changesets {
+                        do { out += try ChangesetCodec.decode(c).instructions } catch { throw MalformedDownload(reason: "\(error)") }
+                    }
+                    return out
+                }
+            }
+        }
+    }
+
+    private func integrate(_ source: DownloadSource, serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64,
+                           capturingWritesAfter floor: UInt64?) throws -> [RevertCapture] {
         var captures: [RevertCapture] = []
         try writingStore { c in
             let store = self.storeForSync
@@ -161,6 +199,15 @@ extension Database {
             var before: [(ObjectKeyRef, Int, [FerryValue]?)] = []
             var seen: Set<ObjectKeyRef> = []
             var positions = FieldPositions()
+            // Rows straight from the decoder when nothing below needs the instructions: no
+            // local change to apply again (`hasLocal`), no write to capture (`floor`), no
+            // observer to tell (`observed`).
+            var direct = !hasLocal && !observed && (floor.map { latest <= $0 } ?? true)
+            if case .decoded = source { direct = false }
+            if direct, case .encoded(let changesets) = source {
+                for changeset in changesets { try Self.integrateRows(changeset, into: store, on: c, classes: &classes) }
+            }
+            let objects = direct ? [] : try source.instructions
             if var floor, latest > floor, !objects.isEmpty {
                 // Every download until the acknowledgement moves again reads the last
                 // acknowledged upload: past `captureBytes` (a bulk import), only the writes the
@@ -189,17 +236,7 @@ extension Database {
                     let ref = ObjectKeyRef(table: i.table, key: i.key)
                     if recent[ref] != nil, seen.insert(ref).inserted { before.append((ref, ci, try store.readRow(c, ci, key: i.key))) }
                 }
-                switch i {
-                case let .create(_, key, fields):
-                    let values = try store.rowFromServer(ci, key: key, fields: fields, positions: &positions)
-                    try store.upsertRow(c, ci, values)
-                case let .erase(_, key):
-                    guard try store.deleteRowIfExists(c, ci, key: key) else { continue }
-                default:
-                    // A server instruction that does not fit this device's data (a property it
-                    // does not have) is dropped; a failure to write it (I/O) fails the download.
-                    if try store.readRow(c, ci, key: i.key) != nil { _ = try store.applyIfItFits(i, on: c) }
-                }
+                guard try store.applyServerInstruction(i, classIndex: ci, on: c, positions: &positions) else { continue }
                 if hasLocal { touched.insert(ObjectKeyRef(table: i.table, key: i.key)) }
                 if observed { applied.append(i) }
             }
@@ -283,7 +320,76 @@ extension Database {
     }
 }
 
+/// A download whose changesets do not decode: the server broke the protocol (the session
+/// ends with error 212); nothing of the download was integrated.
+public struct MalformedDownload: Error, CustomStringConvertible {
+    public let reason: String
+    public var description: String { "a malformed changeset: \(reason)" }
+}
+
+extension Database {
+    /// Writes one downloaded changeset's objects: create runs row by row from the decoder,
+    /// anything else as `integrate` applies a server instruction.
+    fileprivate static func integrateRows(_ changeset: [UInt8], into store: Store, on c: SQLiteConnection, classes: inout [String: Int]) throws {
+        var runClass: Int? = nil
+        var runPositions: [Int?] = []
+        func classIndex(_ table: String) -> Int? {
+            if let known = classes[table] { return known }
+            guard let found = store.schema.classIndex(named: table) else { return nil } // a class this device does not have
+            classes[table] = found
+            return found
+        }
+        // The writes' own errors (a wrong type, I/O) are carried out of the decoder as they are;
+        // only the decoder's are a malformed download.
+        struct WriteFailure: Error { let error: any Error }
+        func writing(_ body: () throws -> Void) throws {
+            do { try body() } catch { throw WriteFailure(error: error) }
+        }
+        do {
+            try ChangesetCodec.forEach(changeset, run: { table, fields in
+                runClass = classIndex(table)
+                if let ci = runClass {
+                    let os = store.layout(ci).objectSchema
+                    runPositions = fields.map { os.propertyIndex(named: $0) }
+                }
+            }, row: { key, values in
+                guard let ci = runClass else { return }
+                try writing {
+                    let row = try store.rowFromServer(ci, key: key, count: values.count, positions: runPositions) { values[$0] }
+                    try store.upsertRow(c, ci, row)
+                }
+            }, instruction: { i in
+                guard let ci = classIndex(i.table) else { return }
+                var positions = FieldPositions()
+                try writing { try store.applyServerInstruction(i, classIndex: ci, on: c, positions: &positions) }
+            })
+        } catch let failure as WriteFailure {
+            throw failure.error
+        } catch {
+            throw MalformedDownload(reason: "\(error)")
+        }
+    }
+}
+
 extension Store {
+    /// Applies one server instruction that is not part of a create run (see `integrate`);
+    /// returns whether it changed anything.
+    @discardableResult
+    func applyServerInstruction(_ i: Instruction, classIndex ci: Int, on c: SQLiteConnection, positions: inout FieldPositions) throws -> Bool {
+        switch i {
+        case let .create(_, key, fields):
+            try upsertRow(c, ci, try rowFromServer(ci, key: key, fields: fields, positions: &positions))
+            return true
+        case let .erase(_, key):
+            return try deleteRowIfExists(c, ci, key: key)
+        default:
+            // A server instruction that does not fit this device's data (a property it
+            // does not have) is dropped; a failure to write it (I/O) fails the download.
+            if try readRow(c, ci, key: i.key) != nil { _ = try applyIfItFits(i, on: c) }
+            return true
+        }
+    }
+
     /// The row of a whole object the server sent. The server's values are checked like the
     /// host's: a value of the wrong type would otherwise be stored and break later reads.
     func rowFromServer(_ ci: Int, key: FerryValue, fields: [FieldValue]) throws -> [FerryValue] {
@@ -295,24 +401,31 @@ extension Store {
     /// list's, reused while creates name the same fields in the same order, as a bootstrap's
     /// do: one name lookup per field per download, not per object).
     func rowFromServer(_ ci: Int, key: FerryValue, fields: [FieldValue], positions: inout FieldPositions) throws -> [FerryValue] {
+        let found = positions.of(fields, classIndex: ci, in: layout(ci).objectSchema)
+        return try rowFromServer(ci, key: key, count: fields.count, positions: found) { fields[$0].value }
+    }
+
+    /// The row of an object whose `count` field values are `value(n)`, for the properties at
+    /// `positions[n]` (nil: a property this device does not have).
+    func rowFromServer(_ ci: Int, key: FerryValue, count: Int, positions found: [Int?], value: (Int) -> FerryValue) throws -> [FerryValue] {
         let layout = layout(ci)
         let os = layout.objectSchema
         var values = layout.defaults
         try os.primaryKey.validateElement(key, className: os.name)
         values[layout.primaryKeyIndex] = key
-        let found = positions.of(fields, classIndex: ci, in: os)
-        for (n, f) in fields.enumerated() {
+        for n in 0..<count {
             guard let p = found[n], p != layout.primaryKeyIndex else { continue }
             let property = os.properties[p]
+            let v = value(n)
             if property.isList {
-                guard case .list(let items) = f.value else {
+                guard case .list(let items) = v else {
                     throw FerryError(.wrongType, "the server sent a non-list value for list '\(os.name).\(property.name)'")
                 }
                 for item in items { try property.validateElement(item, className: os.name) }
             } else {
-                try property.validateElement(f.value, className: os.name)
+                try property.validateElement(v, className: os.name)
             }
-            values[p] = f.value
+            values[p] = v
         }
         return values
     }
