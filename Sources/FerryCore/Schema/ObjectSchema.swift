@@ -6,6 +6,8 @@ public struct ObjectSchema: Hashable, Sendable {
     /// The index of `_id` in `properties`.
     public private(set) var primaryKeyIndex: Int = 0
     private var indexByName: [String: Int] = [:]
+    /// The properties' names in order, for `propertyIndex(named:)`'s scan.
+    private var names: [String] = []
 
     public init(name: String, properties: [Property], isAsymmetric: Bool = false) throws {
         self.name = name
@@ -19,6 +21,7 @@ public struct ObjectSchema: Hashable, Sendable {
                 throw FerryError(.invalidSchema, "class '\(name)' has two properties named '\(p.name)'")
             }
             indexByName[p.name] = i
+            names.append(p.name)
             if p.isPrimaryKey {
                 guard pk == nil else { throw FerryError(.invalidSchema, "class '\(name)' has more than one primary key") }
                 guard p.name == "_id" else {
@@ -51,9 +54,18 @@ public struct ObjectSchema: Hashable, Sendable {
 
     public var primaryKey: Property { properties[primaryKeyIndex] }
 
-    public func propertyIndex(named name: String) -> Int? { indexByName[name] }
+    /// Runs for every field of every object the server merges and every filter it checks: a
+    /// class of a few properties compares names (short ones compare as two words) instead of
+    /// hashing one, about a tenth of the cost (issue 23).
+    public func propertyIndex(named name: String) -> Int? {
+        if names.count <= Self.scanLimit { return names.firstIndex(of: name) }
+        return indexByName[name]
+    }
 
-    public func property(named name: String) -> Property? { indexByName[name].map { properties[$0] } }
+    /// Up to this many properties, `propertyIndex(named:)` scans.
+    static let scanLimit = 16
+
+    public func property(named name: String) -> Property? { propertyIndex(named: name).map { properties[$0] } }
 
     mutating func resolveLink(at index: Int, keyType: PropertyType) { properties[index].linkKeyType = keyType }
 }
