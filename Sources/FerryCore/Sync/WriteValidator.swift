@@ -24,13 +24,15 @@ public struct WriteValidator: Sendable {
         guard let role = rules.role(for: user) else {
             return .deniedByWriteFilter(objectType: objectSchema.name, primaryKey: key, role: "(no role applies)")
         }
-        func fields(_ row: [FerryValue]) -> (String) -> FerryValue? {
-            { name in objectSchema.propertyIndex(named: name).map { row[$0] } }
-        }
         // Permissions first, as the seeds' examples report a wrong owner as a permission denial.
-        // (Each state is checked on its own, without collecting them in an array: this runs
-        // for every uploaded object.)
-        func writable(_ row: [FerryValue]?) -> Bool { row.map { role.canWrite(user: user, field: fields($0)) } ?? true }
+        // (Each state is checked on its own, without collecting them in an array, and its
+        // fields are read through a closure that holds only the schema: this runs for every
+        // uploaded object.)
+        let os = objectSchema
+        func writable(_ row: [FerryValue]?) -> Bool {
+            guard let row else { return true }
+            return role.canWrite(user: user, field: { name in os.propertyIndex(named: name).map { row[$0] } })
+        }
         let kindAllowed = (before != nil || role.insert) && (after != nil || role.delete)
         guard kindAllowed && writable(before) && writable(after) else {
             return .deniedByWriteFilter(objectType: objectSchema.name, primaryKey: key, role: role.name)
