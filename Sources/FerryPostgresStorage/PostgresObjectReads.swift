@@ -48,40 +48,24 @@ enum PostgresObjectReads {
         return out
     }
 
-    /// Every live object of a class, in primary-key-bytes pages. The next page is queried and
-    /// decoded while the body runs over the current one (one query in flight on the
-    /// connection at a time, and it is awaited before returning or throwing): a bootstrap's
-    /// first pass reads and judges/encodes at once (issue 23).
+    /// Every live object of a class, in primary-key-bytes pages.
     static func forEachObject(_ connection: PostgresConnection, schema: ObjectSchema, logger: Logger,
                               _ body: (FerryValue, StampedObject) async throws -> Void) async throws {
-        var page = try await objectsPage(connection, schema: schema, after: ByteBuffer(), logger: logger)  // every encoded key is longer than the empty one
+        var after = ByteBuffer()  // every encoded key is longer than the empty one
         while true {
-            let after = page.isFull ? page.last : nil
-            async let next = after == nil ? nil : objectsPage(connection, schema: schema, after: after!, logger: logger)
-            for (key, object) in page.objects { try await body(key, object) }
-            guard let following = try await next else { return }
-            page = following
+            let rows = try await PostgresFailure.run("reading the \(schema.name) objects") {
+                try await connection.guardedQuery("""
+                    SELECT pk, doc FROM objects WHERE tbl = \(schema.name) AND doc IS NOT NULL AND pk > \(after)
+                    ORDER BY pk LIMIT \(pageSize)
+                    """, logger: logger).collect()
+            }
+            for row in rows {
+                let (pk, doc) = try decodeRow(row, (ByteBuffer, ByteBuffer).self, "objects")
+                try await body(try ValueCodec.decode(pk.bytes), try StampedObject.decode(doc.bytes, schema: schema))
+                after = pk
+            }
+            if rows.count < pageSize { return }
         }
-    }
-
-    /// One page of `forEachObject`, decoded.
-    private static func objectsPage(_ connection: PostgresConnection, schema: ObjectSchema, after: ByteBuffer, logger: Logger) async throws
-        -> (objects: [(FerryValue, StampedObject)], last: ByteBuffer?, isFull: Bool) {
-        let rows = try await PostgresFailure.run("reading the \(schema.name) objects") {
-            try await connection.guardedQuery("""
-                SELECT pk, doc FROM objects WHERE tbl = \(schema.name) AND doc IS NOT NULL AND pk > \(after)
-                ORDER BY pk LIMIT \(pageSize)
-                """, logger: logger).collect()
-        }
-        var objects: [(FerryValue, StampedObject)] = []
-        objects.reserveCapacity(rows.count)
-        var last: ByteBuffer?
-        for row in rows {
-            let (pk, doc) = try decodeRow(row, (ByteBuffer, ByteBuffer).self, "objects")
-            objects.append((try ValueCodec.decode(pk.bytes), try StampedObject.decode(doc.bytes, schema: schema)))
-            last = pk
-        }
-        return (objects, last, rows.count == pageSize)
     }
 
     /// The objects of a class changed after `version`, in (version, pk) pages.
