@@ -40,12 +40,24 @@ public final class ChildProcess: @unchecked Sendable {
         defer { for a in argv { free(a) } }
         var envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer { if let envp { for e in envp { free(e) } } }
+        // As `Process` does: the child starts with no signal blocked and every signal at its
+        // default action, whatever the test process blocks or ignores (a SIGTERM blocked in
+        // the test runner would otherwise be blocked in the server it stops with SIGTERM).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t(), allSignals = sigset_t()
+        sigemptyset(&noSignals)
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
         let spawned: Int32
         if envp != nil {
-            spawned = posix_spawn(&child, executable, &actions, nil, &argv, &envp!)
+            spawned = posix_spawn(&child, executable, &actions, &attributes, &argv, &envp!)
         } else {
-            spawned = posix_spawn(&child, executable, &actions, nil, &argv, environ)
+            spawned = posix_spawn(&child, executable, &actions, &attributes, &argv, environ)
         }
         guard spawned == 0 else { throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(spawned)))") }
         pid = child
