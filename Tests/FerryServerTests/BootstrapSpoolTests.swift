@@ -66,20 +66,8 @@ struct BootstrapSpoolTests {
         let storage = try SQLiteSyncStorage(path: dir.appendingPathComponent("sync.sqlite").path)
         let schema = try app.schema
         let item = try #require(schema.objectSchema(named: "Item"))
-        let file = try await storage.newClientFile(userId: "alice")
         let count = 1_500
-        let filler = String(repeating: "y", count: 600)
-        try await storage.writeTransaction { tx in
-            var objects: [ObjectKey: StoredObject] = [:]
-            for n in 0..<count {
-                let key = StreamedBootstrapTests.key(n)
-                let fields = [FieldValue(name: "ownerId", value: .string("alice")), FieldValue(name: "itemName", value: .string("\(n)-\(filler)")),
-                              FieldValue(name: "complexity", value: .int(Int64(n % 10)))]
-                objects[ObjectKey(table: "Item", key: key)] = StoredObject(object: StampedObject(schema: item, key: key, fields: fields,
-                                                                                                  stamp: Stamp(timestamp: 1, fileIdent: 1), version: 1))
-            }
-            _ = try await tx.write(objects: objects, clientFile: file.ident, clientVersion: 0)
-        }
+        try await StreamedBootstrapTests.writeItems(count, nameBytes: 600, of: item, to: storage)
         for spoolDirectory in [dir.path, "/nonexistent-\(UUID().uuidString)"] {
             let outbox = ConnectionOutbox(id: 1, user: alice)
             var evaluation = ViewEvaluation(session: 1, subscriptions: [Subscription(name: "all", objectType: "Item", query: "TRUEPREDICATE")],

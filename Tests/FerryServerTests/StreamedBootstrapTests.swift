@@ -18,19 +18,11 @@ struct StreamedBootstrapTests {
         .objectId(try! ObjectId(bytes: [UInt8](repeating: 0, count: 8) + withUnsafeBytes(of: UInt32(n).bigEndian) { Array($0) }))
     }
 
-    @Test func aLargeBootstrapIsSentWhileReadWithFewMessagesQueuedAndExactProgress() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamed-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let storage = try SQLiteSyncStorage(path: dir.appendingPathComponent("sync.sqlite").path)
-        let schema = try app.schema
-        let item = try #require(schema.objectSchema(named: "Item"))
+    /// Writes `count` of alice's Items keyed `key(0..<count)`, each name about `nameBytes`
+    /// long and different at its start (front coding would shrink equal ones to nothing).
+    static func writeItems(_ count: Int, nameBytes: Int, of item: ObjectSchema, to storage: SQLiteSyncStorage) async throws {
         let file = try await storage.newClientFile(userId: "alice")
-        // About 4 MB of Items (16 messages of 256 KB): far more than the stream keeps queued.
-        let count = 4_000
-        // Names that differ at their start (front coding would shrink equal ones to nothing).
-        let filler = String(repeating: "x", count: 1_000)
-        var written: Set<FerryValue> = []
+        let filler = String(repeating: "x", count: nameBytes)
         try await storage.writeTransaction { tx in
             var objects: [ObjectKey: StoredObject] = [:]
             for n in 0..<count {
@@ -42,6 +34,19 @@ struct StreamedBootstrapTests {
             }
             _ = try await tx.write(objects: objects, clientFile: file.ident, clientVersion: 0)
         }
+    }
+
+    @Test func aLargeBootstrapIsSentWhileReadWithFewMessagesQueuedAndExactProgress() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamed-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let storage = try SQLiteSyncStorage(path: dir.appendingPathComponent("sync.sqlite").path)
+        let schema = try app.schema
+        let item = try #require(schema.objectSchema(named: "Item"))
+        // About 4 MB of Items (16 messages of 256 KB): far more than the stream keeps queued.
+        let count = 4_000
+        try await Self.writeItems(count, nameBytes: 1_000, of: item, to: storage)
+        var written: Set<FerryValue> = []
         for n in 0..<count { written.insert(Self.key(n)) }
 
         let outbox = ConnectionOutbox(id: 1, user: alice)

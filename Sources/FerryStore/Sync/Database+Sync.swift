@@ -202,12 +202,13 @@ extension Database {
             // Rows straight from the decoder when nothing below needs the instructions: no
             // local change to apply again (`hasLocal`), no write to capture (`floor`), no
             // observer to tell (`observed`).
-            var direct = !hasLocal && !observed && (floor.map { latest <= $0 } ?? true)
-            if case .decoded = source { direct = false }
-            if direct, case .encoded(let changesets) = source {
+            let objects: [Instruction]
+            if case .encoded(let changesets) = source, !hasLocal, !observed, floor.map({ latest <= $0 }) ?? true {
                 for changeset in changesets { try Self.integrateRows(changeset, into: store, on: c, classes: &classes) }
+                objects = []
+            } else {
+                objects = try source.instructions
             }
-            let objects = direct ? [] : try source.instructions
             if var floor, latest > floor, !objects.isEmpty {
                 // Every download until the acknowledgement moves again reads the last
                 // acknowledged upload: past `captureBytes` (a bulk import), only the writes the
