@@ -232,4 +232,92 @@ struct SyncSocketTests {
         let unmasked = WireFormat.frame(opcode: 0x2, [1, 2], masked: false)
         #expect(frames.scan(unmasked) == .init(unmasked: true, completedFrames: 1))
     }
+
+    /// A hub that records the order of `prepareAhead` and `receive` calls for uploads (by
+    /// the client version of their first changeset): it holds the first upload until the test
+    /// releases it, and the second until the third has been prepared.
+    actor AheadHub: SyncConnectionHub {
+        private(set) var events: [String] = []
+        let firstArrived = Arrival()
+        let thirdPrepared = Arrival()
+        let fourthDone = Arrival()
+        private var release: CheckedContinuation<Void, Never>?
+        private var released = false
+
+        func openConnection(user: UserContext) -> ConnectionOutbox { ConnectionOutbox(id: 1, user: user) }
+        func closeConnection(_ outbox: ConnectionOutbox) { outbox.finish() }
+
+        func receive(_ message: ProtocolMessage, from outbox: ConnectionOutbox) async {
+            await receive(message, prepared: nil, from: outbox)
+        }
+
+        func receive(_ message: ProtocolMessage, prepared: PreparedUpload?, from outbox: ConnectionOutbox) async {
+            guard case .upload(_, let changesets) = message, let v = changesets.first?.clientVersion else {
+                events.append("receive \(message)")
+                return
+            }
+            events.append("receive \(v)\(prepared == nil ? "" : " prepared")")
+            if v == 1 {
+                firstArrived.arrive()
+                if !released { await withCheckedContinuation { release = $0 } }
+            }
+            // The third upload is prepared while this one is handled: waiting for it here
+            // would never end if the socket prepared only between messages.
+            if v == 2 { _ = await thirdPrepared.wait(seconds: 30) }
+            events.append("done \(v)")
+            if v == 4 { fourthDone.arrive() }
+        }
+
+        func prepareAhead(session: UInt64, _ changesets: [UploadChangeset], from outbox: ConnectionOutbox) async -> PreparedUpload? {
+            let v = changesets.first?.clientVersion ?? 0
+            events.append("prepare \(v)")
+            if v == 3 { thirdPrepared.arrive() }
+            return PreparedUpload(decoded: [], arrived: .now)
+        }
+
+        func releaseFirst() {
+            released = true
+            release?.resume()
+            release = nil
+        }
+    }
+
+    /// Issue 23: an upload queued behind the one being handled is prepared beside it, and still
+    /// handled after it; only uploads are taken ahead, one at a time.
+    @Test func theNextQueuedUploadIsPreparedWhileTheCurrentOneIsHandled() async throws {
+        let hub = AheadHub()
+        let socket = SyncSocket(hub: hub, limits: ConnectionLimits(), budget: InboundBudget(limit: 1 << 20), logger: Self.quiet)
+        let (frames, client) = AsyncThrowingStream.makeStream(of: InboundFrame.self)
+        let pong = Arrival()
+        let run = Task {
+            await socket.run(user: UserContext(id: "u"), frames: frames) { bytes in
+                if case .pong(5)? = try? ProtocolCodec.decode(Array(bytes.readableBytesView)) { pong.arrive() }
+            }
+        }
+        func upload(_ v: UInt64) -> InboundFrame {
+            Self.frame(.upload(session: 1, changesets: [UploadChangeset(clientVersion: v, lastIntegratedServerVersion: 0, changeset: [])]))
+        }
+        client.yield(upload(1))
+        #expect(await hub.firstArrived.wait(seconds: 30))
+        for v: UInt64 in 2...3 { client.yield(upload(v)) }
+        client.yield(Self.frame(.mark(session: 1, request: 1)))
+        client.yield(upload(4))
+        // The connection answers a PING after queueing everything before it.
+        client.yield(Self.frame(.ping(timestamp: 5)))
+        #expect(await pong.wait(seconds: 30))
+        await hub.releaseFirst()
+        #expect(await hub.fourthDone.wait(seconds: 30))
+        client.finish()
+        await run.value
+        // The first was handled before the others were queued: nothing ahead of it. The third
+        // is prepared while the second is handled; the MARK is not taken ahead, so neither is
+        // the upload behind it.
+        let events = await hub.events
+        #expect(events.filter { $0 != "prepare 3" } == ["receive 1", "done 1", "receive 2", "done 2", "receive 3 prepared", "done 3",
+                                                       "receive \(ProtocolMessage.mark(session: 1, request: 1))", "receive 4", "done 4"], "\(events)")
+        // Beside the second (the two run concurrently, in either order).
+        let prepared = events.firstIndex(of: "prepare 3") ?? -1
+        #expect(events.filter { $0.hasPrefix("prepare") }.count == 1 && prepared > events.firstIndex(of: "done 1")! && prepared < events.firstIndex(of: "done 2")!,
+                "\(events)")
+    }
 }

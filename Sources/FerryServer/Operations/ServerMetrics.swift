@@ -82,6 +82,19 @@ final class ServerMetrics: Sendable {
         // Every labelled series exists from the start (at 0), so a rate() sees its first event.
         for r in CompensatingWriteRule.allCases { _ = CoreMetrics.Counter(label: "ferry_compensating_writes_total", dimensions: [("reason", r.rawValue)], factory: factory) }
         for t in ClientResetTrigger.allCases { _ = CoreMetrics.Counter(label: "ferry_client_resets_total", dimensions: [("trigger", t.rawValue)], factory: factory) }
+        for ahead in [true, false] {
+            for used in [true, false] { _ = premergeCounter(ahead: ahead, used: used) }
+        }
+    }
+
+    /// An upload merged outside the write lock (`PremergedUpload`): `ahead` while its
+    /// connection's previous upload was being handled, else in its own turn; `used` when the
+    /// commit took that merge, false when what it read had moved and it merged again.
+    func premerge(ahead: Bool, used: Bool) { premergeCounter(ahead: ahead, used: used).increment() }
+
+    private func premergeCounter(ahead: Bool, used: Bool) -> CoreMetrics.Counter {
+        CoreMetrics.Counter(label: "ferry_upload_premerges_total", dimensions: [("ahead", ahead ? "true" : "false"), ("outcome", used ? "used" : "merged_again")],
+                            factory: factory)
     }
 
     // MARK: Traffic

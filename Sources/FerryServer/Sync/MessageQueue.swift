@@ -90,6 +90,20 @@ final class MessageQueue<Element: Sendable>: Sendable {
         }
     }
 
+    /// The next element if one is already queued and `wanted` accepts it, without waiting:
+    /// the processor looks one message ahead to start work that may overlap the current one.
+    func next(ifReady wanted: (Element) -> Bool) -> Element? {
+        let (element, producer): (Element?, CheckedContinuation<Void, Never>?) = state.withLock { s in
+            guard !s.finished, let first = s.items.first, wanted(first) else { return (nil, nil) }
+            s.items.removeFirst()
+            let producer = s.producer
+            s.producer = nil
+            return (first, producer)
+        }
+        producer?.resume()
+        return element
+    }
+
     /// Ends the queue: both sides stop waiting.
     func finish() {
         let (consumer, producer) = state.withLock { s in

@@ -27,6 +27,8 @@ struct PremergedUpload: Sendable {
     /// sees the same objects (nothing was committed since), so it need not read them again.
     let readHead: UInt64
     let integration: UploadIntegration
+    /// The objects the merge read (`integration.keys`, computed once).
+    let keys: [ObjectKey]
     /// The stored states the merge read (missing keys: no such object).
     let read: [ObjectKey: StoredObject]
     /// The merge at `provisionalVersion`.
@@ -48,14 +50,20 @@ struct PremergedUpload: Sendable {
         let read = keys.isEmpty ? [:] : try await storage.objects(keys, schema: schema)
         if let beforeMerge { await beforeMerge(user.id) }
         guard let outcome = try? integration.integrate(stored: read, version: provisionalVersion) else { return nil }
-        return PremergedUpload(acknowledged: acknowledged, readHead: readHead, integration: integration, read: read, provisional: outcome)
+        return PremergedUpload(acknowledged: acknowledged, readHead: readHead, integration: integration, keys: keys, read: read, provisional: outcome)
     }
 
-    /// Whether a transaction at `head` sees what the merge read: nothing was committed since
-    /// the read (then `stored` is not called), or what `stored` reads is what the merge read.
-    func isCurrent(acknowledged: UInt64, head: UInt64, stored: () async throws -> [ObjectKey: StoredObject]) async throws -> Bool {
-        guard acknowledged == self.acknowledged else { return false }
+    /// Whether a transaction at `head`, where the client file's acknowledged version is
+    /// `acknowledged`, sees what the merge read: the upload splits into fresh and known
+    /// changesets as it did (`UploadIntegration.splitsAlike`), and nothing the merge read
+    /// changed since: no commit since the read (`head == readHead`), or only commits
+    /// `untouched` vouches for (this node's own, none of which wrote these keys), or else what
+    /// `stored` reads is what the merge read.
+    func isCurrent(acknowledged: UInt64, head: UInt64, untouched: ([ObjectKey], UInt64, UInt64) -> Bool,
+                   stored: () async throws -> [ObjectKey: StoredObject]) async throws -> Bool {
+        guard integration.splitsAlike(acknowledged: acknowledged) else { return false }
         if head == readHead { return true }
+        if head > readHead, untouched(keys, readHead, head) { return true }
         return try await stored() == read
     }
 

@@ -61,6 +61,10 @@ actor SyncHub {
     private lazy var commits = GroupCommit<UploadAttempt>(storage: storage, schema: schema) { [weak self] group in
         await self?.fanOut(group.compactMap { if case .committed(let c) = $0 { c } else { nil } })
     }
+    /// What this node's latest upload commits wrote (`RecentCommits`): an upload merged while
+    /// its connection's previous upload committed checks its reads against it, not the store.
+    /// Behind a lock, not the actor: the check runs inside the group's transaction.
+    nonisolated let recentCommits = LockedValue(RecentCommits())
     /// Download messages are cut at about this many changeset bytes: small enough that a
     /// bootstrap of 100,000 objects (about 1.1 MB) arrives in a handful of steps the client's
     /// progress estimate can show, large enough that the per-message cost stays negligible.
@@ -463,21 +467,61 @@ actor SyncHub {
     // MARK: Messages
 
     /// Handles one decoded message from a connection. An upload's changesets are decoded
-    /// first, on the connection's own task (in parallel with other connections, off the hub).
+    /// first, on the connection's own task (in parallel with other connections, off the hub),
+    /// unless `prepareAhead` did it while the connection's previous message was handled.
     nonisolated func receive(_ message: ProtocolMessage, from outbox: ConnectionOutbox) async {
-        var decoded: [UploadIntegration.Decoded] = []
-        let arrived = ContinuousClock.now
+        await receive(message, prepared: nil, from: outbox)
+    }
+
+    nonisolated func receive(_ message: ProtocolMessage, prepared: PreparedUpload?, from outbox: ConnectionOutbox) async {
         if case .upload(let session, let changesets) = message {
-            decoded = UploadIntegration.Decoded.all(changesets)
-            telemetry.uploadReceived(outbox, session: session, decoded)
+            let upload = prepared ?? decodeUpload(session: session, changesets, from: outbox)
+            await handle(message, upload: upload, from: outbox)
+            telemetry.metrics.writeAcknowledged(since: upload.arrived)
+        } else {
+            await handle(message, upload: nil, from: outbox)
         }
-        await handle(message, decoded: decoded, from: outbox)
-        if case .upload = message { telemetry.metrics.writeAcknowledged(since: arrived) }
+    }
+
+    /// An upload decoded, and when large also merged (`PremergedUpload`), while the
+    /// connection's previous upload is still being committed: on two cores the next upload's
+    /// reads and merge run beside the previous one's writes and fsync. The merge is used only
+    /// if the session is as it was (same client file, subscriptions and base cap) and what it
+    /// read has not moved (`PremergedUpload.isCurrent`); otherwise the upload merges again in
+    /// its turn, as if nothing had been prepared.
+    nonisolated func prepareAhead(session: UInt64, _ changesets: [UploadChangeset], from outbox: ConnectionOutbox) async -> PreparedUpload? {
+        var prepared = decodeUpload(session: session, changesets, from: outbox)
+        guard let s = await premergeInputs(outbox, session) else { return prepared }
+        let capped = prepared.decoded.map { $0.cappingBase(at: s.delivered) }
+        guard capped.reduce(0, { $0 + $1.instructionCount }) >= limits.premergeFromInstructions else { return prepared }
+        do {
+            let premerged = try await PremergedUpload.make(storage: storage, session: session, clientFile: s.clientFile, user: outbox.user, view: s.view,
+                                                           app: app, schema: schema, known: s.acknowledged, changesets: capped, beforeMerge: beforeUploadMerge)
+            prepared.ahead = premerged.map { PreparedUpload.Ahead(premerged: $0, clientFile: s.clientFile, subscriptionVersion: s.subscriptionVersion, changesets: capped) }
+        } catch {
+            // Only an early start lost: the upload's own turn reads the store again and
+            // reports what fails there.
+            outbox.logger.debug("connection \(outbox.id) session \(session): the upload could not be merged ahead: \(error)")
+        }
+        return prepared
+    }
+
+    private nonisolated func decodeUpload(session: UInt64, _ changesets: [UploadChangeset], from outbox: ConnectionOutbox) -> PreparedUpload {
+        let arrived = ContinuousClock.now
+        let decoded = UploadIntegration.Decoded.all(changesets)
+        telemetry.uploadReceived(outbox, session: session, decoded)
+        return PreparedUpload(decoded: decoded, arrived: arrived)
+    }
+
+    /// A bound session with a query, as an upload merged ahead needs it.
+    private func premergeInputs(_ outbox: ConnectionOutbox, _ id: UInt64) -> ServerSession? {
+        guard syncEnabled, let s = sessions[SessionKey(connection: outbox.id, session: id)], !s.outbox.isClosed else { return nil }
+        return s
     }
 
     /// Storage is awaited: other connections' messages go on meanwhile, this connection's next
     /// message waits for this one.
-    private func handle(_ message: ProtocolMessage, decoded: [UploadIntegration.Decoded], from outbox: ConnectionOutbox) async {
+    private func handle(_ message: ProtocolMessage, upload prepared: PreparedUpload?, from outbox: ConnectionOutbox) async {
         guard syncEnabled else { return }
         if let refused = refusedBinds[outbox.id], let session = Self.clientSession(of: message), refused.contains(session) {
             guard case .bind = message else { return }
@@ -496,7 +540,8 @@ actor SyncHub {
                     await events.record(kind: "subscription_error", userId: outbox.userId, message: e)
                 }
             case let .upload(session, _):
-                let rejected = try await upload(outbox, session, decoded)
+                guard let prepared else { return }
+                let rejected = try await upload(outbox, session, prepared)
                 for cw in rejected {
                     telemetry.compensatingWrite(outbox, cw)
                     await events.record(kind: "compensating_write", userId: outbox.userId,
@@ -729,6 +774,8 @@ actor SyncHub {
         /// The head before and after the transaction.
         let before: UInt64
         let after: UInt64
+        /// Whether the merge made outside the lock was committed (not merged again under it).
+        let premerged: Bool
     }
 
     /// What an upload's turn in a group's transaction did: committed, or found that what its
@@ -742,10 +789,11 @@ actor SyncHub {
     static let maxPremerges = 3
 
     /// Returns the compensating writes (already sent to the client).
-    private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ uploaded: [UploadIntegration.Decoded]) async throws -> [CompensatingWrite] {
+    private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ prepared: PreparedUpload) async throws -> [CompensatingWrite] {
         let s = try session(outbox, id)
         // No base later than what this session was sent (issue 22, point 5).
-        let changesets = uploaded.map { $0.cappingBase(at: s.delivered) }
+        let changesets = prepared.decoded.map { $0.cappingBase(at: s.delivered) }
+        let ahead = prepared.ahead.flatMap { $0.matches(s, changesets) ? $0.premerged : nil }
         let (view, user, clientFile, known) = (s.view, outbox.user, s.clientFile, s.acknowledged)
         uploadsInFlight += 1
         uploading[s.key, default: 0] += 1
@@ -759,7 +807,7 @@ actor SyncHub {
         for d in changesets { if case .success(let c) = d.changeset { keys += c.instructions.map { ObjectKey(table: $0.table, key: $0.key) } } }
         let integrationStarted = ContinuousClock.now
         let committed = try await commitUpload(from: SessionKey(connection: outbox.id, session: id), clientFile: clientFile, user: user,
-                                               view: view, known: known, changesets: changesets, keys: keys)
+                                               view: view, known: known, changesets: changesets, keys: keys, ahead: ahead)
         // Only now is it durable.
         telemetry.metrics.uploadIntegrated(since: integrationStarted)
         let outcome = committed.outcome
@@ -784,18 +832,28 @@ actor SyncHub {
     /// version is assigned and the upload made durable in a storage transaction under the
     /// lock, with the uploads that arrived meanwhile (`GroupCommit`). When what the merge read
     /// moved before the lock, it merges again; the last try merges under the lock. The group's
-    /// fan-out ran before this returns.
+    /// fan-out ran before this returns. `ahead`: the merge `prepareAhead` made before the
+    /// upload's turn, taken as the first try.
     private func commitUpload(from origin: SessionKey, clientFile: UInt64, user: UserContext, view: SessionView, known: UInt64,
-                              changesets: [UploadIntegration.Decoded], keys: [ObjectKey]) async throws -> Committed {
-        let (app, schema, storage) = (self.app, self.schema, self.storage)
+                              changesets: [UploadIntegration.Decoded], keys: [ObjectKey], ahead: PremergedUpload?) async throws -> Committed {
+        let (app, schema, storage, recentCommits) = (self.app, self.schema, self.storage, self.recentCommits)
+        var ahead = ahead
         // Small uploads are merged under the lock: their merge costs less than the read outside it.
         let outside = keys.count >= limits.premergeFromInstructions
         var tries = 0
         while true {
             tries += 1
             let lastTry = !outside || tries >= Self.maxPremerges
-            let premerged = !outside ? nil : try await PremergedUpload.make(storage: storage, session: origin.session, clientFile: clientFile, user: user, view: view,
+            let premerged: PremergedUpload?
+            let wasAhead = ahead != nil
+            if let made = ahead {
+                (premerged, ahead) = (made, nil)
+            } else if outside {
+                premerged = try await PremergedUpload.make(storage: storage, session: origin.session, clientFile: clientFile, user: user, view: view,
                                                            app: app, schema: schema, known: known, changesets: changesets, beforeMerge: beforeUploadMerge)
+            } else {
+                premerged = nil
+            }
             // A merge made outside the lock read its objects already; under the lock it reads
             // them again only if the head moved meanwhile (`isCurrent`), so the group does not
             // read them ahead (on PostgreSQL that second read halved a bulk upload's rate).
@@ -808,11 +866,15 @@ actor SyncHub {
                 let before = tx.headVersion
                 let integration: UploadIntegration
                 let outcome: UploadIntegration.Outcome
-                if let premerged, try await premerged.isCurrent(acknowledged: acknowledged, head: before, stored: {
-                    try await tx.objects(premerged.integration.keys, schema: schema)
+                var used = false
+                if let premerged, try await premerged.isCurrent(acknowledged: acknowledged, head: before, untouched: { keys, read, head in
+                    recentCommits.withLock { $0.untouched(keys, after: read, through: head) }
+                }, stored: {
+                    try await tx.objects(premerged.keys, schema: schema)
                 }) {
                     integration = premerged.integration
                     outcome = premerged.outcome(at: before + 1)
+                    used = true
                 } else if premerged != nil, !lastTry {
                     return .stale
                 } else {
@@ -822,7 +884,10 @@ actor SyncHub {
                     outcome = try integration.integrate(stored: stored, version: before + 1)
                 }
                 let after = try await tx.write(objects: outcome.toStore, clientFile: clientFile, clientVersion: outcome.lastClientVersion)
-                return .committed(Committed(origin: origin, integration: integration, outcome: outcome, before: before, after: after))
+                return .committed(Committed(origin: origin, integration: integration, outcome: outcome, before: before, after: after, premerged: used))
+            }
+            if premerged != nil {
+                if case .committed(let c) = attempt { telemetry.metrics.premerge(ahead: wasAhead, used: c.premerged) } else { telemetry.metrics.premerge(ahead: wasAhead, used: false) }
             }
             if case .committed(let committed) = attempt { return committed }
         }
@@ -831,6 +896,9 @@ actor SyncHub {
     /// Fans out one group's commits in version order (`GroupCommit` calls it after the group's
     /// transaction committed, before answering its uploaders).
     private func fanOut(_ group: [Committed]) {
+        recentCommits.withLock { recent in
+            for c in group { recent.record(before: c.before, after: c.after, written: c.outcome.entries.keys) }
+        }
         for committed in group {
             knownHead = max(knownHead, committed.after)
             if committed.after > committed.before { fanOut(committed, origin: committed.origin) }

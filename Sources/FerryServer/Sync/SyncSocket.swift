@@ -165,25 +165,48 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
 
     /// Hands the client's messages to the hub in order, each once the outbox has room again:
     /// a client that asks for more than it reads waits for its answers to go out.
+    ///
+    /// While an upload is handled, an upload already queued behind it is decoded and merged
+    /// (`SyncHub.prepareAhead`) beside it: a device sending a large backlog keeps two cores
+    /// busy, one merging the next upload while the other commits this one. Only one message
+    /// is taken ahead, only an upload, and it is still handled after this one, in order.
     private func process(_ queue: MessageQueue<InboundMessage>, outbox: ConnectionOutbox, held: HeldInboundBytes) async {
-        while let next = await queue.next() {
-            if case .query = next.message {
+        var carried: (next: InboundMessage, prepared: PreparedUpload?)?
+        while true {
+            let current: InboundMessage
+            var prepared: PreparedUpload?
+            if let c = carried {
+                (current, prepared, carried) = (c.next, c.prepared, nil)
+            } else {
+                guard let next = await queue.next() else { break }
+                current = next
+            }
+            if case .query = current.message {
                 // The user's subscription-set rate: past it, the QUERY waits its turn.
                 let wait = quotas.takeSubscriptionSet(userId: outbox.userId)
                 if wait > .zero { try? await Task.sleep(for: wait) }
             }
             await outbox.waitForRoom()
             if !outbox.isClosed {
+                let ahead = Self.isUpload(current.message) ? queue.next(ifReady: { Self.isUpload($0.message) }) : nil
                 // In a child task of its own, which ends with the message: a task keeps the
                 // stack it grew to until it ends, and this loop lives as long as the connection.
                 // Run here, the deepest message it ever handled (a QUERY's, about 9 KB) stayed
                 // allocated for the connection's life: the largest share of an idle device's
                 // server memory (issue 13, measured with heaptrack).
-                async let handled: Void = outbox.reply { await hub.receive(next.message, from: outbox) }
+                async let handled: Void = outbox.reply { await hub.receive(current.message, prepared: prepared, from: outbox) }
+                if let ahead, case .upload(let session, let changesets) = ahead.message {
+                    async let preparing = hub.prepareAhead(session: session, changesets, from: outbox)
+                    carried = (ahead, await preparing)
+                }
                 await handled
             }
-            held.release(next.bytes)
+            held.release(current.bytes)
         }
+    }
+
+    private static func isUpload(_ message: ProtocolMessage) -> Bool {
+        if case .upload = message { true } else { false }
     }
 
     private func drain(_ outbox: ConnectionOutbox, to write: @Sendable (ByteBuffer) async throws -> Void) async {

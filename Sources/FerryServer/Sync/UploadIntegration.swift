@@ -23,6 +23,8 @@ struct UploadIntegration: Sendable {
     /// again only when it missed the acknowledgement (its session ended first), so it may also
     /// have missed their echoes and reverts: it gets the objects' current state.
     let resend: Set<ObjectKey>
+    /// The newest client version among the changesets already acknowledged (0: none).
+    private let newestResent: UInt64
 
     /// What one upload did to one object.
     struct Entry: Sendable {
@@ -78,6 +80,11 @@ struct UploadIntegration: Sendable {
         }
 
         static func all(_ changesets: [UploadChangeset]) -> [Decoded] { changesets.map(Decoded.init) }
+
+        /// The instructions of a well-formed changeset (0 for a malformed one).
+        var instructionCount: Int {
+            if case .success(let c) = changeset { c.instructions.count } else { 0 }
+        }
     }
 
     /// Why a changeset could not be decoded.
@@ -105,9 +112,11 @@ struct UploadIntegration: Sendable {
         self.acknowledged = acknowledged
         var resend: Set<ObjectKey> = []
         var fresh: [(UploadChangeset, Changeset)] = []
+        var newestResent: UInt64 = 0
         for d in changesets {
             let upload = d.upload
             if upload.clientVersion <= acknowledged {
+                newestResent = max(newestResent, upload.clientVersion)
                 guard case .success(let known) = d.changeset else { continue }
                 for i in known.instructions { resend.insert(ObjectKey(table: i.table, key: i.key)) }
                 continue
@@ -120,6 +129,18 @@ struct UploadIntegration: Sendable {
         }
         self.fresh = fresh
         self.resend = resend
+        self.newestResent = newestResent
+    }
+
+    /// Whether this upload, split at `other` instead of `acknowledged`, splits the same way and
+    /// merges to the same outcome: no changeset's client version lies between the two, and
+    /// some changeset is fresh (with none, the outcome's `lastClientVersion` is the
+    /// acknowledged version itself). The usual case: the connection's previous upload was
+    /// acknowledged while this one was merged ahead of its turn.
+    func splitsAlike(acknowledged other: UInt64) -> Bool {
+        if other == acknowledged { return true }
+        guard let oldestFresh = fresh.map(\.upload.clientVersion).min() else { return false }
+        return other < acknowledged ? newestResent <= other : oldestFresh > other
     }
 
     /// Every object the merge reads (read them in the transaction, before `integrate`).
