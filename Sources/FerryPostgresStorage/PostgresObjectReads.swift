@@ -24,15 +24,18 @@ enum PostgresObjectReads {
     }
 
     /// The stored state of each of `keys` that exists, in batches per class.
+    ///
+    /// A found row's key is decoded from its `pk` rather than looked up among the keys asked
+    /// for: most keys of a bulk upload are new, and a dictionary of every encoded key cost
+    /// more than the rest of the read.
     static func objects(_ connection: PostgresConnection, _ keys: [ObjectKey], schema: Schema, logger: Logger) async throws -> [ObjectKey: StoredObject] {
-        var byTable: [String: [[UInt8]: ObjectKey]] = [:]
-        for key in keys { byTable[key.table, default: [:]][ValueCodec.encode(key.key)] = key }
+        var byTable: [String: [ByteBuffer]] = [:]
+        for key in keys { byTable[key.table, default: []].append(ValueCodec.encode(key.key).buffer) }
         var out: [ObjectKey: StoredObject] = [:]
-        for (table, keysByBytes) in byTable {
+        for (table, all) in byTable {
             guard let os = schema.objectSchema(named: table) else { continue }
-            let all = Array(keysByBytes.keys)
             for start in stride(from: 0, to: all.count, by: lookupBatch) {
-                let batch = all[start..<min(start + lookupBatch, all.count)].map(\.buffer)
+                let batch = Array(all[start..<min(start + lookupBatch, all.count)])
                 let rows = try await PostgresFailure.run("reading \(batch.count) \(table) objects") {
                     try await connection.guardedQuery("""
                         SELECT pk, doc, lists, erased_doc FROM objects WHERE tbl = \(table) AND pk = ANY(\(batch))
@@ -40,7 +43,7 @@ enum PostgresObjectReads {
                 }
                 for row in rows {
                     let (pk, doc, lists, erased) = try decodeRow(row, (ByteBuffer, ByteBuffer?, ByteBuffer?, ByteBuffer?).self, "objects")
-                    guard let key = keysByBytes[pk.bytes] else { continue }
+                    let key = ObjectKey(table: table, key: try ValueCodec.decode(pk.bytes))
                     out[key] = try stored(doc: doc, lists: lists, erased: erased, schema: os)
                 }
             }

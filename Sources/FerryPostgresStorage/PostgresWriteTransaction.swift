@@ -23,12 +23,15 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     private var _written = 0
     private var _failed = false
     private var _ended = false
-    /// Objects read or written in this transaction (nil: known not to exist).
+    /// Objects read in this transaction (nil: known not to exist); what it wrote is in
+    /// `pendingObjects`, which reads consult first.
     private var objectCache: [ObjectKey: StoredObject?] = [:]
     /// Client files read in this transaction, with the acknowledgements written since.
     private var clientFileCache: [UInt64: ClientFileRecord?] = [:]
     /// Writes not yet sent: each object's last state and version, each client file's ack.
     private var pendingObjects: [ObjectKey: (stored: StoredObject, version: UInt64)] = [:]
+    /// Those of `pendingObjects` that had no row before this transaction (`write`'s `absent`).
+    private var pendingNewRows: Set<ObjectKey> = []
     private var pendingAcks: [UInt64: UInt64] = [:]
 
     init(connection: PostgresConnection, logger: Logger, headVersion: UInt64) {
@@ -52,9 +55,9 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     /// node (the NOTIFY is delivered after COMMIT), once for all the transaction's writes;
     /// then the connection goes back to the pool, so later calls fail.
     func finish(readHead: UInt64) async throws {
-        let (objects, acks, head) = lock.withLock { (pendingObjects, pendingAcks, _newHead) }
+        let (objects, newRows, acks, head) = lock.withLock { (pendingObjects, pendingNewRows, pendingAcks, _newHead) }
         try await onConnection {
-            try await flush(objects)
+            try await flush(objects, newRows: newRows)
             if !acks.isEmpty {
                 let pairs = Array(acks)
                 let idents = pairs.map { Int64(bitPattern: $0.key) }, versions = pairs.map { Int64(bitPattern: $0.value) }
@@ -88,7 +91,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
 
     func prefetch(clientFiles: [UInt64], keys: [ObjectKey], schema: Schema) async throws {
         let (files, objects) = lock.withLock {
-            (Array(Set(clientFiles.filter { clientFileCache[$0] == nil })), Array(Set(keys.filter { objectCache[$0] == nil })))
+            (Array(Set(clientFiles.filter { clientFileCache[$0] == nil })), Array(Set(keys.filter { objectCache[$0] == nil && pendingObjects[$0] == nil })))
         }
         try await onConnection {
             let readFiles = try await PostgresClientFiles.clientFiles(connection, files, logger: logger)
@@ -119,7 +122,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
         let missing: [ObjectKey] = lock.withLock {
             var missing: [ObjectKey] = []
             for k in keys {
-                if let cached = objectCache[k] { if let o = cached { out[k] = o } } else { missing.append(k) }
+                if let written = pendingObjects[k] { out[k] = written.stored } else if let cached = objectCache[k] { if let o = cached { out[k] = o } } else { missing.append(k) }
             }
             return missing
         }
@@ -135,12 +138,18 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     }
 
     func write(objects: [ObjectKey: StoredObject], clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64 {
+        try await write(objects: objects, absent: [], clientFile: clientFile, clientVersion: clientVersion)
+    }
+
+    func write(objects: [ObjectKey: StoredObject], absent: Set<ObjectKey>, clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64 {
         try await onConnection {
             lock.withLock {
                 let version = objects.isEmpty ? _newHead : _newHead + 1
+                // Reads of these keys later in the transaction find them here (`objects`).
+                pendingObjects.reserveCapacity(pendingObjects.count + objects.count)
                 for (k, o) in objects {
-                    pendingObjects[k] = (o, version)
-                    objectCache[k] = .some(o)
+                    // Only a key's first write in the transaction can say whether its row exists.
+                    if pendingObjects.updateValue((o, version), forKey: k) == nil, absent.contains(k) { pendingNewRows.insert(k) }
                 }
                 pendingAcks[clientFile] = max(pendingAcks[clientFile] ?? 0, clientVersion)
                 _newHead = version
@@ -150,38 +159,70 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
         }
     }
 
-    /// Sends the kept object writes, a thousand rows per INSERT, each row at its version.
-    private func flush(_ objects: [ObjectKey: (stored: StoredObject, version: UInt64)]) async throws {
-        let entries = ObjectKey.inStorageOrder(objects)  // appends time-ordered ids to the index
-        for start in stride(from: 0, to: entries.count, by: Self.insertBatch) {
-            let batch = entries[start..<min(start + Self.insertBatch, entries.count)]
-            // postgres-nio arrays cannot hold NULL, so an empty bytea stands for NULL (every
-            // stored encoding has at least its count byte).
-            var tables: [String] = [], pks: [ByteBuffer] = [], versions: [Int64] = [], docs: [ByteBuffer] = [], lists: [ByteBuffer] = [],
-                erased: [ByteBuffer] = []
-            for (table, pk, entry) in batch {
-                let stored = entry.stored
-                tables.append(table)
-                pks.append(pk.buffer)
-                versions.append(Int64(bitPattern: entry.version))
-                docs.append(stored.object.map { $0.encode().buffer } ?? ByteBuffer())
-                if stored.lists.entries.isEmpty { lists.append(ByteBuffer()) } else {
-                    var w = ByteWriter()
-                    stored.lists.encode(into: &w)
-                    lists.append(w.bytes.buffer)
+    /// Sends the kept object writes, a thousand rows per INSERT, each row at its version: rows
+    /// known to be new in plain INSERTs, the others in upserts. An upsert first looks for the
+    /// row in the primary key's index; of a bulk upload's new rows that cost PostgreSQL 60%
+    /// more than a plain insert (300,000 rows: 1.48-1.52 s against 0.84-0.97 s).
+    ///
+    /// Each statement is encoded while PostgreSQL runs the one before it (at most two are
+    /// outstanding; the connection runs them one after the other, in any order, which the
+    /// rows, all of different keys, allow): the node's encoding and PostgreSQL's inserts
+    /// overlap instead of taking turns.
+    private func flush(_ objects: [ObjectKey: (stored: StoredObject, version: UInt64)], newRows: Set<ObjectKey>) async throws {
+        // In the stores' key order: time-ordered ids append to the index.
+        let inserts = newRows.isEmpty ? [] : ObjectKey.inStorageOrder(objects.lazy.filter { newRows.contains($0.key) })
+        let upserts = newRows.isEmpty ? ObjectKey.inStorageOrder(objects) : ObjectKey.inStorageOrder(objects.lazy.filter { !newRows.contains($0.key) })
+        let (connection, logger) = (self.connection, self.logger)
+        try await withThrowingTaskGroup(of: Void.self) { running in
+            var outstanding = 0
+            for (entries, upsert) in [(inserts, false), (upserts, true)] where !entries.isEmpty {
+                for start in stride(from: 0, to: entries.count, by: Self.insertBatch) {
+                    let batch = entries[start..<min(start + Self.insertBatch, entries.count)]
+                    let statement = Self.insert(batch, upsert: upsert)
+                    if outstanding == 2 {
+                        try await running.next()
+                        outstanding -= 1
+                    }
+                    let rows = batch.count
+                    running.addTask { () async throws -> Void in
+                        _ = try await PostgresFailure.run("writing \(rows) objects") { try await connection.guardedQuery(statement, logger: logger) }
+                    }
+                    outstanding += 1
                 }
-                if stored.object == nil, let e = stored.erasedState { erased.append(e.encode().buffer) } else { erased.append(ByteBuffer()) }
             }
-            try await PostgresFailure.run("writing \(batch.count) objects") {
-                try await connection.guardedQuery("""
-                    INSERT INTO objects (tbl, pk, version, doc, lists, erased_doc)
-                    SELECT t, p, v, NULLIF(d, ''::bytea), NULLIF(l, ''::bytea), NULLIF(e, ''::bytea)
-                    FROM unnest(\(tables)::text[], \(pks)::bytea[], \(versions)::bigint[], \(docs)::bytea[], \(lists)::bytea[], \(erased)::bytea[])
-                        AS u(t, p, v, d, l, e)
-                    ON CONFLICT (tbl, pk) DO UPDATE SET version = excluded.version, doc = excluded.doc, lists = excluded.lists,
-                        erased_doc = excluded.erased_doc
-                    """, logger: logger)
-            }
+            try await running.waitForAll()
         }
+    }
+
+    /// One INSERT of `batch`; an upsert when `upsert`.
+    private static func insert(_ batch: ArraySlice<(table: String, pk: [UInt8], value: (stored: StoredObject, version: UInt64))>, upsert: Bool) -> PostgresQuery {
+        // postgres-nio arrays cannot hold NULL, so an empty bytea stands for NULL (every
+        // stored encoding has at least its count byte).
+        var tables: [String] = [], pks: [ByteBuffer] = [], versions: [Int64] = [], docs: [ByteBuffer] = [], lists: [ByteBuffer] = [],
+            erased: [ByteBuffer] = []
+        for (table, pk, entry) in batch {
+            let stored = entry.stored
+            tables.append(table)
+            pks.append(pk.buffer)
+            versions.append(Int64(bitPattern: entry.version))
+            docs.append(stored.object.map { $0.encode().buffer } ?? ByteBuffer())
+            if stored.lists.entries.isEmpty { lists.append(ByteBuffer()) } else {
+                var w = ByteWriter()
+                stored.lists.encode(into: &w)
+                lists.append(w.bytes.buffer)
+            }
+            if stored.object == nil, let e = stored.erasedState { erased.append(e.encode().buffer) } else { erased.append(ByteBuffer()) }
+        }
+        // A constant of this file, not input: the clause an upsert adds.
+        let onConflict = !upsert ? "" : """
+            ON CONFLICT (tbl, pk) DO UPDATE SET version = excluded.version, doc = excluded.doc, lists = excluded.lists,
+                erased_doc = excluded.erased_doc
+            """
+        return """
+            INSERT INTO objects (tbl, pk, version, doc, lists, erased_doc)
+            SELECT t, p, v, NULLIF(d, ''::bytea), NULLIF(l, ''::bytea), NULLIF(e, ''::bytea)
+            FROM unnest(\(tables)::text[], \(pks)::bytea[], \(versions)::bigint[], \(docs)::bytea[], \(lists)::bytea[], \(erased)::bytea[])
+                AS u(t, p, v, d, l, e) \(unescaped: onConflict)
+            """
     }
 }

@@ -24,7 +24,7 @@ extension ObjectKey {
     /// Inlinable so that each store's call is specialized for its value type: the generic
     /// version sorted through metadata and witness tables at 50,000 instructions per object.
     @inlinable
-    public static func inStorageOrder<T>(_ objects: [ObjectKey: T]) -> [(table: String, pk: [UInt8], value: T)] {
+    public static func inStorageOrder<T, Objects: Sequence<(key: ObjectKey, value: T)>>(_ objects: Objects) -> [(table: String, pk: [UInt8], value: T)] {
         objects.map { (table: $0.key.table, pk: ValueCodec.encode($0.key.key), value: $0.value) }
             .sorted { a, b in a.table != b.table ? a.table.utf8.lexicographicallyPrecedes(b.table.utf8) : bytesPrecede(a.pk, b.pk) }
     }

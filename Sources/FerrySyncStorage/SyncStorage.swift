@@ -104,6 +104,12 @@ public protocol SyncWriteTransaction: AnyObject, Sendable {
     /// at its own version); reads after a write see it, and every write becomes durable with
     /// the one commit.
     func write(objects: [ObjectKey: StoredObject], clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64
+    /// `write`, told that the keys in `absent` have no row in the store (not even a
+    /// tombstone): the caller read them at this transaction's head, or proved nothing wrote
+    /// them since (`RecentCommits`). A backend may insert those rows without looking for an
+    /// existing one; if one exists after all, the write fails and the transaction rolls back
+    /// (nothing is half-written). A backend may also ignore it.
+    func write(objects: [ObjectKey: StoredObject], absent: Set<ObjectKey>, clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64
     /// Reads ahead what a group of uploads will read (their client files and objects), in as
     /// few round trips as the backend can; later reads of them come from what was read here,
     /// as changed by the transaction's writes. Optional: a backend whose reads are cheap does
@@ -113,6 +119,10 @@ public protocol SyncWriteTransaction: AnyObject, Sendable {
 
 extension SyncWriteTransaction {
     public func prefetch(clientFiles: [UInt64], keys: [ObjectKey], schema: Schema) async throws {}
+
+    public func write(objects: [ObjectKey: StoredObject], absent: Set<ObjectKey>, clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64 {
+        try await write(objects: objects, clientFile: clientFile, clientVersion: clientVersion)
+    }
 }
 
 /// A consistent read-only view of the store at one version. The hub evaluates a new

@@ -180,4 +180,33 @@ struct HistoryTests {
             #expect(try await s.clientFile(other.ident)?.acknowledgedClientVersion == 0)
         }
     }
+
+    /// Issue 23: a write told which keys have no row yet (`absent`; PostgreSQL inserts those
+    /// without looking for a row) stores them like any other, beside keys that do have one,
+    /// and a key written twice in one transaction (new, then changed) ends in its last state.
+    @Test(arguments: Backend.all)
+    func writesOfKeysKnownToBeAbsentStoreThemLikeAnyOther(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let s = store.storage
+            let file = try await s.newClientFile(userId: "u1")
+            try await s.writeTransaction { tx in
+                _ = try await tx.write(objects: [Fixtures.itemKey(1): StoredObject(object: Fixtures.item(1, version: 1))], clientFile: file.ident, clientVersion: 1)
+            }
+            let keys = (2...5).map { Fixtures.itemKey(UInt8($0)) }
+            try await s.writeTransaction { tx in
+                var objects: [ObjectKey: StoredObject] = [Fixtures.itemKey(1): StoredObject(object: Fixtures.item(1, complexity: 9, version: 2))]
+                for (i, k) in keys.enumerated() { objects[k] = StoredObject(object: Fixtures.item(UInt8(i + 2), version: 2)) }
+                _ = try await tx.write(objects: objects, absent: Set(keys), clientFile: file.ident, clientVersion: 2)
+                #expect(try await tx.objects([keys[0]], schema: Fixtures.schema)[keys[0]]?.object == Fixtures.item(2, version: 2))
+                // The same new key again, in the same transaction: not absent any more.
+                _ = try await tx.write(objects: [keys[0]: StoredObject(object: Fixtures.item(2, complexity: 8, version: 3))], clientFile: file.ident, clientVersion: 3)
+            }
+            let all = try await s.withSnapshot { try await $0.allObjects(Fixtures.item) }
+            #expect(all.count == 5)
+            #expect(all[Fixtures.itemKey(1).key] == Fixtures.item(1, complexity: 9, version: 2))
+            #expect(all[keys[0].key] == Fixtures.item(2, complexity: 8, version: 3))
+            for (i, k) in keys.enumerated().dropFirst() { #expect(all[k.key] == Fixtures.item(UInt8(i + 2), version: 2)) }
+            #expect(try await s.allChanges(since: 2, Fixtures.item).map(\.key) == [keys[0].key])
+        }
+    }
 }

@@ -70,9 +70,11 @@ struct PremergedUpload: Sendable {
     /// The merge's outcome as committed at `version`.
     func outcome(at version: UInt64) -> UploadIntegration.Outcome {
         var outcome = provisional
-        for (k, var entry) in provisional.entries {
+        // mapValues keeps the dictionary's layout: no key is hashed again.
+        outcome.entries = provisional.entries.mapValues { entry in
+            var entry = entry
             entry.stored.restamp(Self.provisionalVersion, to: version)
-            outcome.entries[k] = entry
+            return entry
         }
         return outcome
     }

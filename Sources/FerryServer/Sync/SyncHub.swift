@@ -883,7 +883,8 @@ actor SyncHub {
                     let stored = try await tx.objects(integration.keys, schema: schema)
                     outcome = try integration.integrate(stored: stored, version: before + 1)
                 }
-                let after = try await tx.write(objects: outcome.toStore, clientFile: clientFile, clientVersion: outcome.lastClientVersion)
+                let after = try await tx.write(objects: outcome.toStore, absent: outcome.absentToStore, clientFile: clientFile,
+                                               clientVersion: outcome.lastClientVersion)
                 return .committed(Committed(origin: origin, integration: integration, outcome: outcome, before: before, after: after, premerged: used))
             }
             if premerged != nil {
@@ -917,7 +918,7 @@ actor SyncHub {
         // The uploader is answered by `respond`, from the version before its commit: it owes
         // this commit until then.
         sessions.skip(origin, owing: after)
-        let changed = committed.outcome.entries.filter { $0.value.changed }.map { ($0.key, $0.value) }
+        let changed = committed.outcome.entries.compactMap { $0.value.changed ? ($0.key, $0.value) : nil }
         var concerned: Set<SessionKey> = []
         for (k, e) in changed {
             concerned.formUnion(sessions.candidates(table: k.table, before: e.before?.values, after: e.stored.object?.values))

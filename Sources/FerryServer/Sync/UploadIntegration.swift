@@ -36,6 +36,8 @@ struct UploadIntegration: Sendable {
         /// the uploader already has this state (no echo).
         var exact = true
         var rejected = false
+        /// The store had no row for the key when the merge read it (not even a tombstone).
+        var absent = false
     }
 
     struct Outcome: Sendable {
@@ -46,7 +48,15 @@ struct UploadIntegration: Sendable {
         /// The objects to write at the new version.
         var toStore: [ObjectKey: StoredObject] {
             var out: [ObjectKey: StoredObject] = [:]
+            out.reserveCapacity(entries.count)
             for (k, e) in entries where e.changed { out[k] = e.stored }
+            return out
+        }
+        /// Those of `toStore` the store had no row for (`SyncWriteTransaction.write`'s
+        /// `absent`: a plain insert, cheaper than an upsert on PostgreSQL).
+        var absentToStore: Set<ObjectKey> {
+            var out: Set<ObjectKey> = []
+            for (k, e) in entries where e.changed && e.absent { out.insert(k) }
             return out
         }
     }
@@ -181,8 +191,8 @@ struct UploadIntegration: Sendable {
                 // once (one hash of the key, not one per field of the entry).
                 var entry: Entry
                 if let known = outcome.entries.removeValue(forKey: k) { entry = known } else {
-                    let s = stored[k] ?? StoredObject(object: nil)
-                    entry = Entry(stored: s, before: s.object)
+                    let s = stored[k]
+                    entry = Entry(stored: s ?? StoredObject(object: nil), before: s?.object, absent: s == nil)
                 }
                 defer { outcome.entries[k] = entry }
                 let start = entry.stored
