@@ -513,7 +513,8 @@ actor SyncHub {
         return PreparedUpload(decoded: decoded, arrived: arrived)
     }
 
-    /// A bound session with a query, as an upload merged ahead needs it.
+    /// The session an upload merged ahead is for, while sync runs and its connection is open
+    /// (nil: nothing is merged ahead).
     private func premergeInputs(_ outbox: ConnectionOutbox, _ id: UInt64) -> ServerSession? {
         guard syncEnabled, let s = sessions[SessionKey(connection: outbox.id, session: id)], !s.outbox.isClosed else { return nil }
         return s
@@ -888,7 +889,8 @@ actor SyncHub {
                 return .committed(Committed(origin: origin, integration: integration, outcome: outcome, before: before, after: after, premerged: used))
             }
             if premerged != nil {
-                if case .committed(let c) = attempt { telemetry.metrics.premerge(ahead: wasAhead, used: c.premerged) } else { telemetry.metrics.premerge(ahead: wasAhead, used: false) }
+                let used = if case .committed(let c) = attempt { c.premerged } else { false }
+                telemetry.metrics.premerge(ahead: wasAhead, used: used)
             }
             if case .committed(let committed) = attempt { return committed }
         }
