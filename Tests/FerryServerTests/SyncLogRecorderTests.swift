@@ -17,6 +17,7 @@ struct SyncLogRecorderTests {
         private var writesStarted = 0
         private var startWaiters: [(Int, CheckedContinuation<Void, Never>)] = []
         private(set) var trims: [[String]?] = []
+        private var batches: [Int] = []
         let fails: Bool
 
         init(open: Bool = false, fails: Bool = false) {
@@ -26,6 +27,8 @@ struct SyncLogRecorderTests {
 
         var stored: [SyncLogEntry] { lock.withLock { entries } }
         var trimCalls: Int { lock.withLock { trims.count } }
+        /// The sizes of the batches written, in order.
+        var batchSizes: [Int] { lock.withLock { batches } }
 
         func appendSyncLog(_ batch: [SyncLogEntry]) async throws {
             let ready: [CheckedContinuation<Void, Never>] = lock.withLock {
@@ -44,7 +47,7 @@ struct SyncLogRecorderTests {
                 if now { c.resume() }
             }
             if fails { throw CancellationError() }
-            lock.withLock { entries += batch }
+            lock.withLock { entries += batch; batches.append(batch.count) }
         }
 
         /// Returns once `n` writes began.
@@ -131,5 +134,49 @@ struct SyncLogRecorderTests {
         recorder.record(.error, userId: "c", connection: 3, "late")
         await recorder.flush()
         #expect(store.stored.count == 2)
+    }
+
+    /// Issue 23: a node records an entry per upload, and wrote each in a transaction of its
+    /// own. Entries that arrive while the writer gathers go in the same batch.
+    @Test func entriesThatArriveWhileTheWriterGathersGoInOneBatch() async throws {
+        let store = GatedStore(open: true)
+        let box = LockedValue<SyncLogRecorder?>(nil)
+        let gathered = LockedValue(0)
+        // The window's wait: more entries arrive while it lasts.
+        let recorder = SyncLogRecorder(node: "n", storage: store, retention: SyncLogRetention(), metrics: ServerMetrics(), logger: .init(label: "t"),
+                                       sleep: { _ in
+                                           gathered.withLock { $0 += 1 }
+                                           box.withLock { $0 }?.record(.upload, userId: "ann", connection: 1, "b")
+                                           box.withLock { $0 }?.record(.upload, userId: "ann", connection: 1, "c")
+                                       })
+        box.withLock { $0 = recorder }
+        let running = Task { await recorder.run() }
+        recorder.record(.upload, userId: "ann", connection: 1, "a")
+        await store.waitForWrites(1)
+        await recorder.flush()
+        #expect(store.stored.map(\.message).prefix(3) == ["a", "b", "c"])
+        #expect(store.batchSizes.first == 3)
+        #expect(gathered.withLock { $0 } >= 1)
+        box.withLock { $0 = nil }
+        recorder.stop()
+        await running.value
+    }
+
+    /// A flush, a stop and a full batch do not wait for the window (an hour here).
+    @Test(.timeLimit(.minutes(1))) func aFlushAStopAndAFullBatchEndTheWindowAtOnce() async throws {
+        let store = GatedStore(open: true)
+        let recorder = SyncLogRecorder(node: "n", storage: store, retention: SyncLogRetention(), metrics: ServerMetrics(), logger: .init(label: "t"),
+                                       gatherWindow: .seconds(3600))
+        let running = Task { await recorder.run() }
+        recorder.record(.upload, userId: "ann", connection: 1, "a")
+        await recorder.flush()
+        #expect(store.stored.map(\.message) == ["a"])
+        for n in 0..<SyncLogRecorder.batchSize { recorder.record(.upload, userId: "ann", connection: 1, "full \(n)") }
+        await store.waitForWrites(2)
+        recorder.record(.upload, userId: "ann", connection: 1, "last")
+        recorder.stop()
+        await running.value
+        #expect(store.batchSizes == [1, SyncLogRecorder.batchSize, 1])
+        #expect(store.stored.last?.message == "last")
     }
 }

@@ -15,33 +15,37 @@ enum StoredJSON: Sendable, Equatable, Codable {
 
     /// The compact JSON text.
     var text: String {
-        var out = ""
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
         write(into: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    func write(into out: inout String) {
+    /// Appends the compact JSON text as UTF-8: one buffer for the whole value, not a string
+    /// per member (the sync log writes one per upload, on the upload's path; issue 23).
+    func write(into out: inout [UInt8]) {
         switch self {
-        case .string(let s): out += JSONText.quote(s)
-        case .int(let i): out += String(i)
-        case .double(let d): out += d.isFinite ? String(d) : "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .null: out += "null"
+        case .string(let s): JSONText.appendQuoted(s, to: &out)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .double(let d): out.append(contentsOf: (d.isFinite ? String(d) : "null").utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .null: out.append(contentsOf: "null".utf8)
         case .array(let items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (n, v) in items.enumerated() {
-                if n > 0 { out += "," }
+                if n > 0 { out.append(UInt8(ascii: ",")) }
                 v.write(into: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (n, (k, v)) in members.enumerated() {
-                if n > 0 { out += "," }
-                out += JSONText.quote(k) + ":"
+                if n > 0 { out.append(UInt8(ascii: ",")) }
+                JSONText.appendQuoted(k, to: &out)
+                out.append(UInt8(ascii: ":"))
                 v.write(into: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
