@@ -10,6 +10,8 @@ public struct AppConfiguration: Sendable {
     /// Rules for collections that have none of their own (`default_rule.json`), if given.
     public var defaultRules: CollectionRules?
     public var sync: SyncConfiguration
+    /// The Data API (off unless the directory turns it on).
+    public var dataAPI = DataAPIConfiguration()
 
     /// The object schema of every collection, as clients and the server use it.
     public var schema: Schema {

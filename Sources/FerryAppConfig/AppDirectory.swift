@@ -8,6 +8,7 @@ import Foundation
 ///     data_sources/<service>/<database>/<collection>/schema.json, rules.json
 ///     data_sources/<service>/default_rule.json           (optional) rules for the rest
 ///     sync/config.json                                   flexible sync settings
+///     http_endpoints/data_api_config.json                (optional) the Data API and its server keys
 ///
 /// Every problem is an `AppConfigurationError` naming the file.
 public enum AppDirectory {
@@ -75,11 +76,33 @@ public enum AppDirectory {
             }
         }
         let config = AppConfiguration(name: name, appId: appId, authProviders: providers, collections: collections,
-                                      defaultRules: defaultRules, sync: sync)
+                                      defaultRules: defaultRules, sync: sync, dataAPI: try dataAPI(root))
         do { _ = try config.schema } catch let e as FerryError {
             throw AppConfigurationError(file: "data_sources", "the collections do not form a valid schema: \(e.message)")
         }
         return config
+    }
+
+    /// `http_endpoints/data_api_config.json`: `disabled`, and `server_keys` as a list of
+    /// `{"name", "secret_name"}` (names unique, secrets named, each at most once).
+    private static func dataAPI(_ root: URL) throws -> DataAPIConfiguration {
+        let file = "http_endpoints/data_api_config.json"
+        guard FileManager.default.fileExists(atPath: root.appendingPathComponent(file).path) else { return DataAPIConfiguration() }
+        let d = try object(root, file)
+        var keys: [DataAPIConfiguration.ServerKey] = []
+        guard let raw = (d["server_keys"] ?? []) as? [Any] else { throw AppConfigurationError(file: file, "server_keys is not a list") }
+        for (n, item) in raw.enumerated() {
+            guard let k = item as? [String: Any], let name = k["name"] as? String, !name.isEmpty,
+                  let secret = k["secret_name"] as? String, !secret.isEmpty else {
+                throw AppConfigurationError(file: file, "server_keys[\(n)] needs a non-empty \"name\" and \"secret_name\"")
+            }
+            guard !keys.contains(where: { $0.name == name }) else { throw AppConfigurationError(file: file, "the server key name '\(name)' is used twice") }
+            guard !keys.contains(where: { $0.secretName == secret }) else {
+                throw AppConfigurationError(file: file, "the secret '\(secret)' is named by two server keys")
+            }
+            keys.append(.init(name: name, secretName: secret))
+        }
+        return DataAPIConfiguration(disabled: (d["disabled"] as? Bool) ?? false, serverKeys: keys)
     }
 
     // MARK: files

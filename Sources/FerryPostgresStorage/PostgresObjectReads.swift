@@ -100,6 +100,24 @@ enum PostgresObjectReads {
         }
     }
 
+    /// One page of live objects of a class after the encoded key `after`, in key order.
+    static func objects(_ connection: PostgresConnection, schema: ObjectSchema, after: [UInt8]?, limit: Int, logger: Logger) async throws
+        -> [(key: FerryValue, object: StampedObject, rawKey: [UInt8])] {
+        let from = ByteBuffer(bytes: after ?? [])  // every encoded key is longer than the empty one
+        let limit = max(0, limit)
+        let rows = try await PostgresFailure.run("reading a page of \(schema.name) objects") {
+            try await connection.guardedQuery("""
+                SELECT pk, doc FROM objects WHERE tbl = \(schema.name) AND doc IS NOT NULL AND pk > \(from)
+                ORDER BY pk LIMIT \(limit)
+                """, logger: logger).collect()
+        }
+        return try rows.map { row in
+            let (pk, doc) = try decodeRow(row, (ByteBuffer, ByteBuffer).self, "objects")
+            let raw = pk.bytes
+            return (try ValueCodec.decode(raw), try StampedObject.decode(doc.bytes, schema: schema), raw)
+        }
+    }
+
     /// The objects of a class changed after `version`, in (version, pk) pages.
     static func changes(_ connection: PostgresConnection, since version: UInt64, schema: ObjectSchema, logger: Logger,
                         _ body: (ChangedObject) async throws -> Void) async throws {

@@ -32,6 +32,11 @@ final class PostgresSyncSnapshot: SyncSnapshot, @unchecked Sendable {
         try await PostgresObjectReads.forEachObject(connection, schema: schema, logger: logger, body)
     }
 
+    func objects(of schema: ObjectSchema, after: [UInt8]?, limit: Int) async throws -> [(key: FerryValue, object: StampedObject, rawKey: [UInt8])] {
+        try checkOpen()
+        return try await PostgresObjectReads.objects(connection, schema: schema, after: after, limit: limit, logger: logger)
+    }
+
     func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) async throws -> Void) async throws {
         try checkOpen()
         try await PostgresObjectReads.changes(connection, since: version, schema: schema, logger: logger, body)

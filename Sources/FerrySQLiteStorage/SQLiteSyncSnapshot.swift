@@ -45,6 +45,10 @@ final class SQLiteSyncSnapshot: SyncSnapshot, @unchecked Sendable {
         }
     }
 
+    func objects(of schema: ObjectSchema, after: [UInt8]?, limit: Int) async throws -> [(key: FerryValue, object: StampedObject, rawKey: [UInt8])] {
+        try await objectsPage(schema: schema, after: after, limit: max(0, limit))
+    }
+
     func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) async throws -> Void) async throws {
         var page = try await changesPage(since: version, schema: schema, after: nil)
         while true {
@@ -56,8 +60,8 @@ final class SQLiteSyncSnapshot: SyncSnapshot, @unchecked Sendable {
         }
     }
 
-    private func objectsPage(schema: ObjectSchema, after: [UInt8]?) async throws -> [(key: FerryValue, object: StampedObject, rawKey: [UInt8])] {
-        try await BlockingReads.run { try SQLiteObjectReads.objectsPage(db, schema: schema, after: after, limit: Self.pageSize) }
+    private func objectsPage(schema: ObjectSchema, after: [UInt8]?, limit: Int = pageSize) async throws -> [(key: FerryValue, object: StampedObject, rawKey: [UInt8])] {
+        try await BlockingReads.run { try SQLiteObjectReads.objectsPage(db, schema: schema, after: after, limit: limit) }
     }
 
     private func changesPage(since version: UInt64, schema: ObjectSchema, after: (version: Int64, rawKey: [UInt8])?) async throws

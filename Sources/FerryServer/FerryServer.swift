@@ -46,6 +46,8 @@ public enum FerryServer {
 
         let router = Self.router(configuration)
         AuthRoutes(appId: app.appId, auth: auth, metrics: metrics).add(to: router)
+        DataAPIRoutes(appId: app.appId, keys: try DataAPIKeys(app.dataAPI, secrets: configuration.secrets), storage: store.sync,
+                      schema: try app.schema).add(to: router)
         let events = ServerEventLog()
         let hub = try await SyncHub(app: app, storage: store.sync, directory: directory, logger: logger, events: events, limits: configuration.syncLimits,
                                     telemetry: telemetry, beforeUploadMerge: configuration.beforeUploadMerge)

@@ -134,6 +134,10 @@ public protocol SyncSnapshot: AnyObject, Sendable {
     /// time on one snapshot). `body` may suspend (a streamed bootstrap waits for its client
     /// to read): the next page is read only after it returns.
     func forEachObject(schema: ObjectSchema, _ body: (FerryValue, StampedObject) async throws -> Void) async throws
+    /// One page of `forEachObject`: up to `limit` live objects of a class whose encoded
+    /// primary key (`ValueCodec`) sorts after `after` (nil: from the first), in that order,
+    /// each with its encoded key, the cursor of the next page. The Data API pages with it.
+    func objects(of schema: ObjectSchema, after: [UInt8]?, limit: Int) async throws -> [(key: FerryValue, object: StampedObject, rawKey: [UInt8])]
     /// The objects of `schema`'s class changed after `version`, in version order, read in
     /// pages; `body` may suspend.
     func changes(since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) async throws -> Void) async throws

@@ -46,4 +46,37 @@ struct SnapshotTests {
             #expect(count == 0)
         }
     }
+
+    /// The Data API's keyset paging: pages of live objects in encoded-key order, each page
+    /// starting after the last key of the one before, erased objects left out, the same
+    /// objects as `forEachObject` altogether.
+    @Test(arguments: Backend.all)
+    func pagesOfObjectsFollowEachOtherInKeyOrderWithoutTheErased(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let s = store.storage
+            let file = try await s.newClientFile(userId: "u1")
+            var objects: [ObjectKey: StoredObject] = [:]
+            for n: UInt8 in 1...7 { objects[Fixtures.itemKey(n)] = StoredObject(object: Fixtures.item(n, version: 1)) }
+            try await s.commit(objects, clientFile: file.ident)
+            try await s.commit([Fixtures.itemKey(4): StoredObject(object: nil, erasedState: Fixtures.item(4, version: 1))], clientFile: file.ident)
+            try await s.withSnapshot { snap in
+                var pages: [[FerryValue]] = []
+                var after: [UInt8]? = nil
+                while true {
+                    let page = try await snap.objects(of: Fixtures.item, after: after, limit: 2)
+                    if page.isEmpty { break }
+                    pages.append(page.map(\.key))
+                    #expect(page.allSatisfy { ValueCodec.encode($0.key) == $0.rawKey })
+                    after = page.last?.rawKey
+                }
+                #expect(pages.map(\.count) == [2, 2, 2])
+                let all = try await snap.allObjects(Fixtures.item)
+                #expect(Set(pages.joined()) == Set(all.keys))
+                #expect(!pages.joined().contains(Fixtures.itemKey(4).key))
+                let raw = pages.joined().map { ValueCodec.encode($0) }
+                #expect(raw == raw.sorted { $0.lexicographicallyPrecedes($1) })
+                #expect(try await snap.objects(of: Fixtures.item, after: nil, limit: 0).isEmpty)
+            }
+        }
+    }
 }

@@ -1,0 +1,211 @@
+import FerryCore
+import Foundation
+
+/// Ferry's values in MongoDB Extended JSON (v2, relaxed), as the Data API reads and writes
+/// them, so code written against Atlas's Data API reads them as it did:
+/// ObjectId `{"$oid": "hex"}`, UUID `{"$uuid": "8-4-4-4-12"}`, binary
+/// `{"$binary": {"base64": ..., "subType": "00"}}`, timestamp `{"$date": "ISO 8601 UTC"}`
+/// (milliseconds, or nanoseconds when the value has them: Ferry's timestamps are finer than
+/// BSON dates; outside years 1970-9999 `{"$date": {"$numberLong": ms}}`), int and finite
+/// double as JSON numbers (a double always has a fraction or exponent), a non-finite double as
+/// `{"$numberDouble": "NaN" | "Infinity" | "-Infinity"}`, a list as an array, a link as its
+/// target's primary key.
+enum DataAPIValues {
+    // MARK: writing
+
+    /// An object as a JSON document: its properties in schema order.
+    static func appendDocument(_ values: [FerryValue], schema os: ObjectSchema, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        for (i, p) in os.properties.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONText.appendQuoted(p.name, to: &out)
+            out.append(UInt8(ascii: ":"))
+            append(i < values.count ? values[i] : .null, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    static func append(_ v: FerryValue, to out: inout [UInt8]) {
+        switch v {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .double(let d):
+            if d.isFinite {
+                out.append(contentsOf: "\(d)".utf8)
+            } else {
+                out.append(contentsOf: #"{"$numberDouble":""#.utf8)
+                out.append(contentsOf: (d.isNaN ? "NaN" : d > 0 ? "Infinity" : "-Infinity").utf8)
+                out.append(contentsOf: #""}"#.utf8)
+            }
+        case .string(let s): JSONText.appendQuoted(s, to: &out)
+        case .binary(let b):
+            out.append(contentsOf: #"{"$binary":{"base64":""#.utf8)
+            out.append(contentsOf: Data(b).base64EncodedString().utf8)
+            out.append(contentsOf: #"","subType":"00"}}"#.utf8)
+        case .timestamp(let t): appendDate(t, to: &out)
+        case .objectId(let o):
+            out.append(contentsOf: #"{"$oid":""#.utf8)
+            out.append(contentsOf: o.description.utf8)
+            out.append(contentsOf: #""}"#.utf8)
+        case .uuid(let u):
+            out.append(contentsOf: #"{"$uuid":""#.utf8)
+            out.append(contentsOf: u.description.utf8)
+            out.append(contentsOf: #""}"#.utf8)
+        case .list(let items):
+            out.append(UInt8(ascii: "["))
+            for (n, item) in items.enumerated() {
+                if n > 0 { out.append(UInt8(ascii: ",")) }
+                append(item, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+    }
+
+    /// Seconds of 1970-01-01 and of 10000-01-01: the years an ISO date may show.
+    static let isoRange: Range<Int64> = 0..<253_402_300_800
+
+    private static func appendDate(_ t: Timestamp, to out: inout [UInt8]) {
+        guard isoRange.contains(t.seconds) else {
+            let (ms, overflow) = t.seconds.multipliedReportingOverflow(by: 1000)
+            let total = overflow ? (t.seconds < 0 ? Int64.min : Int64.max) : ms.addingReportingOverflow(Int64(t.nanoseconds / 1_000_000)).partialValue
+            out.append(contentsOf: #"{"$date":{"$numberLong":""#.utf8)
+            out.append(contentsOf: String(total).utf8)
+            out.append(contentsOf: #""}}"#.utf8)
+            return
+        }
+        let days = t.seconds / 86_400, rest = t.seconds % 86_400
+        let (y, m, d) = civil(fromDays: days)
+        var text = pad(y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2) + "T" + pad(rest / 3600, 2) + ":" + pad(rest / 60 % 60, 2) + ":" + pad(rest % 60, 2)
+        let ns = Int64(t.nanoseconds)
+        text += ns % 1_000_000 == 0 ? "." + pad(ns / 1_000_000, 3) : "." + pad(ns, 9)
+        out.append(contentsOf: #"{"$date":""#.utf8)
+        out.append(contentsOf: text.utf8)
+        out.append(contentsOf: #"Z"}"#.utf8)
+    }
+
+    private static func pad(_ n: Int64, _ width: Int) -> String {
+        let s = String(n)
+        return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+
+    /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
+    /// `civil_from_days`), for days that are not negative.
+    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+        let z = z0 + 719_468
+        let era = z / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's `days_from_civil`).
+    static func days(year y0: Int64, month m: Int64, day d: Int64) -> Int64 {
+        let y = m <= 2 ? y0 - 1 : y0
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    // MARK: reading
+
+    struct Invalid: Error {
+        let message: String
+        init(_ message: String) { self.message = message }
+    }
+
+    /// A value given in a request (a query argument, a primary key). Plain JSON numbers are
+    /// ints when whole, else doubles.
+    static func value(_ json: StoredJSON) throws -> FerryValue {
+        switch json {
+        case .null: return .null
+        case .bool(let b): return .bool(b)
+        case .int(let i): return .int(i)
+        case .double(let d): return .double(d)
+        case .string(let s): return .string(s)
+        case .array(let items): return .list(try items.map(value))
+        case .object(let members):
+            guard members.count == 1, let (tag, inner) = members.first else {
+                throw Invalid("an object is not a value here; use an Extended JSON form such as {\"$oid\": ...}")
+            }
+            switch (tag, inner) {
+            case ("$oid", .string(let hex)):
+                do { return .objectId(try ObjectId(hex: hex)) } catch { throw Invalid("\"$oid\" needs 24 hexadecimal digits, got \(excerpt(hex, limit: 40))") }
+            case ("$uuid", .string(let text)):
+                do { return .uuid(try FerryUUID(string: text)) } catch { throw Invalid("\"$uuid\" needs a UUID like 8-4-4-4-12 hex digits") }
+            case ("$numberLong", .string(let text)), ("$numberInt", .string(let text)):
+                guard let i = Int64(text) else { throw Invalid("\(tag) is not a 64-bit integer: \(excerpt(text, limit: 40))") }
+                return .int(i)
+            case ("$numberDouble", .string(let text)):
+                switch text {
+                case "NaN": return .double(.nan)
+                case "Infinity": return .double(.infinity)
+                case "-Infinity": return .double(-.infinity)
+                default:
+                    guard let d = Double(text) else { throw Invalid("$numberDouble is not a number: \(excerpt(text, limit: 40))") }
+                    return .double(d)
+                }
+            case ("$binary", .object(let fields)):
+                guard let base64 = fields.first(where: { $0.0 == "base64" }).flatMap({ if case .string(let s) = $0.1 { return s } else { return nil } }),
+                      let data = Data(base64Encoded: base64) else { throw Invalid("\"$binary\" needs {\"base64\": ..., \"subType\": \"00\"}") }
+                return .binary(Array(data))
+            case ("$date", .string(let iso)): return .timestamp(try date(iso))
+            case ("$date", .object(let fields)):
+                guard fields.count == 1, fields[0].0 == "$numberLong", case .string(let text) = fields[0].1, let ms = Int64(text) else {
+                    throw Invalid("\"$date\" needs an ISO 8601 string or {\"$numberLong\": milliseconds}")
+                }
+                let (seconds, rem) = ms.quotientAndRemainder(dividingBy: 1000)
+                let (s, r) = rem < 0 ? (seconds - 1, rem + 1000) : (seconds, rem)
+                return .timestamp(try Timestamp(seconds: s, nanoseconds: Int32(r) * 1_000_000))
+            case ("$date", .int(let ms)):
+                return try value(.object([("$date", .object([("$numberLong", .string(String(ms)))]))]))
+            default:
+                throw Invalid("unknown Extended JSON form \(excerpt(tag, limit: 40))")
+            }
+        }
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (UTC only, 1 to 9 fraction digits).
+    static func date(_ text: String) throws -> Timestamp {
+        let b = Array(text.utf8)
+        func digits(_ at: Int, _ n: Int) -> Int64? {
+            guard at + n <= b.count else { return nil }
+            var v: Int64 = 0
+            for c in b[at..<at + n] {
+                guard c >= 48 && c <= 57 else { return nil }
+                v = v * 10 + Int64(c - 48)
+            }
+            return v
+        }
+        let bad = Invalid("\"$date\" needs an ISO 8601 UTC time such as 2026-11-29T10:00:00.000Z, got \(excerpt(text, limit: 40))")
+        guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T"), b[13] == UInt8(ascii: ":"),
+              b[16] == UInt8(ascii: ":"), b.last == UInt8(ascii: "Z"),
+              let y = digits(0, 4), let mo = digits(5, 2), let d = digits(8, 2), let h = digits(11, 2), let mi = digits(14, 2), let s = digits(17, 2),
+              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 60 else { throw bad }
+        var ns: Int64 = 0
+        if b.count > 20 {
+            let n = b.count - 21
+            guard b[19] == UInt8(ascii: "."), (1...9).contains(n), let f = digits(20, n) else { throw bad }
+            ns = f
+            for _ in n..<9 { ns *= 10 }
+        } else {
+            guard b.count == 20 else { throw bad }
+        }
+        let seconds = days(year: y, month: mo, day: d) * 86_400 + h * 3600 + mi * 60 + s
+        return try Timestamp(seconds: seconds, nanoseconds: Int32(ns))
+    }
+
+    /// A request's value as a primary key of `type`: a whole JSON number for an int key, the
+    /// Extended JSON form for the others.
+    static func primaryKey(_ json: StoredJSON, of type: PropertyType) throws -> FerryValue {
+        let v = try value(json)
+        guard v.type == type else { throw Invalid("the primary key must be of type \(type), got \(v.type.map { "\($0)" } ?? "null or a list")") }
+        return v
+    }
+}
