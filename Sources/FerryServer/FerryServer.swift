@@ -33,6 +33,7 @@ public enum FerryServer {
         // Checked before anything listens: a short admin token stops the start.
         let admin = try AdminToken(token: configuration.secrets["FERRY_ADMIN_TOKEN"],
                                    failures: AdminFailureThrottle(limits: configuration.adminFailureLimits))
+        let dataKeys = try DataAPIKeys(app.dataAPI, secrets: configuration.secrets)
         let directory = store.users
         let auth = AuthService(providers: app.authProviders, directory: directory, tokens: tokens,
                                hasher: PasswordHasher(parameters: configuration.passwordHashing), customJWT: customJWT,
@@ -46,11 +47,12 @@ public enum FerryServer {
 
         let router = Self.router(configuration)
         AuthRoutes(appId: app.appId, auth: auth, metrics: metrics).add(to: router)
-        DataAPIRoutes(appId: app.appId, keys: try DataAPIKeys(app.dataAPI, secrets: configuration.secrets), storage: store.sync,
-                      schema: try app.schema).add(to: router)
         let events = ServerEventLog()
         let hub = try await SyncHub(app: app, storage: store.sync, directory: directory, logger: logger, events: events, limits: configuration.syncLimits,
                                     telemetry: telemetry, beforeUploadMerge: configuration.beforeUploadMerge)
+        let schema = try app.schema
+        DataAPIRoutes(appId: app.appId, keys: dataKeys, storage: store.sync, schema: schema,
+                      writes: try BackendWrites(hub: hub, storage: store.sync, app: app, schema: schema)).add(to: router)
         // The admin API, its console and /metrics behind the token: on a listener of their own
         // with --admin-port (the public port then answers them 404), else on the public port.
         let adminRouter = configuration.adminPort == nil ? router : Self.router(configuration)

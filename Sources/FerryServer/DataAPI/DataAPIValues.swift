@@ -201,11 +201,43 @@ enum DataAPIValues {
         return try Timestamp(seconds: seconds, nanoseconds: Int32(ns))
     }
 
+    /// A document's value for property `p`: a list for a list, null only where the schema
+    /// allows it (an optional property, a link), a whole number for a double property taken
+    /// as a double, otherwise exactly the property's type (a link: its target's key type).
+    static func field(_ json: StoredJSON, for p: Property) throws -> FerryValue {
+        let type = p.type == .link ? (p.linkKeyType ?? .string) : p.type
+        if p.isList {
+            guard case .array(let items) = json else { throw Invalid("a list property takes a JSON array") }
+            return .list(try items.map { try element($0, type: type, nullable: p.isOptional) })
+        }
+        return try element(json, type: type, nullable: p.isOptional || p.type == .link)
+    }
+
+    private static func element(_ json: StoredJSON, type: PropertyType, nullable: Bool) throws -> FerryValue {
+        let v = try value(json)
+        if case .null = v {
+            guard nullable else { throw Invalid("null is not allowed: the property is required") }
+            return v
+        }
+        if type == .double, case .int(let i) = v { return .double(Double(i)) }
+        guard v.type == type else { throw Invalid("expected \(type), got \(v.type.map { "\($0)" } ?? "a list")") }
+        return v
+    }
+
     /// A request's value as a primary key of `type`: a whole JSON number for an int key, the
     /// Extended JSON form for the others.
     static func primaryKey(_ json: StoredJSON, of type: PropertyType) throws -> FerryValue {
         let v = try value(json)
         guard v.type == type else { throw Invalid("the primary key must be of type \(type), got \(v.type.map { "\($0)" } ?? "null or a list")") }
         return v
+    }
+}
+
+extension FerryValue {
+    /// The value in the Data API's Extended JSON.
+    var json: String {
+        var out: [UInt8] = []
+        DataAPIValues.append(self, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -827,6 +827,28 @@ actor SyncHub {
         return outcome.compensating
     }
 
+    /// A backend's write (`BackendWrites`) as an upload of its own client file: merged,
+    /// validated (`rules`: the app as the writer's role sees it), committed and fanned out
+    /// like a device's upload; there is no session to answer. Refused while sync is not
+    /// running.
+    func commitServerOrigin(clientFile: UInt64, user: UserContext, view: SessionView, rules: AppConfiguration,
+                            upload: UploadChangeset) async throws -> (outcome: UploadIntegration.Outcome, version: UInt64) {
+        if let refusal = Self.stoppedError(syncMode, now: false) { throw BackendWriteRefused(message: refusal.message) }
+        uploadsInFlight += 1
+        defer {
+            uploadsInFlight -= 1
+            if uploadsInFlight == 0 { headMoved(to: knownHead) }
+        }
+        let decoded = UploadIntegration.Decoded.all([upload])
+        var keys: [ObjectKey] = []
+        for d in decoded { if case .success(let c) = d.changeset { keys += c.instructions.map { ObjectKey(table: $0.table, key: $0.key) } } }
+        // Connection 0 is never a real one: the fan-out sends to every session concerned.
+        let committed = try await commitUpload(from: SessionKey(connection: 0, session: 0), clientFile: clientFile, user: user, view: view,
+                                               known: 0, changesets: decoded, keys: keys, ahead: nil, rules: rules)
+        knownHead = max(knownHead, committed.after)
+        return (committed.outcome, committed.after)
+    }
+
     /// Merges and validates an upload, then commits it: a large upload (`SyncLimits.
     /// premergeFromInstructions`) is merged first, off the hub and outside the app's write
     /// lock, beside other users' uploads (`PremergedUpload`); a small one under it. The
@@ -835,9 +857,11 @@ actor SyncHub {
     /// moved before the lock, it merges again; the last try merges under the lock. The group's
     /// fan-out ran before this returns. `ahead`: the merge `prepareAhead` made before the
     /// upload's turn, taken as the first try.
+    /// `rules`: the app whose rules judge the writes (a server key's: everything allowed).
     private func commitUpload(from origin: SessionKey, clientFile: UInt64, user: UserContext, view: SessionView, known: UInt64,
-                              changesets: [UploadIntegration.Decoded], keys: [ObjectKey], ahead: PremergedUpload?) async throws -> Committed {
-        let (app, schema, storage, recentCommits) = (self.app, self.schema, self.storage, self.recentCommits)
+                              changesets: [UploadIntegration.Decoded], keys: [ObjectKey], ahead: PremergedUpload?,
+                              rules: AppConfiguration? = nil) async throws -> Committed {
+        let (app, schema, storage, recentCommits) = (rules ?? self.app, self.schema, self.storage, self.recentCommits)
         var ahead = ahead
         // Small uploads are merged under the lock: their merge costs less than the read outside it.
         let outside = keys.count >= limits.premergeFromInstructions

@@ -1,0 +1,194 @@
+import FerryCore
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+@testable import FerryServer
+
+/// The Data API's writes (issue 24): each call is one changeset merged like a device's upload,
+/// checked against the schema, applied whole or not at all, and sent to the devices whose
+/// view it touches.
+@Suite("Server: Data API writes")
+struct DataAPIWriteTests {
+    let withKey: HTTPFields = [DataAPIKeys.header: DataAPITests.key]
+    let base = DataAPITests.base
+
+    func json(_ r: TestResponse) throws -> [String: Any] { try #require(try JSONSerialization.jsonObject(with: Data(buffer: r.body)) as? [String: Any]) }
+
+    static func item(_ id: String, owner: String = "o1", complexity: Int = 2, name: String = "thing") -> String {
+        #"{"_id":{"$oid":"\#(id)"},"ownerId":"\#(owner)","itemName":"\#(name)","complexity":\#(complexity)}"#
+    }
+
+    @Test func insertUpdateDeleteAndATransactionThatIsAllOrNothing() async throws {
+        let app = try DataAPITests.appDirectory()
+        let data = NSTemporaryDirectory() + "ferry-data-api-w-\(UInt64.random(in: 0...UInt64.max))"
+        try await FerryServer.make(DataAPITests.configuration(app: app, data: data)).test(.router) { client in
+            func post(_ action: String, _ body: String) async throws -> (HTTPResponse.Status, [String: Any]) {
+                try await client.execute(uri: "\(base)/\(action)", method: .post, headers: withKey, body: ByteBuffer(string: body)) { r in
+                    (r.status, (try? json(r)) ?? [:])
+                }
+            }
+            func find(_ id: String) async throws -> [String: Any]? {
+                try await post("findOne", #"{"class":"Item","primaryKey":{"$oid":"\#(id)"}}"#).1["document"] as? [String: Any]
+            }
+            let a = "65a000000000000000000001", b = "65a000000000000000000002", c = "65a000000000000000000003"
+            let inserted = try await post("insertOne", #"{"class":"Item","document":\#(Self.item(a))}"#)
+            #expect(inserted.0 == .ok)
+            #expect((inserted.1["insertedId"] as? [String: Any])?["$oid"] as? String == a)
+            #expect(try await find(a)?["itemName"] as? String == "thing")
+
+            let many = try await post("insertMany", #"{"class":"Item","documents":[\#(Self.item(b, complexity: 5)),\#(Self.item(c))]}"#)
+            #expect((many.1["insertedIds"] as? [Any])?.count == 2)
+
+            let updated = try await post("updateOne", #"{"class":"Item","primaryKey":{"$oid":"\#(b)"},"set":{"itemName":"renamed"},"inc":{"complexity":-3}}"#)
+            #expect(updated.1["matchedCount"] as? Int == 1)
+            #expect(updated.1["modifiedCount"] as? Int == 1)
+            #expect(try await find(b)?["itemName"] as? String == "renamed")
+            #expect(try await find(b)?["complexity"] as? Int == 2)
+            let missing = try await post("updateOne", #"{"class":"Item","primaryKey":{"$oid":"65a0000000000000000000ff"},"set":{"itemName":"x"}}"#)
+            #expect(missing.1["matchedCount"] as? Int == 0)
+            #expect(try await find("65a0000000000000000000ff") == nil)
+
+            #expect(try await post("deleteOne", #"{"class":"Item","primaryKey":{"$oid":"\#(c)"}}"#).1["deletedCount"] as? Int == 1)
+            #expect(try await find(c) == nil)
+            #expect(try await post("deleteOne", #"{"class":"Item","primaryKey":{"$oid":"\#(c)"}}"#).1["deletedCount"] as? Int == 0)
+
+            // A transaction whose last operation breaks the schema: refused whole.
+            let d = "65a000000000000000000004"
+            let refused = try await post("transaction", #"{"operations":[{"action":"insertOne","class":"Item","document":\#(Self.item(d))},{"action":"deleteOne","class":"Item","primaryKey":{"$oid":"\#(a)"}},{"action":"updateOne","class":"Item","primaryKey":{"$oid":"\#(b)"},"set":{"complexity":"high"}}]}"#)
+            #expect(refused.0 == .badRequest)
+            #expect((refused.1["error"] as? String)?.contains("operation 2") == true)
+            #expect(try await find(d) == nil)
+            #expect(try await find(a) != nil)
+            // The same without the bad operation: all of it.
+            let done = try await post("transaction", #"{"operations":[{"action":"insertOne","class":"Item","document":\#(Self.item(d))},{"action":"deleteOne","class":"Item","primaryKey":{"$oid":"\#(a)"}}]}"#)
+            #expect(done.0 == .ok)
+            #expect(try await find(d) != nil)
+            #expect(try await find(a) == nil)
+
+            // What the schema refuses, with a reason.
+            for body in [#"{"class":"Item","document":{"_id":{"$oid":"65a000000000000000000005"},"ownerId":"o1","itemName":"x"}}"#,   // complexity missing
+                         #"{"class":"Item","document":{"_id":{"$oid":"65a000000000000000000005"},"ownerId":"o1","itemName":"x","complexity":1.5}}"#,
+                         #"{"class":"Item","document":{"_id":{"$oid":"65a000000000000000000005"},"ownerId":null,"itemName":"x","complexity":1}}"#,
+                         #"{"class":"Item","document":{"_id":{"$oid":"65a000000000000000000005"},"ownerId":"o1","itemName":"x","complexity":1,"color":"red"}}"#,
+                         #"{"class":"Item","document":{"ownerId":"o1","itemName":"x","complexity":1}}"#] {
+                let r = try await post("insertOne", body)
+                #expect(r.0 == .badRequest, "\(body)")
+                #expect(!((r.1["error"] as? String) ?? "").isEmpty)
+            }
+            #expect(try await find("65a000000000000000000005") == nil)
+            // Without the key: refused, nothing written.
+            try await client.execute(uri: "\(base)/insertOne", method: .post, body: ByteBuffer(string: #"{"class":"Item","document":\#(Self.item("65a000000000000000000006"))}"#)) {
+                #expect($0.status == .unauthorized)
+            }
+            #expect(try await find("65a000000000000000000006") == nil)
+        }
+    }
+
+    /// A backend's insert reaches the device whose view it enters, and not a device of
+    /// another user; its delete erases it there; what a device writes, the backend reads.
+    @Test func backendWritesReachTheDevicesWhoseViewTheyTouch() async throws {
+        let app = try DataAPITests.appDirectory()
+        try await LiveServer.withServer(configure: {
+            $0.appDirectory = app
+            $0.secrets["FERRY_DATA_API_KEY_BACKEND"] = DataAPITests.key
+        }) { port in
+            let ann = try await OperationsDevice.connect(port: port, sdk: nil)
+            let bob = try await OperationsDevice.connect(port: port, sdk: nil)
+            try await ann.subscribe()
+            try await bob.subscribe()
+            func post(_ action: String, _ body: String) async throws -> String {
+                let response = try await LiveServer.request(port: port, "POST", "\(base)/\(action)",
+                                                            headers: ["apiKey": DataAPITests.key, "Content-Type": "application/json"], body: body)
+                return WireFormat.body(response) ?? ""
+            }
+            let id = try ObjectId(hex: "65b000000000000000000001")
+            let other = try ObjectId(hex: "65b000000000000000000002")
+            _ = try await post("insertMany", #"{"class":"Item","documents":[\#(Self.item(id.description, owner: ann.userId)),\#(Self.item(other.description, owner: "someone-else"))]}"#)
+            try await ann.waitFor("the backend's insert") { m in BootstrapWindowTests.keys(in: [m]).contains(.objectId(id)) }
+            #expect(!BootstrapWindowTests.keys(in: ann.messages).contains(.objectId(other)))
+            _ = try await post("deleteOne", #"{"class":"Item","primaryKey":{"$oid":"\#(id.description)"}}"#)
+            try await ann.waitFor("the backend's delete") { m in
+                guard case .download(_, _, _, _, _, _, let changesets) = m else { return false }
+                return changesets.contains { c in ((try? ChangesetCodec.decode(c.changeset).instructions) ?? []).contains { $0 == .erase(table: "Item", key: .objectId(id)) } }
+            }
+            // Bob saw none of Ann's objects.
+            #expect(!BootstrapWindowTests.keys(in: bob.messages).contains(.objectId(id)))
+            // A device's write, read by the backend.
+            let mine = try ObjectId(hex: "65b000000000000000000003")
+            try await ann.client.send(WireFormat.message(.upload(session: 1, changesets: [
+                UploadChangeset(clientVersion: 1, lastIntegratedServerVersion: 0,
+                                changeset: ChangesetCodec.encode(Changeset(timestamp: 1, instructions: [OperationsDevice.create(mine, owner: ann.userId, complexity: 1)]))),
+            ])))
+            try await ann.waitFor("the acknowledgement") { if case .download(_, _, let ack, _, _, _, _) = $0 { return ack >= 1 } else { return false } }
+            let read = try await post("findOne", #"{"class":"Item","primaryKey":{"$oid":"\#(mine.description)"}}"#)
+            #expect(read.contains(ann.userId))
+        }
+    }
+
+    /// A backend write and a device write to the same field resolve by the same rules as two
+    /// devices' writes: a write made at a version that includes the other supersedes it (a
+    /// Data API write is made at the head); two writes that did not see each other are
+    /// concurrent and the later changeset time wins. The oracle is those rules; the store
+    /// (read through the Data API) and a second device's bootstrap must both show the answer.
+    @Test func aBackendWriteAndADeviceWriteToOneFieldConvergeByTheSameRule() async throws {
+        let app = try DataAPITests.appDirectory()
+        try await LiveServer.withServer(configure: {
+            $0.appDirectory = app
+            $0.secrets["FERRY_DATA_API_KEY_BACKEND"] = DataAPITests.key
+        }) { port in
+            let user = try await LiveServer.anonymousUser(port: port)
+            let device = try await OperationsDevice.connect(port: port, user: user, sdk: nil)
+            try await device.subscribe()
+            func post(_ action: String, _ body: String) async throws -> String {
+                let response = try await LiveServer.request(port: port, "POST", "\(base)/\(action)",
+                                                            headers: ["apiKey": DataAPITests.key, "Content-Type": "application/json"], body: body)
+                return WireFormat.body(response) ?? ""
+            }
+            let id = try ObjectId(hex: "65c000000000000000000001")
+            _ = try await post("insertOne", #"{"class":"Item","document":\#(Self.item(id.description, owner: user.id, name: "start"))}"#)
+            try await device.waitFor("the backend's insert") { m in BootstrapWindowTests.keys(in: [m]).contains(.objectId(id)) }
+            var clientVersion: UInt64 = 0
+            func deviceSets(_ name: String, at timestamp: Int64) async throws {
+                clientVersion += 1
+                let v = clientVersion
+                try await device.client.send(WireFormat.message(.upload(session: 1, changesets: [
+                    UploadChangeset(clientVersion: v, lastIntegratedServerVersion: 0, changeset: ChangesetCodec.encode(Changeset(
+                        timestamp: timestamp, instructions: [.set(table: "Item", key: .objectId(id), field: "itemName", value: .string(name))]))),
+                ])))
+                try await device.waitFor("the acknowledgement of \(v)") { if case .download(_, _, let ack, _, _, _, _) = $0 { return ack >= v } else { return false } }
+            }
+            func stored() async throws -> String? {
+                let body = try await post("findOne", #"{"class":"Item","primaryKey":{"$oid":"\#(id.description)"}}"#)
+                let json = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+                return (json?["document"] as? [String: Any])?["itemName"] as? String
+            }
+            let now = UploadClock.nanosecondsSinceEpoch()
+            // 1. The device's write arrives last but was made earlier (10 s before): the
+            //    backend's value stays.
+            try await deviceSets("device, earlier", at: now - 10_000_000_000)
+            #expect(try await stored() == "start")
+            // 2. A Data API write is made at the head: it supersedes what is committed.
+            _ = try await post("updateOne", #"{"class":"Item","primaryKey":{"$oid":"\#(id.description)"},"set":{"itemName":"backend"}}"#)
+            #expect(try await stored() == "backend")
+            // 3. A device write made without having seen it (its base is older) is concurrent
+            //    with it, and was made later (0.5 s ahead): the device's value wins.
+            try await deviceSets("device, later", at: UploadClock.nanosecondsSinceEpoch() + 500_000_000)
+            let oracle = "device, later"
+            #expect(try await stored() == oracle)
+            // Every replica: a second device of the user bootstraps the same value.
+            let second = try await OperationsDevice.connect(port: port, user: user, sdk: nil)
+            try await second.subscribe()
+            try await second.waitFor("the bootstrap") { if case .download(_, _, _, _, _, true, _) = $0 { return true } else { return false } }
+            var names: [String] = []
+            for case .download(_, _, _, _, _, _, let changesets) in second.messages {
+                for c in changesets {
+                    for case .create(_, .objectId(id), let fields) in (try? ChangesetCodec.decode(c.changeset).instructions) ?? [] {
+                        for f in fields where f.name == "itemName" { if case .string(let n) = f.value { names.append(n) } }
+                    }
+                }
+            }
+            #expect(names == [oracle], "\(second.messages)")
+        }
+    }
+}
