@@ -191,4 +191,58 @@ struct DataAPIWriteTests {
             #expect(names == [oracle], "\(second.messages)")
         }
     }
+
+    /// The change feed: every object changed after a version, once, at its last version, in
+    /// version order; a version is never split across pages; an SSE stream hears new writes
+    /// as they commit and resumes after its last event id.
+    @Test func theChangeFeedListsWhatChangedAndAStreamFollowsIt() async throws {
+        let app = try DataAPITests.appDirectory()
+        try await LiveServer.withServer(configure: {
+            $0.appDirectory = app
+            $0.secrets["FERRY_DATA_API_KEY_BACKEND"] = DataAPITests.key
+        }) { port in
+            func post(_ action: String, _ body: String) async throws -> [String: Any] {
+                let response = try await LiveServer.request(port: port, "POST", "\(base)/\(action)",
+                                                            headers: ["apiKey": DataAPITests.key, "Content-Type": "application/json"], body: body)
+                return (try? JSONSerialization.jsonObject(with: Data((WireFormat.body(response) ?? "").utf8)) as? [String: Any]) ?? [:]
+            }
+            func changes(_ query: String) async throws -> [[String: Any]] {
+                let response = try await LiveServer.request(port: port, "GET", "/api/data/v1/app/item-app-seeds/changes?\(query)", headers: ["apiKey": DataAPITests.key])
+                return (WireFormat.body(response) ?? "").split(separator: "\n").compactMap {
+                    try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+                }
+            }
+            let ids = (1...5).map { "65d00000000000000000000\($0)" }
+            let v1 = try #require(try await post("insertMany", #"{"class":"Item","documents":[\#(ids.map { Self.item($0) }.joined(separator: ","))]}"#)["version"] as? Int)
+            let v2 = try #require(try await post("updateOne", #"{"class":"Item","primaryKey":{"$oid":"\#(ids[0])"},"set":{"itemName":"changed"}}"#)["version"] as? Int)
+            let v3 = try #require(try await post("deleteOne", #"{"class":"Item","primaryKey":{"$oid":"\#(ids[1])"}}"#)["version"] as? Int)
+            #expect(v1 < v2 && v2 < v3)
+            let all = try await changes("after=0")
+            // The oracle: each object once, at the version of its last change.
+            let expected: [(String, Int, String)] = ids[2...].map { ($0, v1, "upsert") } + [(ids[0], v2, "upsert"), (ids[1], v3, "delete")]
+            let got: [String] = all.map { e in
+                let id = (e["primaryKey"] as? [String: Any])?["$oid"] as? String ?? ""
+                return "\(id)@\(e["version"] as? Int ?? 0):\(e["operation"] as? String ?? "")"
+            }
+            #expect(got == expected.map { "\($0.0)@\($0.1):\($0.2)" })
+            #expect((all.first { $0["version"] as? Int == v2 }?["document"] as? [String: Any])?["itemName"] as? String == "changed")
+            #expect(try await changes("after=\(v2)").count == 1)
+            // limit=1: the first page is all of version v1 (three objects), never part of it.
+            #expect(try await changes("after=0&limit=1").map { $0["version"] as? Int } == [v1, v1, v1])
+            let refused = try await LiveServer.request(port: port, "GET", "/api/data/v1/app/item-app-seeds/changes?after=x", headers: ["apiKey": DataAPITests.key])
+            #expect(WireFormat.response(refused)?.status == 400)
+
+            // A stream from v3: it hears the next write, and only it.
+            let stream = try await RawClient.connect(port: port)
+            try await stream.send("GET /api/data/v1/app/item-app-seeds/changes HTTP/1.1\r\nHost: 127.0.0.1\r\napiKey: \(DataAPITests.key)\r\nAccept: text/event-stream\r\nLast-Event-ID: \(v3)\r\n\r\n")
+            let v4 = try #require(try await post("insertOne", #"{"class":"Item","document":\#(Self.item("65d000000000000000000009"))}"#)["version"] as? Int)
+            let heard = await stream.wait(seconds: 60) { received, _ in String(decoding: received, as: UTF8.self).contains("id: \(v4)\n") }
+            #expect(heard)
+            let text = String(decoding: stream.received, as: UTF8.self)
+            #expect(text.contains("text/event-stream"))
+            #expect(text.contains("65d000000000000000000009"))
+            #expect(!text.contains("id: \(v3)\n"))
+            await stream.close()
+        }
+    }
 }

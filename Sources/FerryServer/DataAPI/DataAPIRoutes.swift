@@ -2,6 +2,7 @@ import FerryAppConfig
 import FerryCore
 import FerrySyncStorage
 import Foundation
+import HTTPTypes
 import Hummingbird
 
 /// The Data API over HTTP, in the Atlas Data API's shape (`POST .../action/<name>` with a
@@ -16,6 +17,7 @@ struct DataAPIRoutes {
     let storage: any SyncStorage
     let schema: Schema
     let writes: BackendWrites
+    let heads: HeadWatch
 
     /// Objects one `find` returns at most, and its default.
     static let maxLimit = 1000
@@ -52,6 +54,72 @@ struct DataAPIRoutes {
             return try await findOne(body)
         }
         addWrites(to: group)
+        router.get("api/data/v1/app/:app/changes") { request, context -> Response in
+            try check(context)
+            _ = try keys.authorize(request)
+            return try await changes(request)
+        }
+    }
+
+    static let lastEventID = HTTPField.Name("Last-Event-ID")!
+
+    /// Events a change-feed page holds about (a version's objects are never split).
+    static let changesPage = 1000
+    /// An SSE stream's keep-alive comment, so idle proxies and the idle timeout keep it open.
+    static let keepAlive: Duration = .seconds(15)
+
+    /// `GET .../changes?after=VERSION&classes=A,B`: NDJSON of the changes after VERSION (at
+    /// most about `limit`, then the answer ends), or, with `Accept: text/event-stream`, an
+    /// endless SSE stream whose event ids are versions (`Last-Event-ID` resumes).
+    func changes(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        var after: UInt64 = 0
+        if let text = request.headers[Self.lastEventID] ?? query.get("after") {
+            guard let v = UInt64(text) else { throw bad("after (or Last-Event-ID) must be a server version, got \(excerpt(text, limit: 40))") }
+            after = v
+        }
+        var classes = schema.classes
+        if let names = query.get("classes"), !names.isEmpty {
+            classes = try names.split(separator: ",").map { try objectSchema(String($0)) }
+        }
+        let limit = try query.get("limit").map { text -> Int in
+            guard let n = Int(text), (1...Self.changesPage).contains(n) else { throw bad("limit must be between 1 and \(Self.changesPage)") }
+            return n
+        } ?? Self.changesPage
+        let (storage, heads) = (storage, heads)
+        let (chosen, start) = (classes, after)
+        if request.headers[.accept]?.contains("text/event-stream") == true {
+            let body = ResponseBody { writer in
+                var position = start
+                while true {
+                    let events = try await DataAPIChanges.page(storage, after: position, classes: chosen, limit: Self.changesPage)
+                    if events.isEmpty {
+                        let head = heads.head
+                        if head <= position {
+                            await heads.wait(past: position, within: Self.keepAlive)
+                            if heads.head <= position { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
+                        }
+                        continue
+                    }
+                    var out: [UInt8] = []
+                    for e in events {
+                        out += Array("id: \(e.version)\ndata: ".utf8)
+                        out += e.json
+                        out += Array("\n\n".utf8)
+                    }
+                    try await writer.write(ByteBuffer(bytes: out))
+                    position = events.last!.version
+                }
+            }
+            return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
+        }
+        let events = try await DataAPIChanges.page(storage, after: after, classes: chosen, limit: limit)
+        var out: [UInt8] = []
+        for e in events {
+            out += e.json
+            out.append(UInt8(ascii: "\n"))
+        }
+        return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: .init(byteBuffer: ByteBuffer(bytes: out)))
     }
 
     private func check(_ context: ServerRequestContext) throws {

@@ -1,0 +1,135 @@
+import FerryCore
+import FerrySyncStorage
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// The Data API's change feed (docs/backend.md): what changed after a server version, in
+/// version order, one event per object with its state now (an object changed twice since
+/// is one event at its last version, as in CouchDB's and Sync Gateway's `_changes`).
+enum DataAPIChanges {
+    struct Event: Sendable {
+        let version: UInt64
+        let objectSchema: ObjectSchema
+        let change: ChangedObject
+
+        /// `{"version", "class", "primaryKey", "operation": "upsert" | "delete", "document"}`.
+        var json: [UInt8] {
+            var out: [UInt8] = Array(#"{"version":"#.utf8)
+            out += Array(String(version).utf8)
+            out += Array(#","class":"#.utf8)
+            JSONText.appendQuoted(objectSchema.name, to: &out)
+            out += Array(#","primaryKey":"#.utf8)
+            DataAPIValues.append(change.key, to: &out)
+            out += Array(#","operation":"#.utf8)
+            if let object = change.object {
+                out += Array(#""upsert","document":"#.utf8)
+                DataAPIValues.appendDocument(object.values, schema: objectSchema, to: &out)
+            } else {
+                out += Array(#""delete","document":null"#.utf8)
+            }
+            out.append(UInt8(ascii: "}"))
+            return out
+        }
+    }
+
+    private struct Enough: Error {}
+
+    /// Changes after `after` of `classes`, in (version, class) order, about `limit` of them:
+    /// never part of a version (a version's objects all come in one page, so `after` = the
+    /// last event's version loses nothing), so a page may hold more than `limit` when one
+    /// version changed more objects.
+    static func page(_ storage: any SyncStorage, after: UInt64, classes: [ObjectSchema], limit: Int) async throws -> [Event] {
+        try await storage.withSnapshot { snap in
+            var events: [Event] = []
+            // The version up to which every class was read completely.
+            var complete = UInt64.max
+            for os in classes {
+                var count = 0
+                var last: UInt64 = 0
+                do {
+                    try await snap.changes(since: after, schema: os) { c in
+                        if count >= limit, c.version != last { throw Enough() }
+                        events.append(Event(version: c.version, objectSchema: os, change: c))
+                        count += 1
+                        last = c.version
+                    }
+                } catch is Enough {
+                    complete = min(complete, last)
+                }
+            }
+            // Read class by class, each in (version, key) order: sorted by version, ties keep
+            // that order (class, then key).
+            return events.enumerated().filter { $0.element.version <= complete }
+                .sorted { ($0.element.version, $0.offset) < ($1.element.version, $1.offset) }.map(\.element)
+        }
+    }
+}
+
+/// The newest head version this node has heard of, and waits for it to pass a version (the
+/// change feed's SSE streams sleep here between changes).
+final class HeadWatch: Sendable {
+    private struct State {
+        var head: UInt64 = 0
+        var ended = false
+        var waiters: [UInt64: (after: UInt64, CheckedContinuation<Void, Never>)] = [:]
+        var nextId: UInt64 = 0
+    }
+    private let state = LockedValue(State())
+    private let listener: LockedValue<Task<Void, Never>?> = LockedValue(nil)
+
+    init(_ feed: any ChangeFeed) {
+        let signals = feed.signals()
+        listener.withLock { task in
+            task = Task { [weak self] in
+                for await s in signals { self?.heard(s.headVersion) }
+                self?.end()
+            }
+        }
+    }
+
+    deinit { listener.withLock { $0?.cancel() } }
+
+    var head: UInt64 { state.withLock { $0.head } }
+
+    private func heard(_ head: UInt64) {
+        let ready = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.head = max(s.head, head)
+            let due = s.waiters.filter { $0.value.after < s.head }
+            for id in due.keys { s.waiters[id] = nil }
+            return due.map(\.value.1)
+        }
+        for c in ready { c.resume() }
+    }
+
+    private func end() {
+        let all = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.ended = true
+            defer { s.waiters = [:] }
+            return s.waiters.map(\.value.1)
+        }
+        for c in all { c.resume() }
+    }
+
+    /// Returns once the head passed `after`, or after `limit`, or when the feed ended.
+    func wait(past after: UInt64, within limit: Duration) async {
+        let id = state.withLock { s -> UInt64 in
+            s.nextId += 1
+            return s.nextId
+        }
+        let timer = Task { [weak self] in
+            guard (try? await Task.sleep(for: limit)) != nil else { return }
+            let c = self?.state.withLock { $0.waiters.removeValue(forKey: id) }
+            c?.1.resume()
+        }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.ended || s.head > after { return true }
+                s.waiters[id] = (after, c)
+                return false
+            }
+            if now { c.resume() }
+        }
+        timer.cancel()
+    }
+}
