@@ -245,4 +245,59 @@ struct DataAPIWriteTests {
             await stream.close()
         }
     }
+
+    /// A user's access token gets exactly that user's rules: reads show only what the user
+    /// may read, a write the rules refuse is refused whole with 403 and the rule's reason.
+    @Test func aUsersTokenReadsAndWritesWithThatUsersRules() async throws {
+        let app = try DataAPITests.appDirectory()
+        try await LiveServer.withServer(configure: {
+            $0.appDirectory = app
+            $0.secrets["FERRY_DATA_API_KEY_BACKEND"] = DataAPITests.key
+        }) { port in
+            let ann = try await LiveServer.anonymousUser(port: port)
+            let bob = try await LiveServer.anonymousUser(port: port)
+            func post(_ action: String, _ body: String, token: String? = nil) async throws -> (Int, [String: Any]) {
+                let headers = token.map { ["Authorization": "Bearer \($0)"] } ?? ["apiKey": DataAPITests.key]
+                let response = try await LiveServer.request(port: port, "POST", "\(base)/\(action)", headers: headers.merging(["Content-Type": "application/json"]) { $1 }, body: body)
+                let json = (try? JSONSerialization.jsonObject(with: Data((WireFormat.body(response) ?? "").utf8)) as? [String: Any]) ?? [:]
+                return (WireFormat.response(response)?.status ?? 0, json)
+            }
+            func exists(_ id: String) async throws -> Bool {
+                try await post("findOne", #"{"class":"Item","primaryKey":{"$oid":"\#(id)"}}"#).1["document"] is [String: Any]
+            }
+            let annsItem = "65e000000000000000000001", bobsItem = "65e000000000000000000002"
+            _ = try await post("insertMany", #"{"class":"Item","documents":[\#(Self.item(annsItem, owner: ann.id)),\#(Self.item(bobsItem, owner: bob.id))]}"#)
+
+            let found = try await post("find", #"{"class":"Item"}"#, token: ann.token)
+            #expect(found.0 == 200)
+            #expect((found.1["documents"] as? [[String: Any]])?.compactMap { $0["ownerId"] as? String } == [ann.id])
+            #expect(try await post("findOne", #"{"class":"Item","primaryKey":{"$oid":"\#(bobsItem)"}}"#, token: ann.token).1["document"] is NSNull)
+            let feed = try await LiveServer.request(port: port, "GET", "/api/data/v1/app/item-app-seeds/changes?after=0", headers: ["Authorization": "Bearer \(ann.token)"])
+            #expect((WireFormat.body(feed) ?? "").contains(annsItem))
+            #expect(!(WireFormat.body(feed) ?? "").contains(bobsItem))
+
+            // Her own object: allowed.
+            let mine = "65e000000000000000000003"
+            #expect(try await post("insertOne", #"{"class":"Item","document":\#(Self.item(mine, owner: ann.id))}"#, token: ann.token).0 == 200)
+            #expect(try await exists(mine))
+            // Bob's: refused whole, with the rule's reason, and nothing written.
+            let theirs = "65e000000000000000000004"
+            let refused = try await post("insertOne", #"{"class":"Item","document":\#(Self.item(theirs, owner: bob.id))}"#, token: ann.token)
+            #expect(refused.0 == 403)
+            #expect(!((refused.1["error"] as? String) ?? "").isEmpty)
+            #expect(try await !exists(theirs))
+            let mixed = "65e000000000000000000005"
+            let transaction = try await post("transaction", #"{"operations":[{"action":"insertOne","class":"Item","document":\#(Self.item(mixed, owner: ann.id))},{"action":"insertOne","class":"Item","document":\#(Self.item(theirs, owner: bob.id))}]}"#, token: ann.token)
+            #expect(transaction.0 == 403)
+            #expect(try await !exists(mixed))
+            // An object she may not read is, to her, one that does not exist: no match, no
+            // change, and nothing said about it (as for a device's write).
+            let hidden = try await post("updateOne", #"{"class":"Item","primaryKey":{"$oid":"\#(bobsItem)"},"set":{"itemName":"mine now"}}"#, token: ann.token)
+            #expect(hidden.0 == 200)
+            #expect(hidden.1["matchedCount"] as? Int == 0)
+            #expect(try await post("findOne", #"{"class":"Item","primaryKey":{"$oid":"\#(bobsItem)"}}"#).1["document"].flatMap { ($0 as? [String: Any])?["itemName"] as? String } == "thing")
+            // A wrong token: 401.
+            #expect(try await post("find", #"{"class":"Item"}"#, token: "not-a-token").0 == 401)
+        }
+    }
 }

@@ -12,7 +12,8 @@ struct BackendWriteRefused: Error {
 /// nothing), and per object whether it existed before and whether it changed.
 struct BackendWriteResult: Sendable {
     struct Object: Sendable {
-        let existed: Bool
+        /// The object's values before the write (nil: it did not exist).
+        let before: [FerryValue]?
         let changed: Bool
     }
     let version: UInt64
@@ -29,6 +30,8 @@ struct BackendWriteResult: Sendable {
 /// anything; the schema is still checked (a wrong type or a missing required value fails the
 /// whole changeset, and nothing of it is applied).
 ///
+/// A user's access token writes with that user's rules instead (`write(as:)`).
+///
 /// One write at a time per node: a key's client versions must commit in the order they were
 /// given, or a later one acknowledged first would make the earlier one look like a resend.
 actor BackendWrites {
@@ -36,6 +39,7 @@ actor BackendWrites {
     private let storage: any SyncStorage
     private let systemView: SessionView
     private let systemRules: AppConfiguration
+    private let app: AppConfiguration
     private var files: [String: (ident: UInt64, version: UInt64)] = [:]
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
@@ -43,6 +47,7 @@ actor BackendWrites {
     init(hub: SyncHub, storage: any SyncStorage, app: AppConfiguration, schema: Schema) throws {
         self.hub = hub
         self.storage = storage
+        self.app = app
         let system = Role(name: "system", read: true, write: true, insert: true, delete: true)
         var rules = app
         rules.collections = app.collections.map { c in
@@ -63,20 +68,46 @@ actor BackendWrites {
 
     /// The user a server key writes as: what the sync log and stamps name.
     static func userId(ofKey name: String) -> String { "data-api:\(name)" }
+    /// The client file every user's Data API writes on this node share (stamps need a file;
+    /// a file per user would count against each user's device quota).
+    static let usersFile = "data-api:users"
 
-    func write(key name: String, _ instructions: [Instruction], timestamp: Int64 = UploadClock.nanosecondsSinceEpoch()) async throws -> BackendWriteResult {
+    /// Every class in view, and the user's role on each from the app's rules.
+    nonisolated func userView(_ user: UserContext) -> SessionView {
+        var queries: [String: [CompiledQuery]] = [:]
+        var roles: [String: Role?] = [:]
+        for (name, q) in systemView.queries {
+            queries[name] = q
+            roles[name] = .some(app.rules(for: name).role(for: user))
+        }
+        return SessionView(user: user, queries: queries, roles: roles)
+    }
+
+    /// One changeset written as `caller`: a server key as the system; a user with the app's
+    /// rules, all or nothing (a write the rules refuse fails the whole call: `SessionFailure`
+    /// with the compensating-write code and the seeds' reasons).
+    func write(as caller: DataAPICaller, _ instructions: [Instruction], timestamp: Int64 = UploadClock.nanosecondsSinceEpoch()) async throws -> BackendWriteResult {
         await takeTurn()
         defer { passTurn() }
-        let user = UserContext(id: Self.userId(ofKey: name))
+        let (user, fileName, view, rules, refuse): (UserContext, String, SessionView, AppConfiguration, Bool)
+        switch caller {
+        case .key(let key):
+            (user, fileName, view, rules, refuse) = (UserContext(id: Self.userId(ofKey: key.name)), Self.userId(ofKey: key.name), systemView, systemRules, false)
+        case .user(let u):
+            (user, fileName, view, rules, refuse) = (u, Self.usersFile, userView(u), app, true)
+        }
         var file: (ident: UInt64, version: UInt64)
-        if let known = files[name] { file = known } else { file = (try await storage.newClientFile(userId: user.id).ident, 0) }
+        if let known = files[fileName] { file = known } else { file = (try await storage.newClientFile(userId: fileName).ident, 0) }
         file.version += 1
         let head = try await storage.syncState().headVersion
         let upload = UploadChangeset(clientVersion: file.version, lastIntegratedServerVersion: head,
                                      changeset: ChangesetCodec.encode(Changeset(timestamp: timestamp, instructions: instructions)))
-        let (outcome, version) = try await hub.commitServerOrigin(clientFile: file.ident, user: user, view: systemView, rules: systemRules, upload: upload)
-        files[name] = file
-        return BackendWriteResult(version: version, objects: outcome.entries.mapValues { .init(existed: $0.before != nil, changed: $0.changed) },
+        // The version is used whether or not the write succeeds: a refused one is never
+        // acknowledged, and the next must not look like its resend.
+        files[fileName] = file
+        let (outcome, version) = try await hub.commitServerOrigin(clientFile: file.ident, user: user, view: view, rules: rules,
+                                                                  refuseCompensated: refuse, upload: upload)
+        return BackendWriteResult(version: version, objects: outcome.entries.mapValues { .init(before: $0.before?.values, changed: $0.changed) },
                                   compensating: outcome.compensating)
     }
 

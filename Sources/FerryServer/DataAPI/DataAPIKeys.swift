@@ -1,4 +1,6 @@
 import FerryAppConfig
+import FerryAuth
+import FerryCore
 import HTTPTypes
 import Hummingbird
 
@@ -30,19 +32,22 @@ struct DataAPIKeys: Sendable {
         }
     }
 
-    /// The key a request presents in its `apiKey` header (the Atlas Data API's header), or an
-    /// error: 404 when the Data API is off, 401 without a key or with a wrong one. Every
-    /// declared key is compared in full, in constant time.
-    func authorize(_ request: Request) throws -> Key {
+    /// Who calls: a server key in the `apiKey` header (the Atlas Data API's header), else a
+    /// user's access token (`Authorization: Bearer`), who gets exactly that user's rules. 404
+    /// when the Data API is off, 401 without credentials or with wrong ones. Every declared key
+    /// is compared in full, in constant time.
+    func caller(_ request: Request, auth: AuthService) async throws -> DataAPICaller {
         guard enabled else {
             throw APIError(status: .notFound, code: "DataAPIDisabled", message: "the Data API is disabled: turn it on in http_endpoints/data_api_config.json")
         }
-        if request.headers[.authorization] != nil, request.headers[Self.header] == nil {
-            throw APIError(status: .unauthorized, code: "InvalidSession",
-                           message: "the Data API takes a server key in the apiKey header; users' access tokens are not accepted on it yet")
-        }
         guard let given = request.headers[Self.header].map({ Array($0.utf8) }) else {
-            throw APIError(status: .unauthorized, code: "MissingAuthReq", message: "the Data API needs a server key in the apiKey header")
+            guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
+                throw APIError(status: .unauthorized, code: "MissingAuthReq",
+                               message: "the Data API needs a server key in the apiKey header or a user's access token (Authorization: Bearer)")
+            }
+            do { return .user(try await auth.authenticate(accessToken: String(header.dropFirst(7))).context) } catch let e as AuthError {
+                throw APIError(e)
+            }
         }
         var found: Key?
         for k in keys {
@@ -51,6 +56,14 @@ struct DataAPIKeys: Sendable {
             if diff == 0 { found = k }
         }
         guard let found else { throw APIError(status: .unauthorized, code: "InvalidSession", message: "invalid Data API key") }
-        return found
+        return .key(found)
     }
+}
+
+/// Who makes a Data API call.
+enum DataAPICaller: Sendable {
+    /// A backend's server key: the system (every object, no rule).
+    case key(DataAPIKeys.Key)
+    /// A user's access token: that user's rules.
+    case user(UserContext)
 }

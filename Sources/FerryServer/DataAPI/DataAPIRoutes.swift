@@ -1,4 +1,5 @@
 import FerryAppConfig
+import FerryAuth
 import FerryCore
 import FerrySyncStorage
 import Foundation
@@ -18,6 +19,8 @@ struct DataAPIRoutes {
     let schema: Schema
     let writes: BackendWrites
     let heads: HeadWatch
+    let auth: AuthService
+    let app: AppConfiguration
 
     /// Objects one `find` returns at most, and its default.
     static let maxLimit = 1000
@@ -43,25 +46,45 @@ struct DataAPIRoutes {
         let group = router.group("api/data/v1/app/:app/action")
         group.post("find") { request, context -> Response in
             try check(context)
-            _ = try keys.authorize(request)
+            let caller = try await keys.caller(request, auth: auth)
             let body = try await decode(FindRequest.self, request, context)
-            return try await find(body)
+            return try await find(body, as: caller)
         }
         group.post("findOne") { request, context -> Response in
             try check(context)
-            _ = try keys.authorize(request)
+            let caller = try await keys.caller(request, auth: auth)
             let body = try await decode(FindOneRequest.self, request, context)
-            return try await findOne(body)
+            return try await findOne(body, as: caller)
         }
         addWrites(to: group)
         router.get("api/data/v1/app/:app/changes") { request, context -> Response in
             try check(context)
-            _ = try keys.authorize(request)
-            return try await changes(request)
+            let caller = try await keys.caller(request, auth: auth)
+            return try await changes(request, as: caller)
         }
     }
 
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
+
+    /// What a caller may read: everything for a server key; for a user, what the app's rules
+    /// let that user read (a server-side view of every class, as a device with every class
+    /// subscribed would see).
+    func readFilter(_ caller: DataAPICaller) -> @Sendable ([FerryValue], ObjectSchema) -> Bool {
+        guard case .user(let user) = caller else { return { _, _ in true } }
+        let view = writes.userView(user)
+        let app = self.app
+        return { values, os in view.mayRead(values, of: os, app: app) }
+    }
+
+    /// The change-feed events a caller sees: for a user, an object it may read now, and the
+    /// delete of one it could read before the delete (as a device's catch-up learns of it).
+    func eventFilter(_ caller: DataAPICaller) -> @Sendable (DataAPIChanges.Event) -> Bool {
+        let readable = readFilter(caller)
+        return { e in
+            if let o = e.change.object { return readable(o.values, e.objectSchema) }
+            return e.change.erasedState.map { readable($0.values, e.objectSchema) } ?? false
+        }
+    }
 
     /// Events a change-feed page holds about (a version's objects are never split).
     static let changesPage = 1000
@@ -71,7 +94,7 @@ struct DataAPIRoutes {
     /// `GET .../changes?after=VERSION&classes=A,B`: NDJSON of the changes after VERSION (at
     /// most about `limit`, then the answer ends), or, with `Accept: text/event-stream`, an
     /// endless SSE stream whose event ids are versions (`Last-Event-ID` resumes).
-    func changes(_ request: Request) async throws -> Response {
+    func changes(_ request: Request, as caller: DataAPICaller) async throws -> Response {
         let query = request.uri.queryParameters
         var after: UInt64 = 0
         if let text = request.headers[Self.lastEventID] ?? query.get("after") {
@@ -88,12 +111,18 @@ struct DataAPIRoutes {
         } ?? Self.changesPage
         let (storage, heads) = (storage, heads)
         let (chosen, start) = (classes, after)
+        let visible = eventFilter(caller)
         if request.headers[.accept]?.contains("text/event-stream") == true {
             let body = ResponseBody { writer in
                 var position = start
                 while true {
-                    let events = try await DataAPIChanges.page(storage, after: position, classes: chosen, limit: Self.changesPage)
+                    let page = try await DataAPIChanges.page(storage, after: position, classes: chosen, limit: Self.changesPage)
+                    let events = page.filter(visible)
                     if events.isEmpty {
+                        if let last = page.last {
+                            position = last.version
+                            continue
+                        }
                         let head = heads.head
                         if head <= position {
                             await heads.wait(past: position, within: Self.keepAlive)
@@ -113,7 +142,7 @@ struct DataAPIRoutes {
             }
             return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
         }
-        let events = try await DataAPIChanges.page(storage, after: after, classes: chosen, limit: limit)
+        let events = try await DataAPIChanges.page(storage, after: after, classes: chosen, limit: limit).filter(visible)
         var out: [UInt8] = []
         for e in events {
             out += e.json
@@ -145,8 +174,9 @@ struct DataAPIRoutes {
 
     private func bad(_ message: String) -> APIError { APIError(status: .badRequest, code: "InvalidParameter", message: message) }
 
-    func find(_ r: FindRequest) async throws -> Response {
+    func find(_ r: FindRequest, as caller: DataAPICaller) async throws -> Response {
         let os = try objectSchema(r.class)
+        let readable = readFilter(caller)
         let limit = r.limit ?? Self.defaultLimit
         guard (1...Self.maxLimit).contains(limit) else { throw bad("limit must be between 1 and \(Self.maxLimit), got \(limit)") }
         let arguments: [FerryValue]
@@ -177,7 +207,7 @@ struct DataAPIRoutes {
                     examined += 1
                     rest -= 1
                     position = row.rawKey
-                    guard query.matches(row.object.values) else { continue }
+                    guard query.matches(row.object.values), readable(row.object.values, os) else { continue }
                     if found > 0 { documents.append(UInt8(ascii: ",")) }
                     DataAPIValues.appendDocument(row.object.values, schema: os, to: &documents)
                     found += 1
@@ -199,7 +229,7 @@ struct DataAPIRoutes {
         return Self.json(out)
     }
 
-    func findOne(_ r: FindOneRequest) async throws -> Response {
+    func findOne(_ r: FindOneRequest, as caller: DataAPICaller) async throws -> Response {
         let os = try objectSchema(r.class)
         let key: FerryValue
         do { key = try DataAPIValues.primaryKey(r.primaryKey, of: os.primaryKey.type) } catch let e as DataAPIValues.Invalid {
@@ -207,7 +237,8 @@ struct DataAPIRoutes {
         }
         let stored = try await storage.object(ObjectKey(table: os.name, key: key), schema: os)
         var out: [UInt8] = Array(#"{"document":"#.utf8)
-        if let object = stored?.object { DataAPIValues.appendDocument(object.values, schema: os, to: &out) } else { out += Array("null".utf8) }
+        // An object the user may not read is as absent as one that does not exist.
+        if let object = stored?.object, readFilter(caller)(object.values, os) { DataAPIValues.appendDocument(object.values, schema: os, to: &out) } else { out += Array("null".utf8) }
         out.append(UInt8(ascii: "}"))
         return Self.json(out)
     }
@@ -257,42 +288,44 @@ struct DataAPIRoutes {
     func addWrites(to group: RouterGroup<ServerRequestContext>) {
         group.post("insertOne") { request, context -> Response in
             try check(context)
-            let key = try keys.authorize(request)
+            let caller = try await keys.caller(request, auth: auth)
             let body = try await decode(InsertOneRequest.self, request, context)
             let (instructions, keys) = try insert([body.document], into: try objectSchema(body.class))
-            let result = try await write(key, instructions)
+            let result = try await write(caller, instructions)
             return Self.json(Self.object([("insertedId", keys[0].key.json), ("version", "\(result.version)")]))
         }
         group.post("insertMany") { request, context -> Response in
             try check(context)
-            let key = try keys.authorize(request)
+            let caller = try await keys.caller(request, auth: auth)
             let body = try await decode(InsertManyRequest.self, request, context)
             let (instructions, inserted) = try insert(body.documents, into: try objectSchema(body.class))
-            let result = try await write(key, instructions)
+            let result = try await write(caller, instructions)
             return Self.json(Self.object([("insertedIds", "[" + inserted.map(\.key.json).joined(separator: ",") + "]"), ("version", "\(result.version)")]))
         }
         group.post("updateOne") { request, context -> Response in
             try check(context)
-            let key = try keys.authorize(request)
+            let caller = try await keys.caller(request, auth: auth)
             let body = try await decode(UpdateOneRequest.self, request, context)
             let (instructions, target) = try update(Operation(action: "updateOne", class: body.class, primaryKey: body.primaryKey, set: body.set, inc: body.inc))
-            let result = try await write(key, instructions)
-            let matched = result.objects[target]?.existed == true
+            let result = try await write(caller, instructions)
+            // Matched: it existed and the caller may read it (a user learns nothing of others').
+            let os = try objectSchema(body.class)
+            let matched = result.objects[target]?.before.map { readFilter(caller)($0, os) } ?? false
             return Self.json(Self.object([("matchedCount", matched ? "1" : "0"), ("modifiedCount", matched && result.objects[target]?.changed == true ? "1" : "0"),
                                           ("version", "\(result.version)")]))
         }
         group.post("deleteOne") { request, context -> Response in
             try check(context)
-            let key = try keys.authorize(request)
+            let caller = try await keys.caller(request, auth: auth)
             let body = try await decode(DeleteOneRequest.self, request, context)
             let target = try objectKey(body.class, body.primaryKey)
-            let result = try await write(key, [.erase(table: target.table, key: target.key)])
-            let deleted = result.objects[target]?.existed == true && result.objects[target]?.changed == true
+            let result = try await write(caller, [.erase(table: target.table, key: target.key)])
+            let deleted = result.objects[target]?.before != nil && result.objects[target]?.changed == true
             return Self.json(Self.object([("deletedCount", deleted ? "1" : "0"), ("version", "\(result.version)")]))
         }
         group.post("transaction") { request, context -> Response in
             try check(context)
-            let key = try keys.authorize(request)
+            let caller = try await keys.caller(request, auth: auth)
             let body = try await decode(TransactionRequest.self, request, context)
             guard !body.operations.isEmpty else { throw bad("a transaction needs at least one operation") }
             var instructions: [Instruction] = []
@@ -312,17 +345,18 @@ struct DataAPIRoutes {
                 }
                 guard instructions.count <= Self.maxInstructions else { throw bad("a call may write at most \(Self.maxInstructions) instructions") }
             }
-            let result = try await write(key, instructions)
+            let result = try await write(caller, instructions)
             return Self.json(Self.object([("version", "\(result.version)")]))
         }
     }
 
     /// Commits one changeset for the key; the schema's refusals are the caller's 400, a stopped
     /// sync a 503.
-    private func write(_ key: DataAPIKeys.Key, _ instructions: [Instruction]) async throws -> BackendWriteResult {
+    private func write(_ caller: DataAPICaller, _ instructions: [Instruction]) async throws -> BackendWriteResult {
         guard instructions.count <= Self.maxInstructions else { throw bad("a call may write at most \(Self.maxInstructions) instructions") }
         let result: BackendWriteResult
-        do { result = try await writes.write(key: key.name, instructions) } catch let e as SessionFailure {
+        do { result = try await writes.write(as: caller, instructions) } catch let e as SessionFailure {
+            if e.code == SyncErrorText.compensatingWriteCode { throw APIError(status: .forbidden, code: "WriteRefused", message: e.message) }
             throw APIError(status: .badRequest, code: "SchemaValidationFailed", message: e.message)
         } catch let e as BackendWriteRefused {
             throw APIError(status: .serviceUnavailable, code: "SyncNotRunning", message: e.message)

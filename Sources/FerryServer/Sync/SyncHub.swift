@@ -831,7 +831,7 @@ actor SyncHub {
     /// validated (`rules`: the app as the writer's role sees it), committed and fanned out
     /// like a device's upload; there is no session to answer. Refused while sync is not
     /// running.
-    func commitServerOrigin(clientFile: UInt64, user: UserContext, view: SessionView, rules: AppConfiguration,
+    func commitServerOrigin(clientFile: UInt64, user: UserContext, view: SessionView, rules: AppConfiguration, refuseCompensated: Bool,
                             upload: UploadChangeset) async throws -> (outcome: UploadIntegration.Outcome, version: UInt64) {
         if let refusal = Self.stoppedError(syncMode, now: false) { throw BackendWriteRefused(message: refusal.message) }
         uploadsInFlight += 1
@@ -844,7 +844,8 @@ actor SyncHub {
         for d in decoded { if case .success(let c) = d.changeset { keys += c.instructions.map { ObjectKey(table: $0.table, key: $0.key) } } }
         // Connection 0 is never a real one: the fan-out sends to every session concerned.
         let committed = try await commitUpload(from: SessionKey(connection: 0, session: 0), clientFile: clientFile, user: user, view: view,
-                                               known: 0, changesets: decoded, keys: keys, ahead: nil, rules: rules)
+                                               known: 0, changesets: decoded, keys: keys, ahead: nil, rules: rules,
+                                               refuseCompensated: refuseCompensated)
         knownHead = max(knownHead, committed.after)
         return (committed.outcome, committed.after)
     }
@@ -860,7 +861,7 @@ actor SyncHub {
     /// `rules`: the app whose rules judge the writes (a server key's: everything allowed).
     private func commitUpload(from origin: SessionKey, clientFile: UInt64, user: UserContext, view: SessionView, known: UInt64,
                               changesets: [UploadIntegration.Decoded], keys: [ObjectKey], ahead: PremergedUpload?,
-                              rules: AppConfiguration? = nil) async throws -> Committed {
+                              rules: AppConfiguration? = nil, refuseCompensated: Bool = false) async throws -> Committed {
         let (app, schema, storage, recentCommits) = (rules ?? self.app, self.schema, self.storage, self.recentCommits)
         var ahead = ahead
         // Small uploads are merged under the lock: their merge costs less than the read outside it.
@@ -907,6 +908,13 @@ actor SyncHub {
                                                         acknowledged: acknowledged, decoded: changesets)
                     let stored = try await tx.objects(integration.keys, schema: schema)
                     outcome = try integration.integrate(stored: stored, version: before + 1)
+                }
+                // A caller that must not be half-applied (a user's Data API write): the whole
+                // write fails before anything of it is written (`GroupCommit`: a job's own
+                // failure leaves the group's other jobs alone).
+                if refuseCompensated, !outcome.compensating.isEmpty {
+                    throw SessionFailure(origin.session, SyncErrorText.compensatingWriteCode,
+                                         outcome.compensating.map { "\($0.objectType) \($0.primaryKey.keyText): \($0.reason)" }.joined(separator: "; "), .warning)
                 }
                 let after = try await tx.write(objects: outcome.toStore, absent: outcome.absentToStore, clientFile: clientFile,
                                                clientVersion: outcome.lastClientVersion)
