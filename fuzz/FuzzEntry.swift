@@ -9,6 +9,7 @@ import Glibc
 private let fuzzTargets: [String: (UnsafePointer<UInt8>, Int) -> CInt] = [
     "changelog": fuzzChangeLog,
     "changeset": fuzzChangeset,
+    "extendedjson": fuzzExtendedJSON,
     "http": fuzzHTTP,
     "json": fuzzJSON,
     "protocol": fuzzProtocol,

@@ -171,7 +171,9 @@ struct DataAPIValuesTests {
         #expect(Self.text(.binary([0, 255])) == #"{"$binary":{"base64":"AP8=","subType":"00"}}"#)
         #expect(Self.text(.timestamp(try Timestamp(seconds: 0, nanoseconds: 5_000_000))) == #"{"$date":"1970-01-01T00:00:00.005Z"}"#)
         #expect(Self.text(.timestamp(try Timestamp(seconds: 1, nanoseconds: 7))) == #"{"$date":"1970-01-01T00:00:01.000000007Z"}"#)
-        #expect(Self.text(.timestamp(try Timestamp(seconds: -1, nanoseconds: 0))) == #"{"$date":{"$numberLong":"-1000"}}"#)
+        #expect(Self.text(.timestamp(try Timestamp(seconds: -1, nanoseconds: 0))) == #"{"$date":"1969-12-31T23:59:59.000Z"}"#)
+        #expect(Self.text(.timestamp(try Timestamp(seconds: -62_198_755_200, nanoseconds: 0))) == #"{"$date":"-000001-01-01T00:00:00.000Z"}"#)
+        #expect(Self.text(.timestamp(try Timestamp(seconds: 253_402_300_800, nanoseconds: 1))) == #"{"$date":"+010000-01-01T00:00:00.000000001Z"}"#)
         #expect(Self.text(.double(.nan)) == #"{"$numberDouble":"NaN"}"#)
         #expect(Self.text(.double(2)) == "2.0")
         #expect(Self.text(.int(Int64.min)) == "-9223372036854775808")
@@ -184,7 +186,8 @@ struct DataAPIValuesTests {
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         for _ in 0..<300 {
-            let seconds = Int64.random(in: DataAPIValues.isoRange)
+            // Foundation's calendar turns Julian before 1582: the oracle covers 1970-9999.
+            let seconds = Int64.random(in: 0..<253_402_300_800)
             let ms = Int32.random(in: 0..<1000)
             let t = try Timestamp(seconds: seconds, nanoseconds: ms * 1_000_000)
             let written = Self.text(.timestamp(t))
@@ -193,6 +196,21 @@ struct DataAPIValuesTests {
             #expect(try DataAPIValues.date(iso) == t)
             let fine = try Timestamp(seconds: seconds, nanoseconds: Int32.random(in: 0..<1_000_000_000))
             #expect(try DataAPIValues.value(.object([("$date", .string(String(Self.text(.timestamp(fine)).dropFirst(10).dropLast(2))))])) == .timestamp(fine))
+        }
+    }
+
+    /// Every instant Ferry can hold has an exact text that reads back as it (expanded years
+    /// outside 0000-9999; the fuzz target found the loss of nanoseconds there).
+    @Test func everyTimestampReadsBackExactly() throws {
+        var samples: [Int64] = [Int64.min, Int64.max, -1, 0, -62_167_219_200, -62_167_219_201, 253_402_300_799, 253_402_300_800]
+        samples += (0..<500).map { _ in Int64.random(in: Int64.min...Int64.max) }
+        for seconds in samples {
+            let t = try Timestamp(seconds: seconds, nanoseconds: Int32.random(in: 0..<1_000_000_000))
+            let text = Self.text(.timestamp(t))
+            #expect(try DataAPIValues.date(String(text.dropFirst(10).dropLast(2))) == t, "\(text)")
+        }
+        for bad in ["2026-02-30T00:00:00Z", "+12345-01-01T00:00:00Z", "+1234567890123-01-01T00:00:00Z", "2026-11-29T10:00:00.1234567890Z", "2026-11-29 10:00:00Z"] {
+            #expect(throws: DataAPIValues.Invalid.self) { _ = try DataAPIValues.date(bad) }
         }
     }
 

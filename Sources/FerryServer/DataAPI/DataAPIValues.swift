@@ -1,4 +1,6 @@
-import FerryCore
+#if canImport(FerryCore)
+import FerryCore // the fuzz build compiles this file into one module with FerryCore's sources
+#endif
 import Foundation
 
 /// Ferry's values in MongoDB Extended JSON (v2, relaxed), as the Data API reads and writes
@@ -6,7 +8,7 @@ import Foundation
 /// ObjectId `{"$oid": "hex"}`, UUID `{"$uuid": "8-4-4-4-12"}`, binary
 /// `{"$binary": {"base64": ..., "subType": "00"}}`, timestamp `{"$date": "ISO 8601 UTC"}`
 /// (milliseconds, or nanoseconds when the value has them: Ferry's timestamps are finer than
-/// BSON dates; outside years 1970-9999 `{"$date": {"$numberLong": ms}}`), int and finite
+/// BSON dates; years outside 0000-9999 in ISO 8601's expanded form, `+010000-...`), int and finite
 /// double as JSON numbers (a double always has a fraction or exponent), a non-finite double as
 /// `{"$numberDouble": "NaN" | "Infinity" | "-Infinity"}`, a list as an array, a link as its
 /// target's primary key.
@@ -62,21 +64,16 @@ enum DataAPIValues {
         }
     }
 
-    /// Seconds of 1970-01-01 and of 10000-01-01: the years an ISO date may show.
-    static let isoRange: Range<Int64> = 0..<253_402_300_800
+    /// Seconds of 0000-01-01 and of 10000-01-01: the years an ISO date shows with four
+    /// digits; others take ISO 8601's expanded form (a sign and six or more digits, as
+    /// JavaScript writes them), so every Ferry timestamp has an exact text.
+    static let isoRange: Range<Int64> = -62_167_219_200..<253_402_300_800
 
     private static func appendDate(_ t: Timestamp, to out: inout [UInt8]) {
-        guard isoRange.contains(t.seconds) else {
-            let (ms, overflow) = t.seconds.multipliedReportingOverflow(by: 1000)
-            let total = overflow ? (t.seconds < 0 ? Int64.min : Int64.max) : ms.addingReportingOverflow(Int64(t.nanoseconds / 1_000_000)).partialValue
-            out.append(contentsOf: #"{"$date":{"$numberLong":""#.utf8)
-            out.append(contentsOf: String(total).utf8)
-            out.append(contentsOf: #""}}"#.utf8)
-            return
-        }
-        let days = t.seconds / 86_400, rest = t.seconds % 86_400
+        let (days, rest) = floorDivision(t.seconds, 86_400)
         let (y, m, d) = civil(fromDays: days)
-        var text = pad(y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2) + "T" + pad(rest / 3600, 2) + ":" + pad(rest / 60 % 60, 2) + ":" + pad(rest % 60, 2)
+        let year = (0...9999).contains(y) ? pad(y, 4) : (y < 0 ? "-" : "+") + pad(y.magnitude, 6)
+        var text = year + "-" + pad(m, 2) + "-" + pad(d, 2) + "T" + pad(rest / 3600, 2) + ":" + pad(rest / 60 % 60, 2) + ":" + pad(rest % 60, 2)
         let ns = Int64(t.nanoseconds)
         text += ns % 1_000_000 == 0 ? "." + pad(ns / 1_000_000, 3) : "." + pad(ns, 9)
         out.append(contentsOf: #"{"$date":""#.utf8)
@@ -84,16 +81,22 @@ enum DataAPIValues {
         out.append(contentsOf: #"Z"}"#.utf8)
     }
 
-    private static func pad(_ n: Int64, _ width: Int) -> String {
+    /// Quotient rounded down and a remainder in 0..<d.
+    private static func floorDivision(_ n: Int64, _ d: Int64) -> (Int64, Int64) {
+        let (q, r) = n.quotientAndRemainder(dividingBy: d)
+        return r < 0 ? (q - 1, r + d) : (q, r)
+    }
+
+    private static func pad<N: BinaryInteger>(_ n: N, _ width: Int) -> String {
         let s = String(n)
         return String(repeating: "0", count: max(0, width - s.count)) + s
     }
 
     /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-    /// `civil_from_days`), for days that are not negative.
+    /// `civil_from_days`, with floor division: any day, before 1970 too).
     static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
         let z = z0 + 719_468
-        let era = z / 146_097
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
         let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
         let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
@@ -114,6 +117,12 @@ enum DataAPIValues {
     }
 
     // MARK: reading
+
+    /// The start of a rejected text, for a message (self-contained: the fuzz target compiles
+    /// this file alone with FerryCore).
+    private static func short(_ text: String, limit: Int) -> String {
+        text.utf8.count <= limit ? text : String(decoding: text.utf8.prefix(limit), as: UTF8.self) + "..."
+    }
 
     struct Invalid: Error {
         let message: String
@@ -136,11 +145,11 @@ enum DataAPIValues {
             }
             switch (tag, inner) {
             case ("$oid", .string(let hex)):
-                do { return .objectId(try ObjectId(hex: hex)) } catch { throw Invalid("\"$oid\" needs 24 hexadecimal digits, got \(excerpt(hex, limit: 40))") }
+                do { return .objectId(try ObjectId(hex: hex)) } catch { throw Invalid("\"$oid\" needs 24 hexadecimal digits, got \(short(hex, limit: 40))") }
             case ("$uuid", .string(let text)):
                 do { return .uuid(try FerryUUID(string: text)) } catch { throw Invalid("\"$uuid\" needs a UUID like 8-4-4-4-12 hex digits") }
             case ("$numberLong", .string(let text)), ("$numberInt", .string(let text)):
-                guard let i = Int64(text) else { throw Invalid("\(tag) is not a 64-bit integer: \(excerpt(text, limit: 40))") }
+                guard let i = Int64(text) else { throw Invalid("\(tag) is not a 64-bit integer: \(short(text, limit: 40))") }
                 return .int(i)
             case ("$numberDouble", .string(let text)):
                 switch text {
@@ -148,7 +157,7 @@ enum DataAPIValues {
                 case "Infinity": return .double(.infinity)
                 case "-Infinity": return .double(-.infinity)
                 default:
-                    guard let d = Double(text) else { throw Invalid("$numberDouble is not a number: \(excerpt(text, limit: 40))") }
+                    guard let d = Double(text) else { throw Invalid("$numberDouble is not a number: \(short(text, limit: 40))") }
                     return .double(d)
                 }
             case ("$binary", .object(let fields)):
@@ -166,16 +175,18 @@ enum DataAPIValues {
             case ("$date", .int(let ms)):
                 return try value(.object([("$date", .object([("$numberLong", .string(String(ms)))]))]))
             default:
-                throw Invalid("unknown Extended JSON form \(excerpt(tag, limit: 40))")
+                throw Invalid("unknown Extended JSON form \(short(tag, limit: 40))")
             }
         }
     }
 
-    /// `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (UTC only, 1 to 9 fraction digits).
+    /// `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (UTC only, 1 to 9 fraction digits), the year also in
+    /// ISO 8601's expanded form (`+YYYYYY`, `-YYYYYY`: a sign and 6 to 12 digits).
     static func date(_ text: String) throws -> Timestamp {
-        let b = Array(text.utf8)
+        var b = Array(text.utf8)
+        let bad = Invalid("\"$date\" needs an ISO 8601 UTC time such as 2026-11-29T10:00:00.000Z, got \(short(text, limit: 40))")
         func digits(_ at: Int, _ n: Int) -> Int64? {
-            guard at + n <= b.count else { return nil }
+            guard at >= 0, n > 0, at + n <= b.count else { return nil }
             var v: Int64 = 0
             for c in b[at..<at + n] {
                 guard c >= 48 && c <= 57 else { return nil }
@@ -183,10 +194,21 @@ enum DataAPIValues {
             }
             return v
         }
-        let bad = Invalid("\"$date\" needs an ISO 8601 UTC time such as 2026-11-29T10:00:00.000Z, got \(excerpt(text, limit: 40))")
+        // The year: four digits, or a sign and 6 to 12.
+        var year: Int64
+        if let first = b.first, first == UInt8(ascii: "+") || first == UInt8(ascii: "-") {
+            var n = 1
+            while n < b.count, b[n] >= 48, b[n] <= 57 { n += 1 }
+            guard (7...13).contains(n), let y = digits(1, n - 1) else { throw bad }
+            year = first == UInt8(ascii: "-") ? -y : y
+            b = Array("0000".utf8) + b[n...]
+        } else {
+            guard let y = digits(0, 4) else { throw bad }
+            year = y
+        }
         guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T"), b[13] == UInt8(ascii: ":"),
               b[16] == UInt8(ascii: ":"), b.last == UInt8(ascii: "Z"),
-              let y = digits(0, 4), let mo = digits(5, 2), let d = digits(8, 2), let h = digits(11, 2), let mi = digits(14, 2), let s = digits(17, 2),
+              let mo = digits(5, 2), let d = digits(8, 2), let h = digits(11, 2), let mi = digits(14, 2), let s = digits(17, 2),
               (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 60 else { throw bad }
         var ns: Int64 = 0
         if b.count > 20 {
@@ -197,7 +219,15 @@ enum DataAPIValues {
         } else {
             guard b.count == 20 else { throw bad }
         }
-        let seconds = days(year: y, month: mo, day: d) * 86_400 + h * 3600 + mi * 60 + s
+        // A day past the month's end (February 30th) is refused, not rolled over.
+        let day = days(year: year, month: mo, day: d)
+        guard civil(fromDays: day) == (year, mo, d) else { throw bad }
+        // Before 1970 the day's start may lie just below Int64.min while its instant does not:
+        // counted from the next day's start then.
+        let timeOfDay = h * 3600 + mi * 60 + s
+        let (daySeconds, o1) = (day >= 0 ? day : day + 1).multipliedReportingOverflow(by: 86_400)
+        let (seconds, o2) = daySeconds.addingReportingOverflow(day >= 0 ? timeOfDay : timeOfDay - 86_400)
+        guard !o1, !o2 else { throw bad }
         return try Timestamp(seconds: seconds, nanoseconds: Int32(ns))
     }
 

@@ -1,4 +1,6 @@
-import FerryCore
+#if canImport(FerryCore)
+import FerryCore // the fuzz build compiles this file into one module with FerryCore's sources
+#endif
 
 /// A JSON value for what the server stores as JSON text and hands back inside its own JSON
 /// (a sync log entry's details), and for the JSON log lines. Object keys keep their order.
