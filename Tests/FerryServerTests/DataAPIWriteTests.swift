@@ -15,6 +15,25 @@ struct DataAPIWriteTests {
 
     func json(_ r: TestResponse) throws -> [String: Any] { try #require(try JSONSerialization.jsonObject(with: Data(buffer: r.body)) as? [String: Any]) }
 
+    /// A live server of the Item app with the Data API on and `DataAPITests.key`.
+    static func withLiveServer(_ body: (Int) async throws -> Void) async throws {
+        let app = try DataAPITests.appDirectory()
+        try await LiveServer.withServer(configure: {
+            $0.appDirectory = app
+            $0.secrets["FERRY_DATA_API_KEY_BACKEND"] = DataAPITests.key
+        }, body)
+    }
+
+    /// One Data API call on a live server, with the server key or a user's token.
+    static func call(_ port: Int, _ action: String, _ body: String, token: String? = nil) async throws -> (status: Int, json: [String: Any], text: String) {
+        let credentials = token.map { ["Authorization": "Bearer \($0)"] } ?? ["apiKey": DataAPITests.key]
+        let response = try await LiveServer.request(port: port, "POST", "\(DataAPITests.base)/\(action)",
+                                                    headers: credentials.merging(["Content-Type": "application/json"]) { $1 }, body: body)
+        let text = WireFormat.body(response) ?? ""
+        let json = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+        return (WireFormat.response(response)?.status ?? 0, json, text)
+    }
+
     static func item(_ id: String, owner: String = "o1", complexity: Int = 2, name: String = "thing") -> String {
         #"{"_id":{"$oid":"\#(id)"},"ownerId":"\#(owner)","itemName":"\#(name)","complexity":\#(complexity)}"#
     }
@@ -88,20 +107,12 @@ struct DataAPIWriteTests {
     /// A backend's insert reaches the device whose view it enters, and not a device of
     /// another user; its delete erases it there; what a device writes, the backend reads.
     @Test func backendWritesReachTheDevicesWhoseViewTheyTouch() async throws {
-        let app = try DataAPITests.appDirectory()
-        try await LiveServer.withServer(configure: {
-            $0.appDirectory = app
-            $0.secrets["FERRY_DATA_API_KEY_BACKEND"] = DataAPITests.key
-        }) { port in
+        try await Self.withLiveServer { port in
             let ann = try await OperationsDevice.connect(port: port, sdk: nil)
             let bob = try await OperationsDevice.connect(port: port, sdk: nil)
             try await ann.subscribe()
             try await bob.subscribe()
-            func post(_ action: String, _ body: String) async throws -> String {
-                let response = try await LiveServer.request(port: port, "POST", "\(base)/\(action)",
-                                                            headers: ["apiKey": DataAPITests.key, "Content-Type": "application/json"], body: body)
-                return WireFormat.body(response) ?? ""
-            }
+            func post(_ action: String, _ body: String) async throws -> String { try await Self.call(port, action, body).text }
             let id = try ObjectId(hex: "65b000000000000000000001")
             let other = try ObjectId(hex: "65b000000000000000000002")
             _ = try await post("insertMany", #"{"class":"Item","documents":[\#(Self.item(id.description, owner: ann.userId)),\#(Self.item(other.description, owner: "someone-else"))]}"#)
@@ -132,19 +143,11 @@ struct DataAPIWriteTests {
     /// concurrent and the later changeset time wins. The oracle is those rules; the store
     /// (read through the Data API) and a second device's bootstrap must both show the answer.
     @Test func aBackendWriteAndADeviceWriteToOneFieldConvergeByTheSameRule() async throws {
-        let app = try DataAPITests.appDirectory()
-        try await LiveServer.withServer(configure: {
-            $0.appDirectory = app
-            $0.secrets["FERRY_DATA_API_KEY_BACKEND"] = DataAPITests.key
-        }) { port in
+        try await Self.withLiveServer { port in
             let user = try await LiveServer.anonymousUser(port: port)
             let device = try await OperationsDevice.connect(port: port, user: user, sdk: nil)
             try await device.subscribe()
-            func post(_ action: String, _ body: String) async throws -> String {
-                let response = try await LiveServer.request(port: port, "POST", "\(base)/\(action)",
-                                                            headers: ["apiKey": DataAPITests.key, "Content-Type": "application/json"], body: body)
-                return WireFormat.body(response) ?? ""
-            }
+            func post(_ action: String, _ body: String) async throws -> String { try await Self.call(port, action, body).text }
             let id = try ObjectId(hex: "65c000000000000000000001")
             _ = try await post("insertOne", #"{"class":"Item","document":\#(Self.item(id.description, owner: user.id, name: "start"))}"#)
             try await device.waitFor("the backend's insert") { m in BootstrapWindowTests.keys(in: [m]).contains(.objectId(id)) }
@@ -196,16 +199,8 @@ struct DataAPIWriteTests {
     /// version order; a version is never split across pages; an SSE stream hears new writes
     /// as they commit and resumes after its last event id.
     @Test func theChangeFeedListsWhatChangedAndAStreamFollowsIt() async throws {
-        let app = try DataAPITests.appDirectory()
-        try await LiveServer.withServer(configure: {
-            $0.appDirectory = app
-            $0.secrets["FERRY_DATA_API_KEY_BACKEND"] = DataAPITests.key
-        }) { port in
-            func post(_ action: String, _ body: String) async throws -> [String: Any] {
-                let response = try await LiveServer.request(port: port, "POST", "\(base)/\(action)",
-                                                            headers: ["apiKey": DataAPITests.key, "Content-Type": "application/json"], body: body)
-                return (try? JSONSerialization.jsonObject(with: Data((WireFormat.body(response) ?? "").utf8)) as? [String: Any]) ?? [:]
-            }
+        try await Self.withLiveServer { port in
+            func post(_ action: String, _ body: String) async throws -> [String: Any] { try await Self.call(port, action, body).json }
             func changes(_ query: String) async throws -> [[String: Any]] {
                 let response = try await LiveServer.request(port: port, "GET", "/api/data/v1/app/item-app-seeds/changes?\(query)", headers: ["apiKey": DataAPITests.key])
                 return (WireFormat.body(response) ?? "").split(separator: "\n").compactMap {
@@ -249,18 +244,12 @@ struct DataAPIWriteTests {
     /// A user's access token gets exactly that user's rules: reads show only what the user
     /// may read, a write the rules refuse is refused whole with 403 and the rule's reason.
     @Test func aUsersTokenReadsAndWritesWithThatUsersRules() async throws {
-        let app = try DataAPITests.appDirectory()
-        try await LiveServer.withServer(configure: {
-            $0.appDirectory = app
-            $0.secrets["FERRY_DATA_API_KEY_BACKEND"] = DataAPITests.key
-        }) { port in
+        try await Self.withLiveServer { port in
             let ann = try await LiveServer.anonymousUser(port: port)
             let bob = try await LiveServer.anonymousUser(port: port)
             func post(_ action: String, _ body: String, token: String? = nil) async throws -> (Int, [String: Any]) {
-                let headers = token.map { ["Authorization": "Bearer \($0)"] } ?? ["apiKey": DataAPITests.key]
-                let response = try await LiveServer.request(port: port, "POST", "\(base)/\(action)", headers: headers.merging(["Content-Type": "application/json"]) { $1 }, body: body)
-                let json = (try? JSONSerialization.jsonObject(with: Data((WireFormat.body(response) ?? "").utf8)) as? [String: Any]) ?? [:]
-                return (WireFormat.response(response)?.status ?? 0, json)
+                let answer = try await Self.call(port, action, body, token: token)
+                return (answer.status, answer.json)
             }
             func exists(_ id: String) async throws -> Bool {
                 try await post("findOne", #"{"class":"Item","primaryKey":{"$oid":"\#(id)"}}"#).1["document"] is [String: Any]
@@ -278,7 +267,14 @@ struct DataAPIWriteTests {
 
             // Her own object: allowed.
             let mine = "65e000000000000000000003"
-            #expect(try await post("insertOne", #"{"class":"Item","document":\#(Self.item(mine, owner: ann.id))}"#, token: ann.token).0 == 200)
+            let own = try await post("insertOne", #"{"class":"Item","document":\#(Self.item(mine, owner: ann.id))}"#, token: ann.token)
+            #expect(own.0 == 200)
+            // To Bob that version holds nothing he may see: no line, and still where to go on.
+            let version = try #require(own.1["version"] as? Int)
+            let bobsFeed = try await LiveServer.request(port: port, "GET", "/api/data/v1/app/item-app-seeds/changes?after=\(version - 1)",
+                                                        headers: ["Authorization": "Bearer \(bob.token)"])
+            #expect(String(decoding: bobsFeed, as: UTF8.self).lowercased().contains("ferry-next-after: \(version)\r\n"))
+            #expect((WireFormat.body(bobsFeed) ?? "x").isEmpty)
             #expect(try await exists(mine))
             // Bob's: refused whole, with the rule's reason, and nothing written.
             let theirs = "65e000000000000000000004"

@@ -38,12 +38,15 @@ enum DataAPIChanges {
     /// Changes after `after` of `classes`, in (version, class) order, about `limit` of them:
     /// never part of a version (a version's objects all come in one page, so `after` = the
     /// last event's version loses nothing), so a page may hold more than `limit` when one
-    /// version changed more objects.
-    static func page(_ storage: any SyncStorage, after: UInt64, classes: [ObjectSchema], limit: Int) async throws -> [Event] {
+    /// version changed more objects. `through`: every change up to this version was read (the
+    /// snapshot's version when nothing was left out), the next page's `after` even when the
+    /// caller sees none of the events (other classes, a user's read rules).
+    static func page(_ storage: any SyncStorage, after: UInt64, classes: [ObjectSchema], limit: Int) async throws
+        -> (events: [Event], through: UInt64) {
         try await storage.withSnapshot { snap in
             var events: [Event] = []
             // The version up to which every class was read completely.
-            var complete = UInt64.max
+            var complete = snap.version
             for os in classes {
                 var count = 0
                 var last: UInt64 = 0
@@ -60,8 +63,9 @@ enum DataAPIChanges {
             }
             // Read class by class, each in (version, key) order: sorted by version, ties keep
             // that order (class, then key).
-            return events.enumerated().filter { $0.element.version <= complete }
+            let page = events.enumerated().filter { $0.element.version <= complete }
                 .sorted { ($0.element.version, $0.offset) < ($1.element.version, $1.offset) }.map(\.element)
+            return (page, max(after, complete))
         }
     }
 }
@@ -117,19 +121,24 @@ final class HeadWatch: Sendable {
             s.nextId += 1
             return s.nextId
         }
-        let timer = Task { [weak self] in
-            guard (try? await Task.sleep(for: limit)) != nil else { return }
-            let c = self?.state.withLock { $0.waiters.removeValue(forKey: id) }
-            c?.1.resume()
-        }
+        let timer = LockedValue<Task<Void, Never>?>(nil)
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
                 if s.ended || s.head > after { return true }
                 s.waiters[id] = (after, c)
                 return false
             }
-            if now { c.resume() }
+            if now { return c.resume() }
+            // Started once the waiter is registered, so a timeout is never lost.
+            timer.withLock { t in
+                t = Task { [weak self] in
+                    // Cancelled: the head moved first and nothing is left to time out.
+                    guard (try? await Task.sleep(for: limit)) != nil else { return }
+                    let c = self?.state.withLock { $0.waiters.removeValue(forKey: id) }
+                    c?.1.resume()
+                }
+            }
         }
-        timer.cancel()
+        timer.withLock { $0?.cancel() }
     }
 }

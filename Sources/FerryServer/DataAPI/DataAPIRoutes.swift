@@ -18,7 +18,9 @@ struct DataAPIRoutes {
     let storage: any SyncStorage
     let schema: Schema
     let writes: BackendWrites
-    let heads: HeadWatch
+    /// The node's head as its change feed tells it (nil while the Data API is off: nothing
+    /// listens then).
+    let heads: HeadWatch?
     let auth: AuthService
     let app: AppConfiguration
 
@@ -109,7 +111,8 @@ struct DataAPIRoutes {
             guard let n = Int(text), (1...Self.changesPage).contains(n) else { throw bad("limit must be between 1 and \(Self.changesPage)") }
             return n
         } ?? Self.changesPage
-        let (storage, heads) = (storage, heads)
+        guard let heads else { throw APIError(status: .notFound, code: "DataAPIDisabled", message: "the Data API is disabled") }
+        let storage = storage
         let (chosen, start) = (classes, after)
         let visible = eventFilter(caller)
         if request.headers[.accept]?.contains("text/event-stream") == true {
@@ -117,39 +120,40 @@ struct DataAPIRoutes {
                 var position = start
                 while true {
                     let page = try await DataAPIChanges.page(storage, after: position, classes: chosen, limit: Self.changesPage)
-                    let events = page.filter(visible)
-                    if events.isEmpty {
-                        if let last = page.last {
-                            position = last.version
-                            continue
+                    let events = page.events.filter(visible)
+                    if !events.isEmpty {
+                        var out: [UInt8] = []
+                        for e in events {
+                            out += Array("id: \(e.version)\ndata: ".utf8)
+                            out += e.json
+                            out += Array("\n\n".utf8)
                         }
-                        let head = heads.head
-                        if head <= position {
-                            await heads.wait(past: position, within: Self.keepAlive)
-                            if heads.head <= position { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
-                        }
+                        try await writer.write(ByteBuffer(bytes: out))
+                    }
+                    guard page.through <= position else {
+                        position = page.through
                         continue
                     }
-                    var out: [UInt8] = []
-                    for e in events {
-                        out += Array("id: \(e.version)\ndata: ".utf8)
-                        out += e.json
-                        out += Array("\n\n".utf8)
-                    }
-                    try await writer.write(ByteBuffer(bytes: out))
-                    position = events.last!.version
+                    // Caught up: asleep until the head passes, with a keep-alive now and then.
+                    await heads.wait(past: position, within: Self.keepAlive)
+                    if heads.head <= position { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
                 }
             }
             return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
         }
-        let events = try await DataAPIChanges.page(storage, after: after, classes: chosen, limit: limit).filter(visible)
+        let page = try await DataAPIChanges.page(storage, after: after, classes: chosen, limit: limit)
         var out: [UInt8] = []
-        for e in events {
+        for e in page.events where visible(e) {
             out += e.json
             out.append(UInt8(ascii: "\n"))
         }
-        return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: .init(byteBuffer: ByteBuffer(bytes: out)))
+        // Where the next page starts, also when the caller saw no event of this one.
+        return Response(status: .ok, headers: [.contentType: "application/x-ndjson", Self.nextAfter: String(page.through)],
+                        body: .init(byteBuffer: ByteBuffer(bytes: out)))
     }
+
+    /// The NDJSON answer's header: the `after` of the next page.
+    static let nextAfter = HTTPField.Name("Ferry-Next-After")!
 
     private func check(_ context: ServerRequestContext) throws {
         guard context.parameters.get("app") == appId else {
@@ -306,10 +310,10 @@ struct DataAPIRoutes {
             try check(context)
             let caller = try await keys.caller(request, auth: auth)
             let body = try await decode(UpdateOneRequest.self, request, context)
+            let os = try objectSchema(body.class)
             let (instructions, target) = try update(Operation(action: "updateOne", class: body.class, primaryKey: body.primaryKey, set: body.set, inc: body.inc))
             let result = try await write(caller, instructions)
             // Matched: it existed and the caller may read it (a user learns nothing of others').
-            let os = try objectSchema(body.class)
             let matched = result.objects[target]?.before.map { readFilter(caller)($0, os) } ?? false
             return Self.json(Self.object([("matchedCount", matched ? "1" : "0"), ("modifiedCount", matched && result.objects[target]?.changed == true ? "1" : "0"),
                                           ("version", "\(result.version)")]))
@@ -455,6 +459,7 @@ struct DataAPIRoutes {
         guard !cursor.isEmpty, cursor.utf8.count <= 8192 else { return nil }
         var b64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         b64 += String(repeating: "=", count: (4 - b64.utf8.count % 4) % 4)
+        // Only checked to be an encoded key: a forged cursor is refused as one, whatever the reason.
         guard let data = Data(base64Encoded: b64), (try? ValueCodec.decode(Array(data))) != nil else { return nil }
         return Array(data)
     }

@@ -23,7 +23,8 @@ final class SyncLogRecorder: Sendable {
     private let logger: Logger
     private let capacity: Int
     private let gatherWindow: Duration
-    /// Waits out a gathering window; tests replace it to act while the writer gathers.
+    /// Waits out a gathering window; tests replace it to act while the writer gathers. (The
+    /// default ignores cancellation: a cancelled window's timer only ends the wait early.)
     private let sleep: @Sendable (Duration) async -> Void
     static let batchSize = 500
     static let defaultGatherWindow: Duration = .milliseconds(50)
