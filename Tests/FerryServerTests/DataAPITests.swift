@@ -101,6 +101,19 @@ struct DataAPITests {
             #expect(seen == seen.sorted())          // primary-key order (the ids sort as their bytes)
             #expect(pages >= expected.count / 4)
 
+            // count: the same filter's matches, in one call (the class is far below maxCounted).
+            let counted = try await client.execute(uri: "\(Self.base)/count", method: .post, headers: withKey,
+                                                   body: ByteBuffer(string: #"{"class":"Item","filter":"complexity <= $0","arguments":[3]}"#)) { try json($0) }
+            #expect((counted["count"] as? NSNumber)?.intValue == expected.count)
+            #expect(counted["next"] == nil)
+            // Counted from a cursor: only what follows it.
+            let firstPage = try await client.execute(uri: "\(Self.base)/find", method: .post, headers: withKey,
+                                                     body: ByteBuffer(string: #"{"class":"Item","limit":10}"#)) { try json($0) }
+            let cursor = try #require(firstPage["next"] as? String)
+            let rest = try await client.execute(uri: "\(Self.base)/count", method: .post, headers: withKey,
+                                                body: ByteBuffer(string: #"{"class":"Item","after":"\#(cursor)"}"#)) { try json($0) }
+            #expect((rest["count"] as? NSNumber)?.intValue == 30)
+
             let id = oracle.ids[5]!.description
             let one = try await client.execute(uri: "\(Self.base)/findOne", method: .post, headers: withKey,
                                                body: ByteBuffer(string: #"{"class":"Item","primaryKey":{"$oid":"\#(id)"}}"#)) { try json($0) }

@@ -52,6 +52,12 @@ struct DataAPIRoutes {
             let body = try await decode(FindRequest.self, request, context)
             return try await find(body, as: caller)
         }
+        group.post("count") { request, context -> Response in
+            try check(context)
+            let caller = try await keys.caller(request, auth: auth)
+            let body = try await decode(FindRequest.self, request, context)
+            return try await count(body, as: caller)
+        }
         group.post("findOne") { request, context -> Response in
             try check(context)
             let caller = try await keys.caller(request, auth: auth)
@@ -178,11 +184,8 @@ struct DataAPIRoutes {
 
     private func bad(_ message: String) -> APIError { APIError(status: .badRequest, code: "InvalidParameter", message: message) }
 
-    func find(_ r: FindRequest, as caller: DataAPICaller) async throws -> Response {
-        let os = try objectSchema(r.class)
-        let readable = readFilter(caller)
-        let limit = r.limit ?? Self.defaultLimit
-        guard (1...Self.maxLimit).contains(limit) else { throw bad("limit must be between 1 and \(Self.maxLimit), got \(limit)") }
+    /// A filter compiled for `find` or `count`, with the cursor to start after.
+    private func compileFilter(_ r: FindRequest, _ os: ObjectSchema) throws -> (query: CompiledQuery, after: [UInt8]?) {
         let arguments: [FerryValue]
         do { arguments = try (r.arguments ?? []).map(DataAPIValues.value) } catch let e as DataAPIValues.Invalid { throw bad("arguments: \(e.message)") }
         let text = r.filter ?? "TRUEPREDICATE"
@@ -193,34 +196,52 @@ struct DataAPIRoutes {
         guard query.sort.isEmpty, query.limit == nil else {
             throw bad("SORT and LIMIT in a filter are not supported by find yet: results come in primary-key order; page with \"limit\" and \"after\"")
         }
-        var start: [UInt8]?
-        if let cursor = r.after {
-            guard let raw = Self.cursorBytes(cursor) else { throw bad("after is not a cursor this API returned") }
-            start = raw
+        guard let cursor = r.after else { return (query, nil) }
+        guard let raw = Self.cursorBytes(cursor) else { throw bad("after is not a cursor this API returned") }
+        return (query, raw)
+    }
+
+    /// Reads a class in primary-key order after `after`, handing each object the query and
+    /// the caller's rules let through to `visit` until it says stop or `maxExamined` objects
+    /// were read. Answers where to resume, nil when the class was read to its end.
+    private static func scan(_ snap: any SyncSnapshot, _ os: ObjectSchema, after: [UInt8]?, maxExamined: Int,
+                             _ keep: ([FerryValue]) -> Bool, visit: ([FerryValue]) -> Bool) async throws -> [UInt8]? {
+        var examined = 0
+        var position = after
+        while examined < maxExamined {
+            let want = min(500, maxExamined - examined)
+            let rows = try await snap.objects(of: os, after: position, limit: want)
+            var rest = rows.count
+            for row in rows {
+                examined += 1
+                rest -= 1
+                position = row.rawKey
+                guard keep(row.object.values) else { continue }
+                if !visit(row.object.values) { return position }
+            }
+            // A short page read to its end: the class has no more objects.
+            if rest == 0, rows.count < want { return nil }
         }
-        let after = start
+        return position
+    }
+
+    func find(_ r: FindRequest, as caller: DataAPICaller) async throws -> Response {
+        let os = try objectSchema(r.class)
+        let readable = readFilter(caller)
+        let limit = r.limit ?? Self.defaultLimit
+        guard (1...Self.maxLimit).contains(limit) else { throw bad("limit must be between 1 and \(Self.maxLimit), got \(limit)") }
+        let (query, after) = try compileFilter(r, os)
         let page = try await storage.withSnapshot { snap -> (documents: [UInt8], next: [UInt8]?) in
             var documents: [UInt8] = []
-            var found = 0, examined = 0
-            var position = after
-            while found < limit, examined < Self.maxExamined {
-                let want = min(500, Self.maxExamined - examined)
-                let rows = try await snap.objects(of: os, after: position, limit: want)
-                var rest = rows.count
-                for row in rows {
-                    examined += 1
-                    rest -= 1
-                    position = row.rawKey
-                    guard query.matches(row.object.values), readable(row.object.values, os) else { continue }
-                    if found > 0 { documents.append(UInt8(ascii: ",")) }
-                    DataAPIValues.appendDocument(row.object.values, schema: os, to: &documents)
-                    found += 1
-                    if found == limit { break }
-                }
-                // A short page read to its end: the class has no more objects.
-                if rest == 0, rows.count < want { return (documents, nil) }
+            var found = 0
+            let next = try await Self.scan(snap, os, after: after, maxExamined: Self.maxExamined,
+                                           { query.matches($0) && readable($0, os) }) { values in
+                if found > 0 { documents.append(UInt8(ascii: ",")) }
+                DataAPIValues.appendDocument(values, schema: os, to: &documents)
+                found += 1
+                return found < limit
             }
-            return (documents, position)
+            return (documents, next)
         }
         var out: [UInt8] = Array(#"{"documents":["#.utf8)
         out += page.documents
@@ -231,6 +252,28 @@ struct DataAPIRoutes {
         }
         out.append(UInt8(ascii: "}"))
         return Self.json(out)
+    }
+
+    /// Objects one `count` call reads at most (it encodes nothing, so more than `find`).
+    static let maxCounted = 100_000
+
+    /// `count`: how many objects of a class match the filter (and the caller's rules). A
+    /// class larger than `maxCounted` is counted in several calls: the answer then has `next`,
+    /// and the caller adds the counts of the calls that follow with `after`.
+    func count(_ r: FindRequest, as caller: DataAPICaller) async throws -> Response {
+        let os = try objectSchema(r.class)
+        let readable = readFilter(caller)
+        guard r.limit == nil else { throw bad("count takes no limit") }
+        let (query, after) = try compileFilter(r, os)
+        let (count, next) = try await storage.withSnapshot { snap -> (Int, [UInt8]?) in
+            var count = 0
+            let next = try await Self.scan(snap, os, after: after, maxExamined: Self.maxCounted,
+                                           { query.matches($0) && readable($0, os) }) { _ in count += 1; return true }
+            return (count, next)
+        }
+        var fields: [(String, String)] = [("count", "\(count)")]
+        if let next { var q: [UInt8] = []; JSONText.appendQuoted(Self.cursor(next), to: &q); fields.append(("next", String(decoding: q, as: UTF8.self))) }
+        return Self.json(Self.object(fields))
     }
 
     func findOne(_ r: FindOneRequest, as caller: DataAPICaller) async throws -> Response {
