@@ -79,6 +79,11 @@ enum PostgresMigrations {
         Migration(version: 4, statements: [
             "INSERT INTO sync_meta (key, value) VALUES ('sync_paused', 0) ON CONFLICT (key) DO NOTHING",
         ]),
+        // The client file whose write made each row's version: the Data API's change feed
+        // says who made a change (null for rows written before).
+        Migration(version: 5, statements: [
+            "ALTER TABLE objects ADD COLUMN author bigint",
+        ]),
     ]
 
     /// Applies every migration the database has not recorded yet; returns how many it applied.

@@ -129,12 +129,12 @@ enum PostgresObjectReads {
             let limit = size.rows
             if let position {
                 query = """
-                    SELECT pk, doc, version, erased_doc FROM objects WHERE tbl = \(schema.name) AND version > \(since)
+                    SELECT pk, doc, version, erased_doc, author FROM objects WHERE tbl = \(schema.name) AND version > \(since)
                     AND (version, pk) > (\(position.version), \(position.pk)) ORDER BY version, pk LIMIT \(limit)
                     """
             } else {
                 query = """
-                    SELECT pk, doc, version, erased_doc FROM objects WHERE tbl = \(schema.name) AND version > \(since)
+                    SELECT pk, doc, version, erased_doc, author FROM objects WHERE tbl = \(schema.name) AND version > \(since)
                     ORDER BY version, pk LIMIT \(limit)
                     """
             }
@@ -143,12 +143,12 @@ enum PostgresObjectReads {
             }
             var bytes = 0
             for row in rows {
-                let (pk, doc, v, erased) = try decodeRow(row, (ByteBuffer, ByteBuffer?, Int64, ByteBuffer?).self, "objects")
+                let (pk, doc, v, erased, author) = try decodeRow(row, (ByteBuffer, ByteBuffer?, Int64, ByteBuffer?, Int64?).self, "objects")
                 bytes += pk.readableBytes + (doc?.readableBytes ?? 0) + (erased?.readableBytes ?? 0)
                 let object = try doc.map { try StampedObject.decode($0.bytes, schema: schema) }
                 let erasedState = try erased.map { try StampedObject.decode($0.bytes, schema: schema) }
                 try await body(ChangedObject(key: try ValueCodec.decode(pk.bytes), object: object, erasedState: erasedState,
-                                       version: UInt64(bitPattern: v)))
+                                       version: UInt64(bitPattern: v), author: author.map { UInt64(bitPattern: $0) }))
                 position = (v, pk)
             }
             if rows.count < limit { return }

@@ -29,7 +29,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     /// Client files read in this transaction, with the acknowledgements written since.
     private var clientFileCache: [UInt64: ClientFileRecord?] = [:]
     /// Writes not yet sent: each object's last state and version, each client file's ack.
-    private var pendingObjects: [ObjectKey: (stored: StoredObject, version: UInt64)] = [:]
+    private var pendingObjects: [ObjectKey: (stored: StoredObject, version: UInt64, author: UInt64)] = [:]
     /// Those of `pendingObjects` that had no row before this transaction (`write`'s `absent`).
     private var pendingNewRows: Set<ObjectKey> = []
     private var pendingAcks: [UInt64: UInt64] = [:]
@@ -149,7 +149,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
                 pendingObjects.reserveCapacity(pendingObjects.count + objects.count)
                 for (k, o) in objects {
                     // Only a key's first write in the transaction can say whether its row exists.
-                    if pendingObjects.updateValue((o, version), forKey: k) == nil, absent.contains(k) { pendingNewRows.insert(k) }
+                    if pendingObjects.updateValue((o, version, clientFile), forKey: k) == nil, absent.contains(k) { pendingNewRows.insert(k) }
                 }
                 pendingAcks[clientFile] = max(pendingAcks[clientFile] ?? 0, clientVersion)
                 _newHead = version
@@ -168,7 +168,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     /// outstanding; the connection runs them one after the other, in any order, which the
     /// rows, all of different keys, allow): the node's encoding and PostgreSQL's inserts
     /// overlap instead of taking turns.
-    private func flush(_ objects: [ObjectKey: (stored: StoredObject, version: UInt64)], newRows: Set<ObjectKey>) async throws {
+    private func flush(_ objects: [ObjectKey: (stored: StoredObject, version: UInt64, author: UInt64)], newRows: Set<ObjectKey>) async throws {
         // In the stores' key order: time-ordered ids append to the index.
         let inserts = newRows.isEmpty ? [] : ObjectKey.inStorageOrder(objects.lazy.filter { newRows.contains($0.key) })
         let upserts = newRows.isEmpty ? ObjectKey.inStorageOrder(objects) : ObjectKey.inStorageOrder(objects.lazy.filter { !newRows.contains($0.key) })
@@ -195,16 +195,17 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     }
 
     /// One INSERT of `batch`; an upsert when `upsert`.
-    private static func insert(_ batch: ArraySlice<(table: String, pk: [UInt8], value: (stored: StoredObject, version: UInt64))>, upsert: Bool) -> PostgresQuery {
+    private static func insert(_ batch: ArraySlice<(table: String, pk: [UInt8], value: (stored: StoredObject, version: UInt64, author: UInt64))>, upsert: Bool) -> PostgresQuery {
         // postgres-nio arrays cannot hold NULL, so an empty bytea stands for NULL (every
         // stored encoding has at least its count byte).
         var tables: [String] = [], pks: [ByteBuffer] = [], versions: [Int64] = [], docs: [ByteBuffer] = [], lists: [ByteBuffer] = [],
-            erased: [ByteBuffer] = []
+            erased: [ByteBuffer] = [], authors: [Int64] = []
         for (table, pk, entry) in batch {
             let stored = entry.stored
             tables.append(table)
             pks.append(pk.buffer)
             versions.append(Int64(bitPattern: entry.version))
+            authors.append(Int64(bitPattern: entry.author))
             docs.append(stored.object.map { $0.encode().buffer } ?? ByteBuffer())
             if stored.lists.entries.isEmpty { lists.append(ByteBuffer()) } else {
                 var w = ByteWriter()
@@ -216,13 +217,14 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
         // A constant of this file, not input: the clause an upsert adds.
         let onConflict = !upsert ? "" : """
             ON CONFLICT (tbl, pk) DO UPDATE SET version = excluded.version, doc = excluded.doc, lists = excluded.lists,
-                erased_doc = excluded.erased_doc
+                erased_doc = excluded.erased_doc, author = excluded.author
             """
         return """
-            INSERT INTO objects (tbl, pk, version, doc, lists, erased_doc)
-            SELECT t, p, v, NULLIF(d, ''::bytea), NULLIF(l, ''::bytea), NULLIF(e, ''::bytea)
-            FROM unnest(\(tables)::text[], \(pks)::bytea[], \(versions)::bigint[], \(docs)::bytea[], \(lists)::bytea[], \(erased)::bytea[])
-                AS u(t, p, v, d, l, e) \(unescaped: onConflict)
+            INSERT INTO objects (tbl, pk, version, doc, lists, erased_doc, author)
+            SELECT t, p, v, NULLIF(d, ''::bytea), NULLIF(l, ''::bytea), NULLIF(e, ''::bytea), a
+            FROM unnest(\(tables)::text[], \(pks)::bytea[], \(versions)::bigint[], \(docs)::bytea[], \(lists)::bytea[], \(erased)::bytea[],
+                        \(authors)::bigint[])
+                AS u(t, p, v, d, l, e, a) \(unescaped: onConflict)
             """
     }
 }

@@ -44,8 +44,8 @@ enum SQLiteObjectReads {
     static func changesPage(_ db: SQLiteConnection, since version: UInt64, schema: ObjectSchema, after: (version: Int64, rawKey: [UInt8])?,
                             limit: Int) throws -> [(change: ChangedObject, rawKey: [UInt8])] {
         let s = try db.statement(after == nil
-            ? "SELECT pk, doc, version, erased_doc FROM objects WHERE tbl = ?1 AND version > ?2 ORDER BY version, pk LIMIT ?5"
-            : "SELECT pk, doc, version, erased_doc FROM objects WHERE tbl = ?1 AND version > ?2 AND (version, pk) > (?3, ?4) ORDER BY version, pk LIMIT ?5")
+            ? "SELECT pk, doc, version, erased_doc, author FROM objects WHERE tbl = ?1 AND version > ?2 ORDER BY version, pk LIMIT ?5"
+            : "SELECT pk, doc, version, erased_doc, author FROM objects WHERE tbl = ?1 AND version > ?2 AND (version, pk) > (?3, ?4) ORDER BY version, pk LIMIT ?5")
         defer { s.reset() }
         s.bind(1, schema.name); s.bind(2, Int64(bitPattern: version))
         if let after { s.bind(3, after.version); s.bind(4, blob: after.rawKey) }
@@ -55,20 +55,22 @@ enum SQLiteObjectReads {
             let raw = s.blob(0)
             let object = s.isNull(1) ? nil : try StampedObject.decode(s.blob(1), schema: schema)
             let erased = s.isNull(3) ? nil : try StampedObject.decode(s.blob(3), schema: schema)
-            out.append((ChangedObject(key: try ValueCodec.decode(raw), object: object, erasedState: erased, version: UInt64(bitPattern: s.int64(2))), raw))
+            out.append((ChangedObject(key: try ValueCodec.decode(raw), object: object, erasedState: erased, version: UInt64(bitPattern: s.int64(2)),
+                                     author: s.isNull(4) ? nil : UInt64(bitPattern: s.int64(4))), raw))
         }
         return out
     }
 
     static func changes(_ db: SQLiteConnection, since version: UInt64, schema: ObjectSchema, _ body: (ChangedObject) throws -> Void) throws {
-        let s = try db.statement("SELECT pk, doc, version, erased_doc FROM objects WHERE tbl = ? AND version > ? ORDER BY version")
+        let s = try db.statement("SELECT pk, doc, version, erased_doc, author FROM objects WHERE tbl = ? AND version > ? ORDER BY version")
         defer { s.reset() }
         s.bind(1, schema.name); s.bind(2, Int64(bitPattern: version))
         while try s.step() {
             let key = try ValueCodec.decode(s.blob(0))
             let object = s.isNull(1) ? nil : try StampedObject.decode(s.blob(1), schema: schema)
             let erased = s.isNull(3) ? nil : try StampedObject.decode(s.blob(3), schema: schema)
-            try body(ChangedObject(key: key, object: object, erasedState: erased, version: UInt64(bitPattern: s.int64(2))))
+            try body(ChangedObject(key: key, object: object, erasedState: erased, version: UInt64(bitPattern: s.int64(2)),
+                                     author: s.isNull(4) ? nil : UInt64(bitPattern: s.int64(4))))
         }
     }
 }

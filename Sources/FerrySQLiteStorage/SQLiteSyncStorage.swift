@@ -45,6 +45,8 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
             """)
         // Stores made before tombstones kept their last values (see StoredObject.erasedState).
         if try !Self.hasColumn(writer, "objects", "erased_doc") { try writer.exec("ALTER TABLE objects ADD COLUMN erased_doc BLOB") }
+        // The client file whose write made the row's version (the change feed's "by").
+        if try !Self.hasColumn(writer, "objects", "author") { try writer.exec("ALTER TABLE objects ADD COLUMN author INTEGER") }
         try writer.exec("CREATE INDEX IF NOT EXISTS client_files_by_user ON client_files (user_id, last_seen)")
         // Stores made before the oldest bound version was kept: their files count as at 0.
         if try !Self.hasColumn(writer, "client_files", "bound_version") {
@@ -360,7 +362,7 @@ final class SQLiteWriteTransaction: SyncWriteTransaction, @unchecked Sendable {
     func write(objects: [ObjectKey: StoredObject], clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64 {
         try lock.withLock {
             let version = objects.isEmpty ? headVersion : headVersion + 1
-            let put = try db.statement("INSERT OR REPLACE INTO objects (tbl, pk, version, doc, lists, erased_doc) VALUES (?, ?, ?, ?, ?, ?)")
+            let put = try db.statement("INSERT OR REPLACE INTO objects (tbl, pk, version, doc, lists, erased_doc, author) VALUES (?, ?, ?, ?, ?, ?, ?)")
             defer { put.reset() }
             for (table, pk, stored) in ObjectKey.inStorageOrder(objects) {
                 put.reset()
@@ -372,6 +374,7 @@ final class SQLiteWriteTransaction: SyncWriteTransaction, @unchecked Sendable {
                     put.bind(5, blob: w.bytes)
                 }
                 if stored.object == nil, let e = stored.erasedState { put.bind(6, blob: e.encode()) } else { put.bindNull(6) }
+                put.bind(7, Int64(bitPattern: clientFile))
                 try put.run()
             }
             let v = try db.statement("UPDATE meta SET value = ? WHERE key = 'server_version'")

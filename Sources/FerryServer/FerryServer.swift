@@ -52,7 +52,8 @@ public enum FerryServer {
                                     telemetry: telemetry, beforeUploadMerge: configuration.beforeUploadMerge)
         let schema = try app.schema
         DataAPIRoutes(appId: app.appId, keys: dataKeys, storage: store.sync, schema: schema,
-                      writes: try BackendWrites(hub: hub, storage: store.sync, app: app, schema: schema), heads: dataKeys.enabled ? HeadWatch(store.sync.changeFeed) : nil, auth: auth, app: app).add(to: router)
+                      writes: try BackendWrites(hub: hub, storage: store.sync, app: app, schema: schema), heads: dataKeys.enabled ? HeadWatch(store.sync.changeFeed) : nil, auth: auth, app: app,
+                      authors: ChangeAuthors(store.sync), log: syncLog).add(to: router)
         // The admin API, its console and /metrics behind the token: on a listener of their own
         // with --admin-port (the public port then answers them 404), else on the public port.
         let adminRouter = configuration.adminPort == nil ? router : Self.router(configuration)

@@ -9,10 +9,14 @@ public struct ChangedObject: Sendable {
     public var erasedState: StampedObject?
     /// The server version of the last change.
     public var version: UInt64
-    public init(key: FerryValue, object: StampedObject?, erasedState: StampedObject?, version: UInt64) {
+    /// The client file whose write made `version` (nil for rows written before the store
+    /// recorded it): the change feed says who made a change from its user.
+    public var author: UInt64?
+    public init(key: FerryValue, object: StampedObject?, erasedState: StampedObject?, version: UInt64, author: UInt64? = nil) {
         self.key = key
         self.object = object
         self.erasedState = erasedState
         self.version = version
+        self.author = author
     }
 }

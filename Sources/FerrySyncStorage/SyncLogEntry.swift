@@ -40,4 +40,6 @@ public enum SyncLogKind: String, Sendable, CaseIterable {
     case compensatingWrite = "compensating_write"
     case clientReset = "client_reset"
     case error
+    /// A Data API call (a backend's, with a server key, or a user's access token).
+    case dataAPI = "data_api"
 }

@@ -134,6 +134,15 @@ struct DataAPIWriteTests {
             try await ann.waitFor("the acknowledgement") { if case .download(_, _, let ack, _, _, _, _) = $0 { return ack >= 1 } else { return false } }
             let read = try await post("findOne", #"{"class":"Item","primaryKey":{"$oid":"\#(mine.description)"}}"#)
             #expect(read.contains(ann.userId))
+            // The change feed says who made each change: the device's user, the backend's key.
+            let feed = try await LiveServer.request(port: port, "GET", "/api/data/v1/app/item-app-seeds/changes?after=0", headers: ["apiKey": DataAPITests.key])
+            let events = (WireFormat.body(feed) ?? "").split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            func by(_ id: ObjectId) -> [String: String]? {
+                events.first { ($0["primaryKey"] as? [String: Any])?["$oid"] as? String == id.description }?["by"] as? [String: String]
+            }
+            #expect(by(mine) == ["user": ann.userId])
+            #expect(by(id) == ["key": "backend"])     // the delete
+            #expect(by(other) == ["key": "backend"])
         }
     }
 
@@ -222,6 +231,11 @@ struct DataAPIWriteTests {
             #expect(got == expected.map { "\($0.0)@\($0.1):\($0.2)" })
             #expect((all.first { $0["version"] as? Int == v2 }?["document"] as? [String: Any])?["itemName"] as? String == "changed")
             #expect(try await changes("after=\(v2)").count == 1)
+            #expect(all.allSatisfy { $0["by"] as? [String: String] == ["key": "backend"] })
+            // A version beyond the head is no cursor of this app: refused, not silently empty.
+            let beyond = try await LiveServer.request(port: port, "GET", "/api/data/v1/app/item-app-seeds/changes?after=\(v3 + 1000)", headers: ["apiKey": DataAPITests.key])
+            #expect(WireFormat.response(beyond)?.status == 400)
+            #expect((WireFormat.body(beyond) ?? "").contains("InvalidVersion"))
             // limit=1: the first page is all of version v1 (three objects), never part of it.
             #expect(try await changes("after=0&limit=1").map { $0["version"] as? Int } == [v1, v1, v1])
             let refused = try await LiveServer.request(port: port, "GET", "/api/data/v1/app/item-app-seeds/changes?after=x", headers: ["apiKey": DataAPITests.key])
@@ -276,6 +290,11 @@ struct DataAPIWriteTests {
             #expect(String(decoding: bobsFeed, as: UTF8.self).lowercased().contains("ferry-next-after: \(version)\r\n"))
             #expect((WireFormat.body(bobsFeed) ?? "x").isEmpty)
             #expect(try await exists(mine))
+            // Her write, in the feed, is hers (not a shared file's, not the server's).
+            let annsFeed = try await LiveServer.request(port: port, "GET", "/api/data/v1/app/item-app-seeds/changes?after=\(version - 1)",
+                                                        headers: ["Authorization": "Bearer \(ann.token)"])
+            let event = try #require(try JSONSerialization.jsonObject(with: Data((WireFormat.body(annsFeed) ?? "").utf8)) as? [String: Any])
+            #expect(event["by"] as? [String: String] == ["user": ann.id])
             // Bob's: refused whole, with the rule's reason, and nothing written.
             let theirs = "65e000000000000000000004"
             let refused = try await post("insertOne", #"{"class":"Item","document":\#(Self.item(theirs, owner: bob.id))}"#, token: ann.token)
@@ -294,6 +313,22 @@ struct DataAPIWriteTests {
             #expect(try await post("findOne", #"{"class":"Item","primaryKey":{"$oid":"\#(bobsItem)"}}"#).1["document"].flatMap { ($0 as? [String: Any])?["itemName"] as? String } == "thing")
             // A wrong token: 401.
             #expect(try await post("find", #"{"class":"Item"}"#, token: "not-a-token").0 == 401)
+
+            // Every call is in the sync log of whoever made it, with its answer's status and
+            // what it wrote; a call without valid credentials is no one's.
+            let annsLog = SyncLogAPITests.entries(try await AdminCall.get(port: port, "/api/admin/v1/users/\(ann.id)/sync-log?kind=data_api").json)
+            func actions(_ log: SyncLogAPITests.Entries) -> [String] {
+                log.compactMap { e in
+                    guard let d = e["details"] as? [String: Any], let a = d["action"] as? String, let s = d["status"] as? Int else { return nil }
+                    return "\(a) \(s)" + ((d["version"] as? Int).map { " v\($0)" } ?? "")
+                }.sorted()
+            }
+            // (Her updateOne of Bob's object changed nothing: its version is the head's.)
+            #expect(actions(annsLog) == ["changes 200", "changes 200", "find 200", "findOne 200", "insertOne 200 v\(version)", "insertOne 403",
+                                         "transaction 403", "updateOne 200 v\(version)"])
+            let keysLog = SyncLogAPITests.entries(try await AdminCall.get(port: port, "/api/admin/v1/users/data-api:backend/sync-log?kind=data_api").json)
+            #expect(actions(keysLog).contains { $0.hasPrefix("insertMany 200 v") })
+            #expect(actions(keysLog).filter { $0.hasPrefix("findOne 200") }.count >= 4)
         }
     }
 }

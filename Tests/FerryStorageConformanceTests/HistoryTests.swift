@@ -61,6 +61,17 @@ struct HistoryTests {
             #expect(seen == [0, 1, 1, 2, 2, 2])
             #expect(try await s.head() == 2)
             #expect(try await s.allChanges(since: 0, Fixtures.item) == [Change(key: Fixtures.itemKey(1).key, object: Fixtures.item(1, complexity: 7, version: 2), version: 2)])
+            // Each change names the client file whose write made it (the second write), also
+            // as a snapshot reads it: the Data API's feed says who made a change from it.
+            var authors: [UInt64?] = []
+            try await s.changes(since: 0, schema: Fixtures.item) { authors.append($0.author) }
+            #expect(authors == [b.ident])
+            let seenBySnapshot = try await s.withSnapshot { snap in
+                var out: [UInt64?] = []
+                try await snap.changes(since: 0, schema: Fixtures.item) { out.append($0.author) }
+                return out
+            }
+            #expect(seenBySnapshot == [b.ident])
             #expect(try await s.clientFile(a.ident)?.acknowledgedClientVersion == 4)
             #expect(try await s.clientFile(b.ident)?.acknowledgedClientVersion == 5)
             // A transaction that fails after two writes leaves neither.

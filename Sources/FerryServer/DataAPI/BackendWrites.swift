@@ -68,9 +68,19 @@ actor BackendWrites {
 
     /// The user a server key writes as: what the sync log and stamps name.
     static func userId(ofKey name: String) -> String { "data-api:\(name)" }
-    /// The client file every user's Data API writes on this node share (stamps need a file;
-    /// a file per user would count against each user's device quota).
-    static let usersFile = "data-api:users"
+    /// The owner recorded for the client file of a user's Data API writes: not the user's
+    /// own id, so the file does not count against the user's device quota; the change feed
+    /// still says which user made a change (`author(ofFileUser:)`).
+    static func fileOwner(ofUser id: String) -> String { "data-api-user:\(id)" }
+    /// Who made the changes of a client file owned by `userId`.
+    static func author(ofFileUser userId: String) -> ChangeAuthor {
+        if userId.hasPrefix("data-api-user:") { return .user(String(userId.dropFirst("data-api-user:".count))) }
+        if userId.hasPrefix("data-api:") { return .key(String(userId.dropFirst("data-api:".count))) }
+        return .user(userId)
+    }
+    /// Client files this node remembers at most; past it they are forgotten and a caller's
+    /// next write makes a new one (a node restart does the same).
+    static let maxFiles = 10_000
 
     /// Every class in view, and the user's role on each from the app's rules.
     nonisolated func userView(_ user: UserContext) -> SessionView {
@@ -94,7 +104,7 @@ actor BackendWrites {
         case .key(let key):
             (user, fileName, view, rules, refuse) = (UserContext(id: Self.userId(ofKey: key.name)), Self.userId(ofKey: key.name), systemView, systemRules, false)
         case .user(let u):
-            (user, fileName, view, rules, refuse) = (u, Self.usersFile, userView(u), app, true)
+            (user, fileName, view, rules, refuse) = (u, Self.fileOwner(ofUser: u.id), userView(u), app, true)
         }
         var file: (ident: UInt64, version: UInt64)
         if let known = files[fileName] { file = known } else { file = (try await storage.newClientFile(userId: fileName).ident, 0) }
@@ -104,6 +114,7 @@ actor BackendWrites {
                                      changeset: ChangesetCodec.encode(Changeset(timestamp: timestamp, instructions: instructions)))
         // The version is used whether or not the write succeeds: a refused one is never
         // acknowledged, and the next must not look like its resend.
+        if files[fileName] == nil, files.count >= Self.maxFiles { files.removeAll(keepingCapacity: true) }
         files[fileName] = file
         let (outcome, version) = try await hub.commitServerOrigin(clientFile: file.ident, user: user, view: view, rules: rules,
                                                                   refuseCompensated: refuse, upload: upload)

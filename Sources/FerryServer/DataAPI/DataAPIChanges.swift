@@ -12,8 +12,12 @@ enum DataAPIChanges {
         let version: UInt64
         let objectSchema: ObjectSchema
         let change: ChangedObject
+        /// Who made the change (nil: not known, a row from before the store recorded it or
+        /// whose client file was forgotten).
+        var by: ChangeAuthor? = nil
 
-        /// `{"version", "class", "primaryKey", "operation": "upsert" | "delete", "document"}`.
+        /// `{"version", "class", "primaryKey", "operation": "upsert" | "delete", "document",
+        /// "by": {"user": id} | {"key": name} | null}`.
         var json: [UInt8] {
             var out: [UInt8] = Array(#"{"version":"#.utf8)
             out += Array(String(version).utf8)
@@ -28,6 +32,19 @@ enum DataAPIChanges {
             } else {
                 out += Array(#""delete","document":null"#.utf8)
             }
+            out += Array(#","by":"#.utf8)
+            switch by {
+            case .user(let id):
+                out += Array(#"{"user":"#.utf8)
+                JSONText.appendQuoted(id, to: &out)
+                out.append(UInt8(ascii: "}"))
+            case .key(let name):
+                out += Array(#"{"key":"#.utf8)
+                JSONText.appendQuoted(name, to: &out)
+                out.append(UInt8(ascii: "}"))
+            case nil:
+                out += Array("null".utf8)
+            }
             out.append(UInt8(ascii: "}"))
             return out
         }
@@ -41,9 +58,9 @@ enum DataAPIChanges {
     /// version changed more objects. `through`: every change up to this version was read (the
     /// snapshot's version when nothing was left out), the next page's `after` even when the
     /// caller sees none of the events (other classes, a user's read rules).
-    static func page(_ storage: any SyncStorage, after: UInt64, classes: [ObjectSchema], limit: Int) async throws
+    static func page(_ storage: any SyncStorage, after: UInt64, classes: [ObjectSchema], limit: Int, authors: ChangeAuthors) async throws
         -> (events: [Event], through: UInt64) {
-        try await storage.withSnapshot { snap in
+        var (events, through) = try await storage.withSnapshot { snap in
             var events: [Event] = []
             // The version up to which every class was read completely.
             var complete = snap.version
@@ -67,6 +84,39 @@ enum DataAPIChanges {
                 .sorted { ($0.element.version, $0.offset) < ($1.element.version, $1.offset) }.map(\.element)
             return (page, max(after, complete))
         }
+        for i in events.indices { events[i].by = try await authors.author(of: events[i].change.author) }
+        return (events, through)
+    }
+}
+
+/// Who made a change, as the change feed says it.
+enum ChangeAuthor: Sendable, Equatable {
+    /// A device's user, or a user's access token on the Data API.
+    case user(String)
+    /// A Data API server key.
+    case key(String)
+}
+
+/// Client file → who made a change, remembered (a client file's user never changes and its
+/// ident is never reused), at most `capacity` of them.
+final class ChangeAuthors: Sendable {
+    private let storage: any SyncStorage
+    private let known = LockedValue<[UInt64: ChangeAuthor]>([:])
+    static let capacity = 4096
+
+    init(_ storage: any SyncStorage) { self.storage = storage }
+
+    func author(of file: UInt64?) async throws -> ChangeAuthor? {
+        guard let file else { return nil }
+        if let a = known.withLock({ $0[file] }) { return a }
+        // A forgotten file (a device offline too long) no longer says whose it was.
+        guard let record = try await storage.clientFile(file) else { return nil }
+        let author = BackendWrites.author(ofFileUser: record.userId)
+        known.withLock { k in
+            if k.count >= Self.capacity { k.removeAll(keepingCapacity: true) }
+            k[file] = author
+        }
+        return author
     }
 }
 

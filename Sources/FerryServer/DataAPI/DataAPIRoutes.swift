@@ -23,6 +23,11 @@ struct DataAPIRoutes {
     let heads: HeadWatch?
     let auth: AuthService
     let app: AppConfiguration
+    /// Who made each change the feed shows.
+    let authors: ChangeAuthors
+    /// Every call is recorded in the sync log of the user or key that made it (nil in tests
+    /// that do not look).
+    let log: SyncLogRecorder?
 
     /// Objects one `find` returns at most, and its default.
     static let maxLimit = 1000
@@ -46,33 +51,70 @@ struct DataAPIRoutes {
 
     func add(to router: Router<ServerRequestContext>) {
         let group = router.group("api/data/v1/app/:app/action")
-        group.post("find") { request, context -> Response in
-            try check(context)
-            let caller = try await keys.caller(request, auth: auth)
+        route(group, .post, "find") { request, context, call -> Response in
+            let caller = call.caller
             let body = try await decode(FindRequest.self, request, context)
             return try await find(body, as: caller)
         }
-        group.post("count") { request, context -> Response in
-            try check(context)
-            let caller = try await keys.caller(request, auth: auth)
+        route(group, .post, "count") { request, context, call -> Response in
+            let caller = call.caller
             let body = try await decode(FindRequest.self, request, context)
             return try await count(body, as: caller)
         }
-        group.post("findOne") { request, context -> Response in
-            try check(context)
-            let caller = try await keys.caller(request, auth: auth)
+        route(group, .post, "findOne") { request, context, call -> Response in
+            let caller = call.caller
             let body = try await decode(FindOneRequest.self, request, context)
             return try await findOne(body, as: caller)
         }
         addWrites(to: group)
-        router.get("api/data/v1/app/:app/changes") { request, context -> Response in
-            try check(context)
-            let caller = try await keys.caller(request, auth: auth)
+        route(router, .get, "api/data/v1/app/:app/changes") { request, context, call -> Response in
+            let caller = call.caller
             return try await changes(request, as: caller)
         }
     }
 
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
+
+    /// Adds one action: the app is checked, the caller authenticated (a call without a valid
+    /// key or token is refused before it is anyone's to log), then the call runs and is
+    /// recorded in the sync log with its answer's status, whatever it was.
+    private func route(_ methods: some RouterMethods<ServerRequestContext>, _ method: HTTPRequest.Method, _ path: String,
+                       _ handle: @escaping @Sendable (Request, ServerRequestContext, DataAPICall) async throws -> Response) {
+        let action = path.split(separator: "/").last.map(String.init) ?? path
+        methods.on(RouterPath(path), method: method) { request, context -> Response in
+            try check(context)
+            let call = DataAPICall(caller: try await keys.caller(request, auth: auth))
+            do {
+                let response = try await handle(request, context, call)
+                record(action, call, status: response.status, error: nil)
+                return response
+            } catch let e as APIError {
+                record(action, call, status: e.status, error: e.message)
+                throw e
+            } catch {
+                record(action, call, status: .internalServerError, error: String(describing: error))
+                throw error
+            }
+        }
+    }
+
+    private func record(_ action: String, _ call: DataAPICall, status: HTTPResponse.Status, error: String?) {
+        guard let log else { return }
+        let user: String
+        switch call.caller {
+        case .key(let key): user = BackendWrites.userId(ofKey: key.name)
+        case .user(let u): user = u.id
+        }
+        var details: [(String, StoredJSON)] = [("action", .string(action)), ("status", .int(Int64(status.code)))]
+        var message = "Data API \(action): \(status.code)"
+        if let written = call.written {
+            details.append(("version", .int(Int64(bitPattern: written.version))))
+            details.append(("instructions", .int(Int64(written.instructions))))
+            message += ", version \(written.version)"
+        }
+        if let error { message += ": \(error)" }
+        log.record(.dataAPI, userId: user, connection: 0, message, details: details)
+    }
 
     /// What a caller may read: everything for a server key; for a user, what the app's rules
     /// let that user read (a server-side view of every class, as a device with every class
@@ -118,14 +160,22 @@ struct DataAPIRoutes {
             return n
         } ?? Self.changesPage
         guard let heads else { throw APIError(status: .notFound, code: "DataAPIDisabled", message: "the Data API is disabled") }
-        let storage = storage
+        // Every version up to the head can be resumed from (tombstones are kept: no history
+        // is trimmed); a version beyond it is a cursor of another app or of a store restored
+        // from an older backup, and following it would silently skip changes.
+        let head = try await storage.syncState().headVersion
+        guard after <= head else {
+            throw APIError(status: .badRequest, code: "InvalidVersion",
+                           message: "after (or Last-Event-ID) \(after) is beyond this app's head version \(head): a cursor of another app or of a store restored from a backup; read again from 0")
+        }
+        let (storage, authors) = (storage, authors)
         let (chosen, start) = (classes, after)
         let visible = eventFilter(caller)
         if request.headers[.accept]?.contains("text/event-stream") == true {
             let body = ResponseBody { writer in
                 var position = start
                 while true {
-                    let page = try await DataAPIChanges.page(storage, after: position, classes: chosen, limit: Self.changesPage)
+                    let page = try await DataAPIChanges.page(storage, after: position, classes: chosen, limit: Self.changesPage, authors: authors)
                     let events = page.events.filter(visible)
                     if !events.isEmpty {
                         var out: [UInt8] = []
@@ -147,7 +197,7 @@ struct DataAPIRoutes {
             }
             return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
         }
-        let page = try await DataAPIChanges.page(storage, after: after, classes: chosen, limit: limit)
+        let page = try await DataAPIChanges.page(storage, after: after, classes: chosen, limit: limit, authors: authors)
         var out: [UInt8] = []
         for e in page.events where visible(e) {
             out += e.json
@@ -333,46 +383,41 @@ struct DataAPIRoutes {
     static let maxInstructions = 10_000
 
     func addWrites(to group: RouterGroup<ServerRequestContext>) {
-        group.post("insertOne") { request, context -> Response in
-            try check(context)
-            let caller = try await keys.caller(request, auth: auth)
+        route(group, .post, "insertOne") { request, context, call -> Response in
+            let caller = call.caller
             let body = try await decode(InsertOneRequest.self, request, context)
             let (instructions, keys) = try insert([body.document], into: try objectSchema(body.class))
-            let result = try await write(caller, instructions)
+            let result = try await write(call, instructions)
             return Self.json(Self.object([("insertedId", keys[0].key.json), ("version", "\(result.version)")]))
         }
-        group.post("insertMany") { request, context -> Response in
-            try check(context)
-            let caller = try await keys.caller(request, auth: auth)
+        route(group, .post, "insertMany") { request, context, call -> Response in
+            let caller = call.caller
             let body = try await decode(InsertManyRequest.self, request, context)
             let (instructions, inserted) = try insert(body.documents, into: try objectSchema(body.class))
-            let result = try await write(caller, instructions)
+            let result = try await write(call, instructions)
             return Self.json(Self.object([("insertedIds", "[" + inserted.map(\.key.json).joined(separator: ",") + "]"), ("version", "\(result.version)")]))
         }
-        group.post("updateOne") { request, context -> Response in
-            try check(context)
-            let caller = try await keys.caller(request, auth: auth)
+        route(group, .post, "updateOne") { request, context, call -> Response in
+            let caller = call.caller
             let body = try await decode(UpdateOneRequest.self, request, context)
             let os = try objectSchema(body.class)
             let (instructions, target) = try update(Operation(action: "updateOne", class: body.class, primaryKey: body.primaryKey, set: body.set, inc: body.inc))
-            let result = try await write(caller, instructions)
+            let result = try await write(call, instructions)
             // Matched: it existed and the caller may read it (a user learns nothing of others').
             let matched = result.objects[target]?.before.map { readFilter(caller)($0, os) } ?? false
             return Self.json(Self.object([("matchedCount", matched ? "1" : "0"), ("modifiedCount", matched && result.objects[target]?.changed == true ? "1" : "0"),
                                           ("version", "\(result.version)")]))
         }
-        group.post("deleteOne") { request, context -> Response in
-            try check(context)
-            let caller = try await keys.caller(request, auth: auth)
+        route(group, .post, "deleteOne") { request, context, call -> Response in
+            let caller = call.caller
             let body = try await decode(DeleteOneRequest.self, request, context)
             let target = try objectKey(body.class, body.primaryKey)
-            let result = try await write(caller, [.erase(table: target.table, key: target.key)])
+            let result = try await write(call, [.erase(table: target.table, key: target.key)])
             let deleted = result.objects[target]?.before != nil && result.objects[target]?.changed == true
             return Self.json(Self.object([("deletedCount", deleted ? "1" : "0"), ("version", "\(result.version)")]))
         }
-        group.post("transaction") { request, context -> Response in
-            try check(context)
-            let caller = try await keys.caller(request, auth: auth)
+        route(group, .post, "transaction") { request, context, call -> Response in
+            let caller = call.caller
             let body = try await decode(TransactionRequest.self, request, context)
             guard !body.operations.isEmpty else { throw bad("a transaction needs at least one operation") }
             var instructions: [Instruction] = []
@@ -392,14 +437,15 @@ struct DataAPIRoutes {
                 }
                 guard instructions.count <= Self.maxInstructions else { throw bad("a call may write at most \(Self.maxInstructions) instructions") }
             }
-            let result = try await write(caller, instructions)
+            let result = try await write(call, instructions)
             return Self.json(Self.object([("version", "\(result.version)")]))
         }
     }
 
     /// Commits one changeset for the key; the schema's refusals are the caller's 400, a stopped
     /// sync a 503.
-    private func write(_ caller: DataAPICaller, _ instructions: [Instruction]) async throws -> BackendWriteResult {
+    private func write(_ call: DataAPICall, _ instructions: [Instruction]) async throws -> BackendWriteResult {
+        let caller = call.caller
         guard instructions.count <= Self.maxInstructions else { throw bad("a call may write at most \(Self.maxInstructions) instructions") }
         let result: BackendWriteResult
         do { result = try await writes.write(as: caller, instructions) } catch let e as SessionFailure {
@@ -413,6 +459,7 @@ struct DataAPIRoutes {
                 "\($0.objectType) \($0.primaryKey.keyText): \($0.reason)"
             }.joined(separator: "; "))
         }
+        call.note(version: result.version, instructions: instructions.count)
         return result
     }
 
@@ -510,4 +557,14 @@ struct DataAPIRoutes {
     static func json(_ bytes: [UInt8]) -> Response {
         Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
+}
+
+/// One Data API call, as the sync log records it: who made it and what it wrote.
+final class DataAPICall: Sendable {
+    let caller: DataAPICaller
+    private let write = LockedValue<(version: UInt64, instructions: Int)?>(nil)
+    init(caller: DataAPICaller) { self.caller = caller }
+
+    func note(version: UInt64, instructions: Int) { write.withLock { $0 = (version, instructions) } }
+    var written: (version: UInt64, instructions: Int)? { write.withLock { $0 } }
 }
