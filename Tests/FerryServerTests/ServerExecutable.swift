@@ -26,15 +26,18 @@ final class ServerExecutable {
         return nil
     }
 
-    /// Starts the server with `arguments` after the app, data, port and port-file ones.
-    init(_ name: String, arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts the server with `arguments` after the app, data, port and port-file ones: on
+    /// `appDirectory` (the example app by default) and `dataDirectory` (by default one inside
+    /// this server's directory, removed with it; a given one outlives it, for a restart).
+    init(_ name: String, appDirectory: String = AuthAPITests.example, dataDirectory: String? = nil, arguments: [String],
+         environment: [String: String] = [:]) throws {
         let binary = try #require(Self.binary, "no ferry-server binary beside the tests (swift build, or FERRY_SERVER_BINARY)")
         directory = NSTemporaryDirectory() + "ferry-\(name)-\(UInt64.random(in: 0...UInt64.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         portFile = directory + "/port"
         logFile = directory + "/server.log"
         try #require(FileManager.default.createFile(atPath: logFile, contents: nil), "cannot create \(logFile)")
-        process = try ChildProcess(binary, ["--app-dir", AuthAPITests.example, "--data", directory + "/data", "--port", "0", "--port-file", portFile] + arguments,
+        process = try ChildProcess(binary, ["--app-dir", appDirectory, "--data", dataDirectory ?? directory + "/data", "--port", "0", "--port-file", portFile] + arguments,
                                    environment: ProcessInfo.processInfo.environment.merging(["jwtSigningKey": AuthAPITests.jwtKey].merging(environment) { _, new in new }) { _, new in new },
                                    standardError: logFile)
     }
