@@ -84,6 +84,14 @@ enum PostgresMigrations {
         Migration(version: 5, statements: [
             "ALTER TABLE objects ADD COLUMN author bigint",
         ]),
+        // Triggers' delivery state (`TriggerStorage`): cursor, failures, pause, lease.
+        Migration(version: 6, statements: [
+            """
+            CREATE TABLE triggers (name text PRIMARY KEY, cursor bigint NOT NULL, failures int NOT NULL DEFAULT 0,
+                paused boolean NOT NULL DEFAULT false, last_error text, holder text, lease_until bigint NOT NULL DEFAULT 0,
+                delivered bigint NOT NULL DEFAULT 0)
+            """,
+        ]),
     ]
 
     /// Applies every migration the database has not recorded yet; returns how many it applied.

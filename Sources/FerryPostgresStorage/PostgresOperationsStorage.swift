@@ -6,7 +6,7 @@ import PostgresNIO
 /// The operations data (`OperationsStorage`) in the shared database (migration 2), so every
 /// node reads the same sync log and the connections of every node. Over the store's pool:
 /// the server writes it in batches off the sync path (`SyncLogRecorder`).
-public final class PostgresOperationsStorage: OperationsStorage, Sendable {
+public final class PostgresOperationsStorage: OperationsStorage, TriggerStorage, Sendable {
     private let client: PostgresClient
     private let logger: Logger
 
@@ -114,6 +114,45 @@ public final class PostgresOperationsStorage: OperationsStorage, Sendable {
             return LiveConnectionRecord(node: node, connectionId: UInt64(bitPattern: id), userId: user, clientFile: file.map { UInt64(bitPattern: $0) },
                                         sdk: sdk, connectedSinceMilliseconds: since, bytesUp: up, bytesDown: down, sessions: Int(sessions))
         }
+    }
+
+    // MARK: triggers
+
+    private static func triggerState(_ row: PostgresRow) throws -> TriggerState {
+        let (name, cursor, failures, paused, error, holder, until, delivered) = try PostgresObjectReads.decodeRow(
+            row, (String, Int64, Int32, Bool, String?, String?, Int64, Int64).self, "triggers")
+        return TriggerState(name: name, cursor: UInt64(bitPattern: cursor), failures: Int(failures), paused: paused, lastError: error, holder: holder,
+                            leaseUntilMilliseconds: until, delivered: delivered)
+    }
+
+    public func triggerStates() async throws -> [TriggerState] {
+        try await rows("reading the triggers", """
+            SELECT name, cursor, failures, paused, last_error, holder, lease_until, delivered FROM triggers ORDER BY name
+            """).map(Self.triggerState)
+    }
+
+    public func leaseTrigger(_ name: String, node: String, nowMilliseconds: Int64, untilMilliseconds: Int64, cursor: UInt64) async throws -> TriggerState? {
+        let start = Int64(bitPattern: cursor)
+        // One statement: a new row with the lease, or the lease taken when free, expired or ours.
+        return try await rows("leasing trigger \(name)", """
+            INSERT INTO triggers AS t (name, cursor, holder, lease_until) VALUES (\(name), \(start), \(node), \(untilMilliseconds))
+            ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until
+                WHERE t.holder IS NULL OR t.holder = excluded.holder OR t.lease_until < \(nowMilliseconds)
+            RETURNING name, cursor, failures, paused, last_error, holder, lease_until, delivered
+            """).first.map(Self.triggerState)
+    }
+
+    public func recordTrigger(_ name: String, node: String, _ p: TriggerProgress) async throws -> Bool {
+        let failures = Int32(clamping: p.failures)
+        return try await !rows("recording trigger \(name)'s delivery", """
+            UPDATE triggers SET cursor = \(Int64(bitPattern: p.cursor)), failures = \(failures), paused = \(p.paused), last_error = \(p.lastError),
+                delivered = delivered + \(p.delivered)
+            WHERE name = \(name) AND holder = \(node) RETURNING 1
+            """).isEmpty
+    }
+
+    public func resumeTrigger(_ name: String) async throws -> Bool {
+        try await !rows("resuming trigger \(name)", "UPDATE triggers SET paused = false, failures = 0 WHERE name = \(name) RETURNING 1").isEmpty
     }
 
     /// The pool belongs to the backend (`PostgresBackend.close`).

@@ -6,7 +6,7 @@ import FerrySyncStorage
 /// published connections, in a SQLite file of their own (`operations.sqlite`). A file apart
 /// from `sync.sqlite`, so writing the log never takes the sync writer's turn nor its file lock.
 /// Calls run on the blocking-read threads, off Swift's cooperative pool.
-public final class SQLiteOperationsStorage: OperationsStorage, @unchecked Sendable {
+public final class SQLiteOperationsStorage: OperationsStorage, TriggerStorage, @unchecked Sendable {
     private let db: SQLiteConnection
     private let lock = ServerLock()
     private var closed = false
@@ -26,6 +26,9 @@ public final class SQLiteOperationsStorage: OperationsStorage, @unchecked Sendab
             CREATE TABLE IF NOT EXISTS live_connections (node TEXT NOT NULL, connection_id INTEGER NOT NULL, user_id TEXT NOT NULL,
                 client_file INTEGER, sdk TEXT, connected_since INTEGER NOT NULL, bytes_up INTEGER NOT NULL, bytes_down INTEGER NOT NULL,
                 sessions INTEGER NOT NULL, published INTEGER NOT NULL, PRIMARY KEY (node, connection_id));
+            CREATE TABLE IF NOT EXISTS triggers (name TEXT PRIMARY KEY NOT NULL, cursor INTEGER NOT NULL, failures INTEGER NOT NULL DEFAULT 0,
+                paused INTEGER NOT NULL DEFAULT 0, last_error TEXT, holder TEXT, lease_until INTEGER NOT NULL DEFAULT 0,
+                delivered INTEGER NOT NULL DEFAULT 0);
             """)
     }
 
@@ -172,6 +175,71 @@ public final class SQLiteOperationsStorage: OperationsStorage, @unchecked Sendab
                                                 sessions: Int(s.int64(8))))
             }
             return out
+        }
+    }
+
+    // MARK: triggers
+
+    private static let triggerColumns = "name, cursor, failures, paused, last_error, holder, lease_until, delivered"
+
+    private static func triggerState(_ s: Statement) -> TriggerState {
+        TriggerState(name: s.string(0), cursor: UInt64(bitPattern: s.int64(1)), failures: Int(s.int64(2)), paused: s.int64(3) != 0,
+                     lastError: s.isNull(4) ? nil : s.string(4), holder: s.isNull(5) ? nil : s.string(5), leaseUntilMilliseconds: s.int64(6),
+                     delivered: s.int64(7))
+    }
+
+    public func triggerStates() async throws -> [TriggerState] {
+        try await run { db in
+            let s = try db.statement("SELECT \(Self.triggerColumns) FROM triggers ORDER BY name")
+            defer { s.reset() }
+            var out: [TriggerState] = []
+            while try s.step() { out.append(Self.triggerState(s)) }
+            return out
+        }
+    }
+
+    public func leaseTrigger(_ name: String, node: String, nowMilliseconds: Int64, untilMilliseconds: Int64, cursor: UInt64) async throws -> TriggerState? {
+        try await transaction { db in
+            let create = try db.statement("INSERT OR IGNORE INTO triggers (name, cursor) VALUES (?, ?)")
+            defer { create.reset() }
+            create.bind(1, name); create.bind(2, Int64(bitPattern: cursor))
+            try create.run()
+            let take = try db.statement("""
+                UPDATE triggers SET holder = ?2, lease_until = ?3 WHERE name = ?1 AND (holder IS NULL OR holder = ?2 OR lease_until < ?4)
+                """)
+            defer { take.reset() }
+            take.bind(1, name); take.bind(2, node); take.bind(3, untilMilliseconds); take.bind(4, nowMilliseconds)
+            try take.run()
+            guard try Self.changes(db) == 1 else { return nil }
+            let read = try db.statement("SELECT \(Self.triggerColumns) FROM triggers WHERE name = ?")
+            defer { read.reset() }
+            read.bind(1, name)
+            return try read.step() ? Self.triggerState(read) : nil
+        }
+    }
+
+    public func recordTrigger(_ name: String, node: String, _ p: TriggerProgress) async throws -> Bool {
+        try await transaction { db in
+            let s = try db.statement("""
+                UPDATE triggers SET cursor = ?3, failures = ?4, paused = ?5, last_error = ?6, delivered = delivered + ?7
+                WHERE name = ?1 AND holder = ?2
+                """)
+            defer { s.reset() }
+            s.bind(1, name); s.bind(2, node); s.bind(3, Int64(bitPattern: p.cursor)); s.bind(4, Int64(p.failures)); s.bind(5, Int64(p.paused ? 1 : 0))
+            if let e = p.lastError { s.bind(6, e) } else { s.bindNull(6) }
+            s.bind(7, p.delivered)
+            try s.run()
+            return try Self.changes(db) == 1
+        }
+    }
+
+    public func resumeTrigger(_ name: String) async throws -> Bool {
+        try await transaction { db in
+            let s = try db.statement("UPDATE triggers SET paused = 0, failures = 0 WHERE name = ?")
+            defer { s.reset() }
+            s.bind(1, name)
+            try s.run()
+            return try Self.changes(db) == 1
         }
     }
 
