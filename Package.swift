@@ -37,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -91,6 +92,10 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
+            // Triggers' webhook signatures (HMAC-SHA256).
+            .product(name: "Crypto", package: "swift-crypto"),
+            // Triggers' webhooks (a client that pools connections and speaks TLS).
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         .executableTarget(name: "ferry-server", dependencies: [
             "FerryServer", "FerryAuth", "FerrySyncStorage", .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -12,6 +12,8 @@ public struct AppConfiguration: Sendable {
     public var sync: SyncConfiguration
     /// The Data API (off unless the directory turns it on).
     public var dataAPI = DataAPIConfiguration()
+    /// Database triggers (`triggers/*.json`), by name.
+    public var triggers: [TriggerConfiguration] = []
 
     /// The object schema of every collection, as clients and the server use it.
     public var schema: Schema {

@@ -9,6 +9,7 @@ import Foundation
 ///     data_sources/<service>/default_rule.json           (optional) rules for the rest
 ///     sync/config.json                                   flexible sync settings
 ///     http_endpoints/data_api_config.json                (optional) the Data API and its server keys
+///     triggers/<name>.json                               (optional) database triggers with webhooks
 ///
 /// Every problem is an `AppConfigurationError` naming the file.
 public enum AppDirectory {
@@ -75,10 +76,21 @@ public enum AppDirectory {
                 }
             }
         }
-        let config = AppConfiguration(name: name, appId: appId, authProviders: providers, collections: collections,
+        var config = AppConfiguration(name: name, appId: appId, authProviders: providers, collections: collections,
                                       defaultRules: defaultRules, sync: sync, dataAPI: try dataAPI(root))
-        do { _ = try config.schema } catch let e as FerryError {
+        config.triggers = try triggers(root)
+        let schema: Schema
+        do { schema = try config.schema } catch let e as FerryError {
             throw AppConfigurationError(file: "data_sources", "the collections do not form a valid schema: \(e.message)")
+        }
+        for t in config.triggers {
+            let file = "triggers/\(t.name).json"
+            guard let os = schema.objectSchema(named: t.className) else { throw AppConfigurationError(file: file, "no class '\(t.className)' in the schema") }
+            if let m = t.match {
+                do { _ = try CompiledQuery(m, on: os) } catch let e as FerryError {
+                    throw AppConfigurationError(file: file, "config.match is not a query on '\(t.className)': \(e.message)")
+                }
+            }
         }
         return config
     }
@@ -103,6 +115,20 @@ public enum AppDirectory {
             keys.append(.init(name: name, secretName: secret))
         }
         return DataAPIConfiguration(disabled: (d["disabled"] as? Bool) ?? false, serverKeys: keys)
+    }
+
+    /// `triggers/<name>.json`, each file one trigger named as the file is; secrets named at
+    /// most once.
+    private static func triggers(_ root: URL) throws -> [TriggerConfiguration] {
+        let dir = root.appendingPathComponent("triggers")
+        guard let items = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return [] }
+        var out: [TriggerConfiguration] = []
+        for item in items.sorted() where item.hasSuffix(".json") {
+            let file = "triggers/\(item)"
+            let t = try TriggerConfiguration.parse(try object(root, file), file: file, expectedName: String(item.dropLast(5)))
+            out.append(t)
+        }
+        return out
     }
 
     // MARK: files

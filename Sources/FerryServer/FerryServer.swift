@@ -51,19 +51,29 @@ public enum FerryServer {
         let hub = try await SyncHub(app: app, storage: store.sync, directory: directory, logger: logger, events: events, limits: configuration.syncLimits,
                                     telemetry: telemetry, beforeUploadMerge: configuration.beforeUploadMerge)
         let schema = try app.schema
+        // The head as the change feed tells it, for the Data API's streams and the triggers
+        // (nothing listens when neither is on).
+        let heads = dataKeys.enabled || !app.triggers.isEmpty ? HeadWatch(store.sync.changeFeed) : nil
+        let authors = ChangeAuthors(store.sync)
         DataAPIRoutes(appId: app.appId, keys: dataKeys, storage: store.sync, schema: schema,
-                      writes: try BackendWrites(hub: hub, storage: store.sync, app: app, schema: schema), heads: dataKeys.enabled ? HeadWatch(store.sync.changeFeed) : nil, auth: auth, app: app,
-                      authors: ChangeAuthors(store.sync), log: syncLog).add(to: router)
+                      writes: try BackendWrites(hub: hub, storage: store.sync, app: app, schema: schema), heads: dataKeys.enabled ? heads : nil, auth: auth, app: app,
+                      authors: authors, log: syncLog).add(to: router)
+        var triggers: TriggerRunner?
+        if let heads, !app.triggers.isEmpty {
+            triggers = try TriggerRunner(app: app, schema: schema, secrets: configuration.secrets, storage: store.sync, store: store.triggers, heads: heads,
+                                         authors: authors, node: configuration.nodeId, timing: configuration.triggerTiming, metrics: metrics, logger: logger)
+        }
         // The admin API, its console and /metrics behind the token: on a listener of their own
         // with --admin-port (the public port then answers them 404), else on the public port.
         let adminRouter = configuration.adminPort == nil ? router : Self.router(configuration)
         AdminRoutes(admin: admin, directory: directory, hub: hub, events: events).add(to: adminRouter)
         ConsoleRoutes().add(to: adminRouter)
+        TriggerAdminRoutes(admin: admin, app: app, storage: store.sync, store: store.triggers, runner: triggers, events: events).add(to: adminRouter)
         AdminOperationsRoutes(admin: admin, directory: directory, hub: hub, telemetry: telemetry, operations: store.operations, events: events,
                               connectionFreshness: publisher.freshness, settings: AdminSettings(app: app, directory: configuration.appDirectory)).add(to: adminRouter)
         let metricsRoutes = MetricsRoutes(telemetry: telemetry, storage: store.sync, database: store.database)
         metricsRoutes.add(to: adminRouter, admin: admin)
-        var services: [any Service] = [StoreService(hub: hub, store: store, syncLog: syncLog, publisher: publisher)]
+        var services: [any Service] = [StoreService(hub: hub, store: store, syncLog: syncLog, publisher: publisher, triggers: triggers)]
         if let adminPort = configuration.adminPort {
             // Plain HTTP/1 with the idle timeout; the main port's connection guard (count,
             // header and write-stall timeouts) is tied to its sync upgrade, and this listener

@@ -70,6 +70,8 @@ public struct ServerConfiguration: Sendable {
     public var syncLogRetention = SyncLogRetention()
     /// How often this node publishes its connections for the cluster's device list.
     public var connectionPublishInterval: Duration = .seconds(5)
+    /// How triggers deliver: leases, retries, the webhook's timeout (tests shorten them).
+    public var triggerTiming = TriggerTiming()
 
     /// `gethostname`, not `ProcessInfo.hostName`, which resolves every interface's address
     /// (reverse DNS: slow, or stuck, where DNS is).

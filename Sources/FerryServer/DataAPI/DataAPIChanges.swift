@@ -33,6 +33,13 @@ enum DataAPIChanges {
                 out += Array(#""delete","document":null"#.utf8)
             }
             out += Array(#","by":"#.utf8)
+            appendBy(to: &out)
+            out.append(UInt8(ascii: "}"))
+            return out
+        }
+
+        /// Who made the change, as JSON: `{"user": id}`, `{"key": name}` or `null`.
+        func appendBy(to out: inout [UInt8]) {
             switch by {
             case .user(let id):
                 out += Array(#"{"user":"#.utf8)
@@ -45,8 +52,6 @@ enum DataAPIChanges {
             case nil:
                 out += Array("null".utf8)
             }
-            out.append(UInt8(ascii: "}"))
-            return out
         }
     }
 
@@ -165,16 +170,26 @@ final class HeadWatch: Sendable {
         for c in all { c.resume() }
     }
 
-    /// Returns once the head passed `after`, or after `limit`, or when the feed ended.
+    /// Returns once the head passed `after`, or after `limit`, or when the feed ended, or
+    /// when the task is cancelled.
     func wait(past after: UInt64, within limit: Duration) async {
         let id = state.withLock { s -> UInt64 in
             s.nextId += 1
             return s.nextId
         }
         let timer = LockedValue<Task<Void, Never>?>(nil)
+        await withTaskCancellationHandler {
+            await waitRegistered(id, past: after, within: limit, timer: timer)
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.1.resume()
+        }
+        timer.withLock { $0?.cancel() }
+    }
+
+    private func waitRegistered(_ id: UInt64, past after: UInt64, within limit: Duration, timer: LockedValue<Task<Void, Never>?>) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
-                if s.ended || s.head > after { return true }
+                if s.ended || s.head > after || Task.isCancelled { return true }
                 s.waiters[id] = (after, c)
                 return false
             }
@@ -189,6 +204,5 @@ final class HeadWatch: Sendable {
                 }
             }
         }
-        timer.withLock { $0?.cancel() }
     }
 }

@@ -154,6 +154,21 @@ final class ServerMetrics: Sendable {
 
     func syncLogEntryDropped() { syncLogDropped.increment() }
 
+    /// A trigger's change delivered to its webhook (a 2xx answer).
+    func triggerDelivered(_ name: String, count: Int = 1) {
+        CoreMetrics.Counter(label: "ferry_trigger_deliveries_total", dimensions: [("trigger", name)], factory: factory).increment(by: count)
+    }
+
+    /// A trigger's delivery failed (an answer other than 2xx, a timeout, a refused connection).
+    func triggerFailed(_ name: String) {
+        CoreMetrics.Counter(label: "ferry_trigger_failures_total", dimensions: [("trigger", name)], factory: factory).increment()
+    }
+
+    /// 1 while a trigger is paused after too many failures, else 0 (as this node last saw it).
+    func triggerPaused(_ name: String, _ paused: Bool) {
+        Meter(label: "ferry_trigger_paused", dimensions: [("trigger", name)], factory: factory).set(paused ? 1 : 0)
+    }
+
     /// The bytes queued to be sent on every sync connection together (`OutboxBudget`).
     func outboxQueued(bytes: Int) { outboxQueuedBytes.set(bytes) }
 

@@ -12,6 +12,8 @@ struct ServerStore: Sendable {
     let users: any UserDirectory
     /// The sync log and the cluster's live connections.
     let operations: any OperationsStorage
+    /// Triggers' cursors and leases, beside the operations data.
+    let triggers: any TriggerStorage
     /// PostgreSQL's pool and change feed as the metrics show them (nil on the embedded store).
     let database: (@Sendable () -> DatabaseGauges)?
     private let closeBackend: @Sendable () async -> Void
@@ -22,7 +24,7 @@ struct ServerStore: Sendable {
             let sync = try SQLiteSyncStorage(path: configuration.dataDirectory + "/sync.sqlite")
             let users = try SQLiteUserDirectory(path: configuration.dataDirectory + "/users.sqlite")
             let operations = try SQLiteOperationsStorage(path: configuration.dataDirectory + "/operations.sqlite")
-            return ServerStore(sync: sync, users: users, operations: operations, database: nil, closeBackend: {
+            return ServerStore(sync: sync, users: users, operations: operations, triggers: operations, database: nil, closeBackend: {
                 await sync.close()
                 users.close()
                 await operations.closeOperations()
@@ -46,7 +48,7 @@ struct ServerStore: Sendable {
             do { backend = try await PostgresBackend.open(location, logger: logger, maximumConnections: configuration.databaseConnections) } catch {
                 throw ServerStartError("cannot open the PostgreSQL database \(location): \(error)")
             }
-            return ServerStore(sync: backend.storage, users: backend.users, operations: backend.operations,
+            return ServerStore(sync: backend.storage, users: backend.users, operations: backend.operations, triggers: backend.operations,
                                database: {
                                    DatabaseGauges(poolInUse: backend.poolConnectionsInUse, poolSize: backend.poolSize,
                                                   changeFeedLagSeconds: backend.storage.changeFeedLagSeconds)

@@ -9,12 +9,17 @@ struct StoreService: Service {
     let store: ServerStore
     var syncLog: SyncLogRecorder? = nil
     var publisher: LiveConnectionPublisher? = nil
+    var triggers: TriggerRunner? = nil
 
     func run() async throws {
         await hub.start()
         let log = Task { await syncLog?.run() }
         let publishing = Task { await publisher?.run() }
+        let delivering = Task { await triggers?.run() }
         try? await gracefulShutdown()
+        // Triggers stop first: a delivery cut short is delivered again (the cursor was not moved).
+        delivering.cancel()
+        await delivering.value
         await hub.stop()
         publishing.cancel()
         await publishing.value
