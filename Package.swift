@@ -101,8 +101,8 @@ let package = Package(
             "FerryServer", "FerryAuth", "FerrySyncStorage", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         /// Helpers the test targets share (not shipped): child processes started without
-        /// Foundation's `Process`.
-        .target(name: "FerryTestSupport", path: "Tests/Support"),
+        /// Foundation's `Process`, a webhook receiver for the trigger tests.
+        .target(name: "FerryTestSupport", dependencies: [.product(name: "Hummingbird", package: "hummingbird")], path: "Tests/Support"),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
         .testTarget(name: "FerryAppConfigTests", dependencies: ["FerryAppConfig"]),
         .testTarget(name: "FerryServerTests", dependencies: [

@@ -35,7 +35,7 @@ phase "Swift tests"
 # restarted) and PostgreSQL's outage tests run after the rest, on their own: on 2 cores,
 # together with the rest of the suite, they starved its timing-sensitive tests (a CI dry run
 # saw an auth test's connection closed under load).
-cluster_tests="FerryStorageConformanceTests|MultiNodeSyncTests|ClusterFaultTests|PostgresOutageTests|OperationsClusterTests|DataAPIClusterTests"
+cluster_tests="FerryStorageConformanceTests|MultiNodeSyncTests|ClusterFaultTests|PostgresOutageTests|OperationsClusterTests|DataAPIClusterTests|TriggerClusterTests"
 # The randomized convergence test runs this many seeds (a failure prints its seed).
 # The fault-proxy convergence test runs this many seeded runs of random faults.
 FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} FERRY_FAULT_SEEDS=${FERRY_FAULT_SEEDS:-20} swift test --skip "$cluster_tests"

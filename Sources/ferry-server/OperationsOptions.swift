@@ -22,6 +22,9 @@ struct OperationsOptions: ParsableArguments {
     @Option(name: .customLong("sync-log-max-age-days"), help: "Sync log entries older than this many days are dropped.")
     var syncLogMaxAgeDays: Int = 30
 
+    @Option(name: .customLong("trigger-lease-seconds"), help: "How long a node holds a trigger without renewing it: after a node dies, another takes its triggers over within this (default 30, at least 2; renewed every third of it).")
+    var triggerLeaseSeconds: Int = 30
+
     @Option(name: .customLong("node-id"), help: "This node's name in the sync log, the device list and the stats (default: the host name and a random suffix).")
     var nodeId: String?
 
@@ -40,5 +43,8 @@ struct OperationsOptions: ParsableArguments {
         config.adminHost = adminHost
         config.syncLogRetention = SyncLogRetention(maxEntriesPerUser: syncLogMaxPerUser, maxAgeDays: syncLogMaxAgeDays)
         if let nodeId, !nodeId.isEmpty { config.nodeId = nodeId }
+        guard (2...3600).contains(triggerLeaseSeconds) else { throw ValidationError("--trigger-lease-seconds must be between 2 and 3600") }
+        config.triggerTiming.lease = .seconds(triggerLeaseSeconds)
+        config.triggerTiming.renew = .milliseconds(triggerLeaseSeconds * 1000 / 3)
     }
 }

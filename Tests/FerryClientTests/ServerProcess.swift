@@ -31,10 +31,10 @@ final class ServerProcess: @unchecked Sendable {
     var url: String { "http://127.0.0.1:\(port)" }
 
     /// Starts `ferry-server --app-dir APP --data (a new directory) --database DATABASE`.
-    init(appDirectory: String, database: String, environment: [String: String]) throws {
+    init(appDirectory: String, database: String, environment: [String: String], arguments extra: [String] = []) throws {
         directory = SyncTestServer.temporaryDirectory("node")
         arguments = ["--app-dir", appDirectory, "--data", directory + "/data", "--database", database,
-                     "--database-connections", "4", "--log-level", "info"]
+                     "--database-connections", "4", "--log-level", "info"] + extra
         self.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         try start()
     }

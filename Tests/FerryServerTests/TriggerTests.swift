@@ -1,6 +1,7 @@
 import Crypto
 import FerryAppConfig
 import FerryCore
+import FerryTestSupport
 @testable import FerryServer
 import Foundation
 import Testing

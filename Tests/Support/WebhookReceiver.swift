@@ -1,4 +1,3 @@
-@testable import FerryServer
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -7,29 +6,31 @@ import NIOCore
 /// A webhook receiver for the trigger tests: a small HTTP server on 127.0.0.1 that keeps
 /// every request it gets (body, headers) and answers 204, or 500 while told to fail. A test
 /// waits on the requests themselves (`waitFor`), not on time.
-final class WebhookReceiver: Sendable {
-    struct Request: Sendable {
-        let body: [UInt8]
-        let signature: String?
-        let trigger: String?
-        let answered: Int
-        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]) ?? [:] }
+public final class WebhookReceiver: Sendable {
+    public struct Request: Sendable {
+        public let body: [UInt8]
+        public let signature: String?
+        public let trigger: String?
+        public let answered: Int
+        public var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]) ?? [:] }
     }
     private struct State {
-        var requests: [Request] = []
+        public var requests: [Request] = []
         var failing = false
         var waiters: [(Int, CheckedContinuation<Void, Never>)] = []
     }
-    private let state = LockedValue(State())
-    private let server: LockedValue<Task<Void, any Error>?> = LockedValue(nil)
+    private let state = Locked(State())
+    private let server: Locked<Task<Void, any Error>?> = Locked(nil)
 
-    var requests: [Request] { state.withLock { $0.requests } }
+    public init() {}
+
+    public var requests: [Request] { state.withLock { $0.requests } }
     /// The requests answered 204.
-    var delivered: [Request] { requests.filter { $0.answered == 204 } }
-    func setFailing(_ failing: Bool) { state.withLock { $0.failing = failing } }
+    public var delivered: [Request] { requests.filter { $0.answered == 204 } }
+    public func setFailing(_ failing: Bool) { state.withLock { $0.failing = failing } }
 
     /// Starts listening; returns the port.
-    func start() async throws -> Int {
+    public func start() async throws -> Int {
         let router = Router()
         router.post("hook") { [state] request, _ -> Response in
             let body = try await request.body.collect(upTo: 1 << 20)
@@ -55,16 +56,17 @@ final class WebhookReceiver: Sendable {
         return await iterator.next() ?? 0
     }
 
-    func stop() async {
+    public func stop() async {
         let task = server.withLock { $0 }
         task?.cancel()
         _ = await task?.result
     }
 
     /// Waits until at least `count` requests arrived, at most `seconds`; whether they did.
-    func waitFor(_ count: Int, seconds: Double = 60) async -> Bool {
+    public func waitFor(_ count: Int, seconds: Double = 60) async -> Bool {
         let timeout = Task { [state] in
-            try? await Task.sleep(for: .seconds(seconds))
+            // Cancelled: the requests came first, and no later wait may be woken from here.
+            guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
             let all = state.withLock { s -> [CheckedContinuation<Void, Never>] in
                 defer { s.waiters.removeAll() }
                 return s.waiters.map(\.1)
@@ -81,5 +83,17 @@ final class WebhookReceiver: Sendable {
         }
         timeout.cancel()
         return requests.count >= count
+    }
+}
+
+/// A value behind a lock (the test support's own: it depends on no Ferry module).
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
     }
 }
