@@ -70,7 +70,8 @@ def artifacts() -> Path:
 class Server:
     """One ferry-server process on a loopback port the OS picked."""
 
-    def __init__(self, work: Path, admin_token: Optional[str], database_url: Optional[str] = None) -> None:
+    def __init__(self, work: Path, admin_token: Optional[str], database_url: Optional[str] = None,
+                 app_dir: Optional[Path] = None, extra_env: Optional[dict[str, str]] = None) -> None:
         binary = _required("FERRY_SERVER_BIN")
         self.work = work
         self.store = "postgres" if database_url else "sqlite"
@@ -80,10 +81,11 @@ class Server:
         env.pop("FERRY_ADMIN_TOKEN", None)
         if admin_token is not None:
             env["FERRY_ADMIN_TOKEN"] = admin_token
+        env.update(extra_env or {})
         self.log_path = work / "server.log"
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            [binary, "--app-dir", str(REPO / "examples" / "item-app"), "--data", str(work / "data"),
+            [binary, "--app-dir", str(app_dir or REPO / "examples" / "item-app"), "--data", str(work / "data"),
              "--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--log-level", "info"]
             + (["--database", database_url] if database_url else []),
             env=env, stdout=self._log, stderr=subprocess.STDOUT)

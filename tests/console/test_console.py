@@ -10,8 +10,11 @@ wide, go to the artifacts folder."""
 from __future__ import annotations
 
 import base64
+import http.server
 import json
 import re
+import shutil
+import threading
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -22,11 +25,11 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import ADMIN_TOKEN, TIMEOUT, Server
+from conftest import ADMIN_TOKEN, REPO, TIMEOUT, Device, Server, wait_until
 
 DESKTOP = 1280
 PHONE = 360
-PAGES = ["dashboard", "devices", "users", "sync-log", "rejected", "sync", "settings"]
+PAGES = ["dashboard", "devices", "users", "sync-log", "rejected", "triggers", "sync", "settings"]
 
 
 def wait(driver: Any, condition: Any, message: str = "", timeout: float = TIMEOUT) -> Any:
@@ -625,3 +628,66 @@ def test_an_older_server_falls_back(older: Any, browser: Any, artifacts: Path) -
     wait(browser, lambda d: text_of(d, "#toast") == f"Not available on this server: DELETE /api/admin/v1/users/{first} answered 404.",
          "the missing endpoint")
     no_script_errors(browser)
+
+
+class _Hook(http.server.BaseHTTPRequestHandler):
+    """A trigger's webhook: answers 500 while `failing`, else 204; counts what it got."""
+    failing = True
+    received: list[bytes] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        type(self).received.append(body)
+        self.send_response(500 if type(self).failing else 204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_paused_trigger_is_shown_and_resumed(tmp_path: Path, browser: Any, artifacts: Path, tmp_path_factory: Any) -> None:
+    # A webhook that fails: the trigger pauses after one failure (max_failures 1).
+    hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    app = tmp_path / "app"
+    shutil.copytree(REPO / "examples" / "item-app", app)
+    (app / "triggers").mkdir()
+    (app / "triggers" / "items.json").write_text(json.dumps({
+        "name": "items", "max_failures": 1,
+        "config": {"collection": "Item", "operation_types": ["INSERT", "UPDATE", "DELETE"]},
+        "webhook": {"url": f"http://127.0.0.1:{hook.server_address[1]}/hook", "secret_name": "FERRY_TRIGGER_SECRET_ITEMS"}}))
+    server = Server(tmp_path / "server", ADMIN_TOKEN, app_dir=app, extra_env={"FERRY_TRIGGER_SECRET_ITEMS": "a-console-test-trigger-secret-of-32-bytes"})
+    device = None
+    try:
+        def trigger() -> dict[str, Any]:
+            return admin_get(server, "triggers")["triggers"][0]
+        wait_until(lambda: trigger()["started"], message="the trigger to start")
+        device = Device(server.url, tmp_path_factory.mktemp("ferry-console-trigger-device"))
+        device.write_item(device.user.id, "for the webhook", 1)
+        wait_until(lambda: trigger()["paused"], message="the trigger to pause")
+        assert trigger()["failures"] == 1 and "500" in trigger()["last_error"], trigger()
+
+        sign_in(browser, server.url, ADMIN_TOKEN)
+        wait(browser, EC.visibility_of_element_located((By.ID, "shell")), "the console after sign-in")
+        go(browser, "triggers")
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#triggers-table [data-state="paused"]'), "the paused trigger")
+        table = text_of(browser, "#triggers-table")
+        assert "items" in table and "Item" in table and "500" in table, table
+        shoot_both(browser, artifacts, "triggers-paused", lambda d: d.find_elements(By.CSS_SELECTOR, "#triggers-table"))
+
+        # Resumed from the page once the webhook answers: the change is delivered.
+        _Hook.failing = False
+        click(browser, '[data-resume="items"]')
+        wait(browser, EC.visibility_of_element_located((By.ID, "confirm-ok")), "the confirmation")
+        assert "change that failed" in text_of(browser, "#confirm-text")
+        click(browser, "#confirm-ok")
+        wait_until(lambda: trigger()["delivered"] == 1 and not trigger()["paused"], message="the change delivered after the resume")
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#triggers-table [data-state="delivering"]'), "the trigger delivering again")
+        assert json.loads(_Hook.received[-1])["operationType"] == "insert"
+        shoot_both(browser, artifacts, "triggers-delivering", lambda d: d.find_elements(By.CSS_SELECTOR, "#triggers-table"))
+    finally:
+        if device is not None:
+            device.close()
+        server.stop()
+        hook.shutdown()

@@ -43,6 +43,7 @@ extension ConsoleAssets {
     <a href="#/users" data-page="users">Users</a>
     <a href="#/sync-log" data-page="sync-log">Sync log</a>
     <a href="#/rejected" data-page="rejected">Rejected writes</a>
+    <a href="#/triggers" data-page="triggers">Triggers</a>
     <a href="#/sync" data-page="sync">Sync</a>
     <a href="#/settings" data-page="settings">Settings</a>
   </nav>

@@ -896,6 +896,56 @@ extension ConsoleAssets {
     });
   }
 
+  // ---- Triggers ---------------------------------------------------------------------------
+
+  // Each trigger of the app with its delivery state (GET triggers); a paused one can be resumed.
+  async function triggers(ctx) {
+    const updated = updatedStamp();
+    pageHead(ctx, 'Triggers', updated);
+    const body = h('div');
+    ctx.main.append(
+      h('p', { class: 'muted' }, 'Database triggers POST each matching change to a webhook, in order, at least once (docs/backend.md). ' +
+        'After too many failures in a row a trigger pauses; resuming delivers again from the change that failed.'),
+      body);
+    const stateOf = (t) => t.disabled ? 'disabled' : !t.started ? 'not started' : t.paused ? 'paused' : 'delivering';
+    const resume = async (t) => {
+      const ok = await confirmAction('Resume trigger ' + t.name + '?', [
+        'The trigger delivers again from its cursor, starting with the change that failed, and its failures are reset.',
+        'Last error: ' + (t.last_error || 'none') + '.',
+      ], 'Resume', false);
+      if (!ok || !ctx.alive()) return;
+      try {
+        await api('POST', 'triggers/' + encodeURIComponent(t.name) + '/resume');
+        toast('Trigger ' + t.name + ' resumed.');
+      } catch (e) { if (e.status !== 401 && e.status !== 403) toast(describe(e), true); }
+    };
+    const columns = [
+      { label: 'Trigger', value: (t) => [code(t.name), h('div', { class: 'muted' }, fmtValue(t.class))] },
+      { label: 'Changes', value: (t) => [(Array.isArray(t.operation_types) ? t.operation_types : []).join(', '),
+        t.match ? h('div', { class: 'muted' }, 'where ', code(t.match)) : ''], cls: 'wrap' },
+      { label: 'Webhook', value: (t) => fmtValue(t.url), cls: 'wrap' },
+      { label: 'State', value: (t) => [h('span', { class: 'pill ' + (t.paused ? 'bad' : t.started ? 'ok' : 'warn'), 'data-state': stateOf(t) }, stateOf(t)),
+        t.node ? h('div', { class: 'muted' }, 'on ', t.node) : '',
+        t.paused ? h('div', null, h('button', { type: 'button', class: 'small', 'data-resume': t.name, onclick: () => resume(t) }, 'Resume…')) : ''] },
+      { label: 'Behind', value: (t) => t.behind === null || t.behind === undefined ? '—' : fmtNum(t.behind), cls: 'num' },
+      { label: 'Delivered', value: (t) => [fmtNum(t.delivered), t.failures ? h('div', { class: 'bad-text' }, fmtNum(t.failures) + ' failed') : ''], cls: 'num' },
+      { label: 'Last error', value: (t) => fmtValue(t.last_error), cls: 'wrap' },
+    ];
+    await ctx.every(POLL_MS, async () => {
+      const answer = await optional('triggers');
+      if (!ctx.alive()) return;
+      if (answer) {
+        const list = Array.isArray(answer.triggers) ? answer.triggers : [];
+        body.replaceChildren(list.length ? table(columns, list, { id: 'triggers-table' })
+          : h('p', { class: 'empty', id: 'triggers-empty' }, 'The app has no trigger (triggers/<name>.json in the app directory).'));
+      } else {
+        body.replaceChildren(unavailable('GET ' + API + '/triggers'));
+      }
+      ctx.clearProblem();
+      stamp(updated);
+    });
+  }
+
   // ---- Sync -------------------------------------------------------------------------------
 
   async function syncPage(ctx) {
@@ -1063,7 +1113,7 @@ extension ConsoleAssets {
   }
 
   const pages = {
-    dashboard, devices, users, 'sync-log': syncLog, rejected, sync: syncPage, settings,
+    dashboard, devices, users, 'sync-log': syncLog, rejected, triggers, sync: syncPage, settings,
   };
 
   // ---- Start ------------------------------------------------------------------------------
