@@ -91,6 +91,8 @@ public enum ExtendedJSON {
                 _ = try p.exactValue(depth: 1)
             }
         }
+        p.skipSpace()
+        guard p.i == bytes.count else { throw p.fail("trailing characters") }
         guard let documents else { throw FerryError(.corrupt, "the server's find answer has no documents") }
         return FindPage(documents: documents, next: next)
     }
