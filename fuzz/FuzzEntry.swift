@@ -14,6 +14,7 @@ private let fuzzTargets: [String: (UnsafePointer<UInt8>, Int) -> CInt] = [
     "json": fuzzJSON,
     "protocol": fuzzProtocol,
     "query": fuzzQuery,
+    "remotejson": fuzzRemoteJSON,
     "schema": fuzzSchema,
     "stamped": fuzzStamped,
     "value": fuzzValue,

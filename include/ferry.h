@@ -1253,6 +1253,100 @@ int ferry_sync_update_subscriptions(uint64_t *out_version, ferry_sync_session_t 
  *  FERRY_ERR_SYNC and the server's message when it was rejected. */
 int ferry_sync_wait_for_subscriptions(ferry_sync_session_t *session, uint64_t version, ferry_status_cb callback, void *userdata);
 
+/* --- Querying the server online (issue 24) ---------------------------------------------- */
+
+/* The seeds' MongoClient path: a user's device asks the server for the objects of a class that
+ * match a query, as the server holds them now, with exactly that user's rules (what its role
+ * may read; an object it may not read is not there). Nothing is subscribed and nothing is
+ * stored on the device: the results live in memory until freed. It needs the network and the
+ * server's Data API (the app directory's http_endpoints/data_api_config.json with
+ * "disabled": false, docs/backend.md). */
+
+/** The most objects one ferry_remote_find returns. */
+#define FERRY_REMOTE_FIND_MAX_LIMIT 100000
+
+/** The objects a ferry_remote_find returned, in primary-key order, with their values. */
+typedef struct ferry_remote_results ferry_remote_results_t;
+
+/** Completion of ferry_remote_find: on success results is a new handle owned by the callee
+ *  (free it with ferry_remote_results_free, from any thread, also after the callback) and
+ *  error is NULL; on failure results is NULL and error is lent for the call. */
+typedef void (*ferry_remote_find_cb)(void *userdata, ferry_remote_results_t *results, const ferry_error_t *error);
+
+/** Completion of ferry_remote_count: the count (0 on failure) and NULL, or the failure (lent
+ *  for the call). */
+typedef void (*ferry_remote_count_cb)(void *userdata, uint64_t count, const ferry_error_t *error);
+
+/** Asks the server for at most limit (1 to FERRY_REMOTE_FIND_MAX_LIMIT) objects of class_name
+ *  that match query (Ferry's query language as in ferry_db_query, "TRUEPREDICATE" for all;
+ *  no SORT or LIMIT: results come in primary-key order) with args for $0, $1, ... (copied
+ *  before the call returns), among those the user's rules let it read. Ferry follows the
+ *  server's pages (up to 1,000 objects per request) until it has limit objects or the server
+ *  has no more. An access token the server refuses (expired) is refreshed once and the
+ *  request repeated. Any thread; returns at once; the callback runs exactly once, on the loop
+ *  thread (see this section's introduction), unless the call itself fails.
+ *  Errors of the call itself (then the callback is not called): FERRY_ERR_INVALID_HANDLE
+ *  (user), FERRY_ERR_INVALID_ARGUMENT (NULL class_name, query or callback, an empty class
+ *  name, limit 0 or above the maximum, args NULL with arg_count > 0, malformed argument
+ *  bytes), FERRY_ERR_WRONG_TYPE (an argument with an unknown type tag), FERRY_ERR_AUTH (the
+ *  user is logged out), FERRY_ERR_CLOSED (the user's App was freed).
+ *  Errors the callback gets, each with the server's message, error code and HTTP status:
+ *  FERRY_ERR_NO_SUCH_CLASS (the server's schema has no such class), FERRY_ERR_QUERY (the
+ *  server refused the query or its arguments: it does not parse, does not fit the class,
+ *  SORT or LIMIT, $n past the arguments), FERRY_ERR_AUTH (the token was refused again after a
+ *  refresh, or could not be refreshed; the user logged out between two pages),
+ *  FERRY_ERR_SYNC (any other refusal: the Data API is off or the app unknown, 404; sync
+ *  paused by an admin, 503), FERRY_ERR_NETWORK (the server could not be reached, or the
+ *  connection broke), FERRY_ERR_TIMEOUT (a request took longer than the App's
+ *  request_timeout_ms), FERRY_ERR_CORRUPT (an answer that is not the Data API's JSON),
+ *  FERRY_ERR_CLOSED (the App was freed before the answer came). */
+int ferry_remote_find(ferry_user_t *user, const char *class_name, const char *query, const ferry_value_t *args,
+                      size_t arg_count, size_t limit, ferry_remote_find_cb callback, void *userdata);
+
+/** Asks the server how many objects of class_name match query (with args, as in
+ *  ferry_remote_find) among those the user's rules let it read. The server counts a large
+ *  class in several requests; Ferry adds them up. Threads, the callback and every error: as
+ *  ferry_remote_find (without limit). */
+int ferry_remote_count(ferry_user_t *user, const char *class_name, const char *query, const ferry_value_t *args,
+                       size_t arg_count, ferry_remote_count_cb callback, void *userdata);
+
+/** The number of objects in the results. Errors: FERRY_ERR_INVALID_HANDLE,
+ *  FERRY_ERR_INVALID_ARGUMENT. */
+int ferry_remote_results_count(size_t *out, const ferry_remote_results_t *results);
+
+/** The object at index as the server sent it: a JSON object in MongoDB Extended JSON (v2,
+ *  relaxed; docs/backend.md), NUL-terminated UTF-8 lent for the results' lifetime.
+ *  Errors: FERRY_ERR_OUT_OF_RANGE (index >= count), FERRY_ERR_INVALID_HANDLE,
+ *  FERRY_ERR_INVALID_ARGUMENT. */
+int ferry_remote_results_json(const char **out, const ferry_remote_results_t *results, size_t index);
+
+/** The number of fields (properties) of the object at index, and the field at field_index:
+ *  its name (lent for the results' lifetime) and whether it is a list. Either out may be NULL.
+ *  Errors: FERRY_ERR_OUT_OF_RANGE, FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT. */
+int ferry_remote_results_field_count(size_t *out, const ferry_remote_results_t *results, size_t index);
+int ferry_remote_results_field(const char **out_name, bool *out_is_list, const ferry_remote_results_t *results,
+                               size_t index, size_t field_index);
+
+/** The value of the property named property of the object at index, decoded from its Extended
+ *  JSON by its own encoding: a whole number is FERRY_TYPE_INT (exactly, Int64's ends too),
+ *  one with a fraction or exponent FERRY_TYPE_DOUBLE, {"$oid"} FERRY_TYPE_OBJECT_ID, {"$uuid"}
+ *  FERRY_TYPE_UUID, {"$date"} FERRY_TYPE_TIMESTAMP, {"$binary"} FERRY_TYPE_BINARY, null
+ *  FERRY_TYPE_NULL; a link reads as its target's primary key. Strings and binaries are lent
+ *  for the results' lifetime. Errors: FERRY_ERR_NO_SUCH_PROPERTY (the object has no such
+ *  field), FERRY_ERR_WRONG_TYPE (a list: use ferry_remote_results_get_list),
+ *  FERRY_ERR_OUT_OF_RANGE, FERRY_ERR_INVALID_HANDLE, FERRY_ERR_INVALID_ARGUMENT. */
+int ferry_remote_results_get_value(ferry_value_t *out, const ferry_remote_results_t *results, size_t index,
+                                   const char *property);
+
+/** A list property's elements: *out_values points to *out_count values, lent for the results'
+ *  lifetime (NULL when empty). Errors: FERRY_ERR_WRONG_TYPE (not a list), and those of
+ *  ferry_remote_results_get_value. */
+int ferry_remote_results_get_list(const ferry_value_t **out_values, size_t *out_count, const ferry_remote_results_t *results,
+                                  size_t index, const char *property);
+
+/** Frees results. NULL is a no-op. Any thread. */
+void ferry_remote_results_free(ferry_remote_results_t *results);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@ enum HandleKind: String {
     case schema = "schema", database = "database", object = "object", results = "results", token = "notification token"
     case app = "app", user = "user", session = "sync session", subscriptionSet = "subscription set"
     case progressToken = "progress token", connectionStateToken = "connection state token"
+    case remoteResults = "remote results"
 }
 
 final class HandleTable: @unchecked Sendable {

@@ -3,7 +3,7 @@
  * <repo>/build/ferry-server) on <repo>/examples/item-app (app id "item-app-seeds"), a fresh
  * data directory, port 0 and a port file polled with a deadline; stopped with SIGTERM (waited
  * for) by server_stop() or at exit, and by the kernel when the test dies (PR_SET_PDEATHSIG).
- * Include after check.h; CMake defines FERRY_REPO_DIR.
+ * server_app_dir chooses another app directory. Include after check.h; CMake defines FERRY_REPO_DIR.
  */
 #ifndef FERRY_TEST_SYNC_SERVER_H
 #define FERRY_TEST_SYNC_SERVER_H
@@ -32,6 +32,11 @@ static int server_listen_port = 0;
  * (--tls-certificate, --tls-key): base_url is then https://127.0.0.1:<port>. */
 static const char *server_tls_certificate __attribute__((unused)) = NULL;
 static const char *server_tls_key __attribute__((unused)) = NULL;
+/* Set before server_start() to serve another app directory than examples/item-app (e.g.
+ * Tests/Fixtures/data-api-app, the same app with the Data API on). */
+static const char *server_app_dir __attribute__((unused)) = NULL;
+/* How many servers this test started: each after the first gets a data directory of its own. */
+static int server_starts = 0;
 
 static void server_stop(void) {
   if (server_pid <= 0 || getpid() == server_pid) return;
@@ -67,10 +72,13 @@ static bool server_start(void) {
     snprintf(server_skip_reason, sizeof server_skip_reason, "no ferry-server at %s (set FERRY_SERVER)", server);
     return false;
   }
-  const char *app_dir = FERRY_REPO_DIR "/examples/item-app";
-  char data_dir[640], port_file[640];
-  snprintf(data_dir, sizeof data_dir, "%s", test_path("server-data"));
-  snprintf(port_file, sizeof port_file, "%s", test_path("server-port"));
+  const char *app_dir = server_app_dir != NULL ? server_app_dir : FERRY_REPO_DIR "/examples/item-app";
+  char data_dir[640], port_file[640], leaf[64];
+  snprintf(leaf, sizeof leaf, server_starts == 0 ? "server-data" : "server-data-%d", server_starts);
+  snprintf(data_dir, sizeof data_dir, "%s", test_path(leaf));
+  snprintf(leaf, sizeof leaf, server_starts == 0 ? "server-port" : "server-port-%d", server_starts);
+  snprintf(port_file, sizeof port_file, "%s", test_path(leaf));
+  server_starts++;
   char *argv[] = {(char *)server, "--app-dir", (char *)app_dir, "--data", data_dir, "--port", "0",
                   "--port-file", port_file, "--log-level", "warning", NULL, NULL, NULL, NULL, NULL};
   const bool tls = server_tls_certificate != NULL && server_tls_key != NULL;

@@ -76,6 +76,12 @@ static void *const all_functions[] = {
     /* write receipts */
     (void *)ferry_db_commit_with_receipt, (void *)ferry_db_receipt_state,
     (void *)ferry_db_read_receipt,  (void *)ferry_sync_wait_for_receipt,
+    /* querying the server online (issue 24) */
+    (void *)ferry_remote_find,      (void *)ferry_remote_count,
+    (void *)ferry_remote_results_count, (void *)ferry_remote_results_json,
+    (void *)ferry_remote_results_field_count, (void *)ferry_remote_results_field,
+    (void *)ferry_remote_results_get_value, (void *)ferry_remote_results_get_list,
+    (void *)ferry_remote_results_free,
 };
 
 /* ---- userdata accounting ------------------------------------------------------------------ */
@@ -710,6 +716,45 @@ static void app_fns_fail(ferry_app_t *bad, const char *what) {
   CHECKF(ran == 1, "ferry_app_set_sync_error_handler on %s failed: userdata_free ran %d times, expected once", what, ran);
 }
 
+static void stray_remote_find(void *userdata, ferry_remote_results_t *r, const ferry_error_t *e) {
+  (void)userdata;
+  (void)r;
+  (void)e;
+  __atomic_add_fetch(&calls, 1, __ATOMIC_SEQ_CST);
+}
+
+static void stray_remote_count(void *userdata, uint64_t n, const ferry_error_t *e) {
+  (void)userdata;
+  (void)n;
+  (void)e;
+  __atomic_add_fetch(&calls, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The remote results functions on something that is not remote results (the handle is also
+ * passed as a user elsewhere; as results it must be refused all the same). */
+static void remote_results_fns_fail(const ferry_remote_results_t *bad, const char *what) {
+  size_t n = 777;
+  const char *text = (const char *)&text;
+  bool is_list = true;
+  ferry_value_t v = {.type = 777};
+  const ferry_value_t *list = (const ferry_value_t *)&list;
+  CHECKF(ferry_remote_results_count(&n, bad) == FERRY_ERR_INVALID_HANDLE, "ferry_remote_results_count on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_remote_results_json(&text, bad, 0) == FERRY_ERR_INVALID_HANDLE, "ferry_remote_results_json on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_remote_results_field_count(&n, bad, 0) == FERRY_ERR_INVALID_HANDLE, "ferry_remote_results_field_count on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_remote_results_field(&text, &is_list, bad, 0, 0) == FERRY_ERR_INVALID_HANDLE, "ferry_remote_results_field on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_remote_results_get_value(&v, bad, 0, "_id") == FERRY_ERR_INVALID_HANDLE, "ferry_remote_results_get_value on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_remote_results_get_list(&list, &n, bad, 0, "_id") == FERRY_ERR_INVALID_HANDLE, "ferry_remote_results_get_list on %s",
+         what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECK(n == 777 && text == (const char *)&text && is_list && v.type == 777 && list == (const ferry_value_t *)&list);
+  ferry_remote_results_free((ferry_remote_results_t *)bad); /* not remote results: left alone */
+}
+
 static void user_fns_fail(const ferry_user_t *bad, const char *what) {
   const char *id = (const char *)&id;
   int32_t state = 777;
@@ -718,6 +763,17 @@ static void user_fns_fail(const ferry_user_t *bad, const char *what) {
   CHECKF(ferry_user_state(&state, bad) == FERRY_ERR_INVALID_HANDLE, "ferry_user_state on %s", what);
   CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
   CHECK(id == (const char *)&id && state == 777);
+  int before = __atomic_load_n(&calls, __ATOMIC_SEQ_CST);
+  CHECKF(ferry_remote_find((ferry_user_t *)bad, "Item", "TRUEPREDICATE", NULL, 0, 10, stray_remote_find, NULL) ==
+             FERRY_ERR_INVALID_HANDLE,
+         "ferry_remote_find on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(ferry_remote_count((ferry_user_t *)bad, "Item", "TRUEPREDICATE", NULL, 0, stray_remote_count, NULL) ==
+             FERRY_ERR_INVALID_HANDLE,
+         "ferry_remote_count on %s", what);
+  CHECK_LAST_ERROR(FERRY_ERR_INVALID_HANDLE);
+  CHECKF(__atomic_load_n(&calls, __ATOMIC_SEQ_CST) == before, "a failed remote call on %s called back", what);
+  remote_results_fns_fail((const ferry_remote_results_t *)bad, what);
 }
 
 static void session_fns_fail(ferry_sync_session_t *bad, const ferry_subscription_set_t *set, const char *what) {
@@ -1452,7 +1508,7 @@ static void test_sync_bad_args(ferry_db_t *db, ferry_schema_t *schema, ferry_res
 /* ---- the main sequence -------------------------------------------------------------------- */
 
 int main(void) {
-  CHECK(sizeof all_functions / sizeof all_functions[0] == 99);
+  CHECK(sizeof all_functions / sizeof all_functions[0] == 108);
   for (size_t i = 0; i < sizeof all_functions / sizeof all_functions[0]; i++) CHECK(all_functions[i] != NULL);
   test_globals();
   test_schemas();

@@ -69,6 +69,9 @@ public final class App: @unchecked Sendable {
     /// them too (loop thread only).
     var pausedSessions: [ObjectIdentifier: SyncSession] = [:]
     private var nextConnectionKey: UInt64 = 1
+    /// Remote queries in flight (`remoteFind`, `remoteCount`): the App's close ends them
+    /// with `.closed`, so each completes exactly once even when the loop stops (under `lock`).
+    private var remoteCalls: [ObjectIdentifier: RemoteCall] = [:]
 
     public init(_ configuration: Configuration) throws {
         guard !configuration.appId.isEmpty else { throw FerryError(.invalidArgument, "the app id is empty") }
@@ -129,6 +132,11 @@ public final class App: @unchecked Sendable {
                 let paused = pausedSessions.values
                 pausedSessions.removeAll()
                 for s in paused { s.connectionEnded(fatal: error) }
+                let calls = lock.withLock { () -> [RemoteCall] in
+                    defer { remoteCalls.removeAll() }
+                    return Array(remoteCalls.values)
+                }
+                for c in calls { c.abandon(FerryError(.closed, "the App was closed")) }
                 done.signal()
             }
             if !loop.isCurrent { done.wait() }
@@ -136,6 +144,17 @@ public final class App: @unchecked Sendable {
         lock.withLock { store?.close(); store = nil }
         EventLoop.releaseShared()
     }
+
+    /// Records a remote query in flight; false when the App is closed.
+    func registerRemoteCall(_ call: RemoteCall) -> Bool {
+        lock.withLock {
+            guard !closed else { return false }
+            remoteCalls[ObjectIdentifier(call)] = call
+            return true
+        }
+    }
+
+    func forgetRemoteCall(_ call: RemoteCall) { _ = lock.withLock { remoteCalls.removeValue(forKey: ObjectIdentifier(call)) } }
 
     // MARK: handlers
 

@@ -436,6 +436,12 @@ CONNECTION_STATE_CB = CFUNCTYPE(None, c_void_p, c_int32, c_int32)
 PROGRESS_CB = CFUNCTYPE(None, c_void_p, POINTER(Progress))
 # ferry_receipt_cb: (userdata, lent receipt or NULL, lent error or NULL)
 RECEIPT_CB = CFUNCTYPE(None, c_void_p, POINTER(Receipt), POINTER(Error))
+# ferry_remote_find_cb: (userdata, results owned by the callee or NULL, lent error or NULL)
+REMOTE_FIND_CB = CFUNCTYPE(None, c_void_p, c_void_p, POINTER(Error))
+# ferry_remote_count_cb: (userdata, count, lent error or NULL)
+REMOTE_COUNT_CB = CFUNCTYPE(None, c_void_p, c_uint64, POINTER(Error))
+
+FERRY_REMOTE_FIND_MAX_LIMIT = 100000
 
 _pp = POINTER(c_void_p)
 _pv = POINTER(Value)
@@ -575,6 +581,19 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "ferry_subscription_set_remove_all": (c_int, [c_void_p]),
     "ferry_sync_update_subscriptions": (c_int, [POINTER(c_uint64), c_void_p, c_void_p]),
     "ferry_sync_wait_for_subscriptions": (c_int, [c_void_p, c_uint64, STATUS_CB, c_void_p]),
+    # Querying the server online (issue 24)
+    "ferry_remote_find": (
+        c_int,
+        [c_void_p, c_char_p, c_char_p, _pv, c_size_t, c_size_t, REMOTE_FIND_CB, c_void_p],
+    ),
+    "ferry_remote_count": (c_int, [c_void_p, c_char_p, c_char_p, _pv, c_size_t, REMOTE_COUNT_CB, c_void_p]),
+    "ferry_remote_results_count": (c_int, [POINTER(c_size_t), c_void_p]),
+    "ferry_remote_results_json": (c_int, [POINTER(c_char_p), c_void_p, c_size_t]),
+    "ferry_remote_results_field_count": (c_int, [POINTER(c_size_t), c_void_p, c_size_t]),
+    "ferry_remote_results_field": (c_int, [POINTER(c_char_p), POINTER(c_bool), c_void_p, c_size_t, c_size_t]),
+    "ferry_remote_results_get_value": (c_int, [_pv, c_void_p, c_size_t, c_char_p]),
+    "ferry_remote_results_get_list": (c_int, [POINTER(_pv), POINTER(c_size_t), c_void_p, c_size_t, c_char_p]),
+    "ferry_remote_results_free": (None, [c_void_p]),
 }
 
 FUNCTION_NAMES: tuple[str, ...] = tuple(_SIGNATURES)

@@ -50,7 +50,7 @@ from .database import Database, Delivery, _key_buffer, _receipt_id, _wipe
 from .receipts import Receipt, ReceiptState
 from .errors import FerryError, FerryTimeoutError, check, error_for_code
 from .schema import Schema, SchemaLike
-from .values import from_native
+from .values import KeepAlive, from_native, make_native_array
 
 __all__ = [
     "App",
@@ -674,7 +674,34 @@ def _on_receipt(userdata: Optional[int], receipt: Any, error: Any) -> None:
         _log_exception("exception in a Ferry receipt completion")
 
 
+def _free_remote_results(results: int) -> None:
+    _native.lib().ferry_remote_results_free(results)
+
+
+def _on_remote_find(userdata: Optional[int], results: Optional[int], error: Any) -> None:
+    try:
+        p = _pending.pop(userdata or 0, None)
+        if p is not None:
+            p.complete(_error_from(error), results or None)
+        elif results:
+            _free_remote_results(results)
+    except BaseException:  # noqa: BLE001
+        _log_exception("exception in a Ferry remote find completion")
+
+
+def _on_remote_count(userdata: Optional[int], count: int, error: Any) -> None:
+    try:
+        p = _pending.pop(userdata or 0, None)
+        if p is not None:
+            failure = _error_from(error)
+            p.complete(failure, None if failure else int(count))
+    except BaseException:  # noqa: BLE001
+        _log_exception("exception in a Ferry remote count completion")
+
+
 _STATUS_TRAMPOLINE = _native.STATUS_CB(_on_status)
+_REMOTE_FIND_TRAMPOLINE = _native.REMOTE_FIND_CB(_on_remote_find)
+_REMOTE_COUNT_TRAMPOLINE = _native.REMOTE_COUNT_CB(_on_remote_count)
 _RECEIPT_TRAMPOLINE = _native.RECEIPT_CB(_on_receipt)
 _USER_TRAMPOLINE = _native.USER_CB(_on_user)
 _OPEN_TRAMPOLINE = _native.SYNC_OPEN_CB(_on_open)
@@ -938,6 +965,51 @@ class User:
         self._handle = None
         self._finalizer()
 
+    # --- querying the server online (issue 24) ---
+
+    def _remote(self, find: bool, class_name: str, query: str, args: tuple[Any, ...], limit: int) -> _Pending:
+        lib = _native.lib()
+        keep = KeepAlive()
+        array, count = make_native_array(args, keep)
+        name, text = class_name.encode("utf-8"), query.encode("utf-8")
+        if find:
+            return _start(lambda key: lib.ferry_remote_find(self.handle, name, text, array, count, limit,
+                                                            _REMOTE_FIND_TRAMPOLINE, key),
+                          discard=_free_remote_results)
+        return _start(lambda key: lib.ferry_remote_count(self.handle, name, text, array, count,
+                                                         _REMOTE_COUNT_TRAMPOLINE, key))
+
+    def remote_find(self, class_name: str, query: str = "TRUEPREDICATE", *args: Any, limit: int = 100,
+                    timeout: Optional[float] = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+        """The objects of ``class_name`` the server holds now that match ``query`` (Ferry's query
+        language, ``$0``, ``$1``... taken from ``args``) and that this user's rules let it read, in
+        primary-key order, at most ``limit`` (1 to 100,000): each a dict of property name to value
+        (ObjectId, uuid.UUID, datetime or Timestamp, bytes, lists...). Online only; nothing is
+        subscribed or stored on the device (the seeds' MongoClient path).
+
+        Raises:
+            NoSuchClassError: the server has no such class. QueryError: the server refused the
+            query or its arguments. AuthError: the user is logged out, or its token refused.
+            SyncServerError: the server's Data API is off (404) or sync is paused (503).
+            NetworkError, FerryTimeoutError.
+        """
+        return _remote_documents(self._remote(True, class_name, query, args, limit).wait(timeout, "remote find"))
+
+    async def async_remote_find(self, class_name: str, query: str = "TRUEPREDICATE", *args: Any, limit: int = 100,
+                                timeout: Optional[float] = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+        pending = self._remote(True, class_name, query, args, limit)
+        return _remote_documents(await pending.wait_async("remote find", timeout))
+
+    def remote_count(self, class_name: str, query: str = "TRUEPREDICATE", *args: Any,
+                     timeout: Optional[float] = DEFAULT_TIMEOUT) -> int:
+        """How many objects of ``class_name`` the server holds that match ``query`` (with
+        ``args``) and that this user's rules let it read. Raises as :meth:`remote_find`."""
+        return int(self._remote(False, class_name, query, args, 0).wait(timeout, "remote count"))
+
+    async def async_remote_count(self, class_name: str, query: str = "TRUEPREDICATE", *args: Any,
+                                 timeout: Optional[float] = DEFAULT_TIMEOUT) -> int:
+        return int(await self._remote(False, class_name, query, args, 0).wait_async("remote count", timeout))
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, User) and other._id == self._id
 
@@ -946,6 +1018,37 @@ class User:
 
     def __repr__(self) -> str:
         return f"<ferry.User {self._id}>"
+
+
+def _remote_documents(handle: int) -> list[dict[str, Any]]:
+    """Every document of a ``ferry_remote_results_t`` as dicts (values copied out); frees it."""
+    lib = _native.lib()
+    try:
+        n = ctypes.c_size_t()
+        check(lib.ferry_remote_results_count(ctypes.byref(n), handle))
+        out: list[dict[str, Any]] = []
+        fields = ctypes.c_size_t()
+        name = ctypes.c_char_p()
+        is_list = ctypes.c_bool()
+        value = _native.Value()
+        items = ctypes.POINTER(_native.Value)()
+        count = ctypes.c_size_t()
+        for i in range(n.value):
+            check(lib.ferry_remote_results_field_count(ctypes.byref(fields), handle, i))
+            doc: dict[str, Any] = {}
+            for f in range(fields.value):
+                check(lib.ferry_remote_results_field(ctypes.byref(name), ctypes.byref(is_list), handle, i, f))
+                key = name.value or b""
+                if is_list.value:
+                    check(lib.ferry_remote_results_get_list(ctypes.byref(items), ctypes.byref(count), handle, i, key))
+                    doc[_text(key)] = [from_native(items[k]) for k in range(count.value)]
+                else:
+                    check(lib.ferry_remote_results_get_value(ctypes.byref(value), handle, i, key))
+                    doc[_text(key)] = from_native(value)
+            out.append(doc)
+        return out
+    finally:
+        lib.ferry_remote_results_free(handle)
 
 
 # --- Subscriptions ------------------------------------------------------------------------------

@@ -264,6 +264,31 @@ pub struct ferry_change_set_t {
 pub type ferry_change_cb =
     Option<unsafe extern "C" fn(userdata: *mut c_void, changes: *const ferry_change_set_t)>;
 
+// --- Querying the server online (issue 24) -----------------------------------------------------
+
+/// The most objects one `ferry_remote_find` returns.
+pub const FERRY_REMOTE_FIND_MAX_LIMIT: usize = 100_000;
+
+/// The objects a `ferry_remote_find` returned (owned by whoever the completion gave them to).
+#[repr(C)]
+pub struct ferry_remote_results_t {
+    _private: [u8; 0],
+}
+
+/// `ferry_remote_find`'s completion: results owned by the callee and a NULL error, or NULL
+/// and the failure (lent for the call).
+pub type ferry_remote_find_cb = Option<
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        results: *mut ferry_remote_results_t,
+        error: *const ferry_error_t,
+    ),
+>;
+
+/// `ferry_remote_count`'s completion: the count and NULL, or 0 and the failure (lent).
+pub type ferry_remote_count_cb =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, count: u64, error: *const ferry_error_t)>;
+
 extern "C" {
     // Version
     pub fn ferry_version() -> *const c_char;
@@ -1089,6 +1114,62 @@ extern "C" {
         callback: ferry_status_cb,
         userdata: *mut c_void,
     ) -> c_int;
+
+    // Querying the server online (issue 24)
+    pub fn ferry_remote_find(
+        user: *mut ferry_user_t,
+        class_name: *const c_char,
+        query: *const c_char,
+        args: *const ferry_value_t,
+        arg_count: usize,
+        limit: usize,
+        callback: ferry_remote_find_cb,
+        userdata: *mut c_void,
+    ) -> c_int;
+    pub fn ferry_remote_count(
+        user: *mut ferry_user_t,
+        class_name: *const c_char,
+        query: *const c_char,
+        args: *const ferry_value_t,
+        arg_count: usize,
+        callback: ferry_remote_count_cb,
+        userdata: *mut c_void,
+    ) -> c_int;
+    pub fn ferry_remote_results_count(
+        out: *mut usize,
+        results: *const ferry_remote_results_t,
+    ) -> c_int;
+    pub fn ferry_remote_results_json(
+        out: *mut *const c_char,
+        results: *const ferry_remote_results_t,
+        index: usize,
+    ) -> c_int;
+    pub fn ferry_remote_results_field_count(
+        out: *mut usize,
+        results: *const ferry_remote_results_t,
+        index: usize,
+    ) -> c_int;
+    pub fn ferry_remote_results_field(
+        out_name: *mut *const c_char,
+        out_is_list: *mut bool,
+        results: *const ferry_remote_results_t,
+        index: usize,
+        field_index: usize,
+    ) -> c_int;
+    pub fn ferry_remote_results_get_value(
+        out: *mut ferry_value_t,
+        results: *const ferry_remote_results_t,
+        index: usize,
+        property: *const c_char,
+    ) -> c_int;
+    pub fn ferry_remote_results_get_list(
+        out_values: *mut *const ferry_value_t,
+        out_count: *mut usize,
+        results: *const ferry_remote_results_t,
+        index: usize,
+        property: *const c_char,
+    ) -> c_int;
+    pub fn ferry_remote_results_free(results: *mut ferry_remote_results_t);
 }
 
 #[cfg(test)]
