@@ -28,5 +28,6 @@ if [ "$demo" -eq 1 ]; then exit 0; fi
 if [ ! -x build/venv/bin/python ]; then
   python3 -m venv build/venv
 fi
-# selenium: the admin console's browser test (tests/console).
-build/venv/bin/python -m pip install -q --disable-pip-version-check ./bindings/python pytest selenium
+# selenium: the admin console's browser test (tests/console); psycopg: the backend test's SQL
+# (tests/backend).
+build/venv/bin/python -m pip install -q --disable-pip-version-check ./bindings/python pytest selenium "psycopg[binary]"

@@ -5,7 +5,8 @@
 # test; also under ASan, and the concurrent ones under TSan), the C ABI tests under CTest (also
 # under valgrind; the sync test starts build/ferry-server), the install and pkg-config check,
 # the instruction budgets (bench/budgets, callgrind), Python (pytest), the admin console in
-# headless Chromium (tests/console), Rust (cargo test), a
+# headless Chromium (tests/console), a backend in Python on PostgreSQL (tests/backend), Rust
+# (cargo test), a
 # tiny run of the load tool (bench/load) on SQLite and PostgreSQL, and a short run of every fuzz
 # target. Exits non-zero on the first failing suite.
 set -euo pipefail
@@ -130,6 +131,12 @@ phase "the admin console in headless Chromium (tests/console)"
 # PostgreSQL cluster (FERRY_POSTGRES_URL).
 FERRY_SERVER_BIN="$root/.build/debug/ferry-server" FERRY_LIBRARY="$root/build/libferry.so" \
   build/venv/bin/python -m pytest -q tests/console
+
+phase "a backend in Python against PostgreSQL (tests/backend)"
+# SQL (psycopg) on the server's tables and HTTP (urllib) on the Data API and change feed, with
+# real devices, on a database of its own in this run's cluster (FERRY_POSTGRES_URL).
+FERRY_SERVER_BIN="$root/.build/debug/ferry-server" FERRY_LIBRARY="$root/build/libferry.so" \
+  build/venv/bin/python -m pytest -q tests/backend
 
 phase "Rust tests"
 (cd bindings/rust && FERRY_LIB_DIR="$root/build" cargo test --offline -q)

@@ -25,6 +25,8 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
     private var writtenSinceAnalyze = 0
     /// Objects this node had written when it last refreshed them.
     private var writtenBeforeAnalyze = 0
+    /// The app's classes as SQL tables, written with each upload (nil: not kept).
+    private var sqlTables: PostgresSQLTables?
 
     public var description: String { "PostgreSQL \(location.hostAndPort)/\(location.database)" }
     public var changeFeed: any ChangeFeed { feed }
@@ -226,7 +228,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
         let (result, head, written) = try await turn.run { try await withConnection("a write transaction") { connection -> (T, UInt64, Int) in
             try await PostgresTransaction.run(connection, logger: logger) { () -> (T, UInt64, Int) in
                 let head = try await PostgresSyncMeta.lockHead(connection, logger: logger)
-                let tx = PostgresWriteTransaction(connection: connection, logger: logger, headVersion: head)
+                let tx = PostgresWriteTransaction(connection: connection, logger: logger, headVersion: head, tables: lock.withLock { sqlTables })
                 defer { tx.end() }
                 let result = try await body(tx)
                 if !tx.failed { try await tx.finish(readHead: head) }
@@ -239,6 +241,20 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
         feed.publish(headVersion: head)
         analyzeAfterBulkWrites(written)
         return result
+    }
+
+    /// Creates, migrates (or, with `rebuild`, makes again) the app's SQL tables under the
+    /// app's write lock, then keeps them written with every upload from now on. Every node
+    /// of a cluster prepares them at its start; the first does the work.
+    public func prepareSQLTables(_ tables: PostgresSQLTables, rebuild: Bool) async throws -> [String: PostgresSQLTables.Preparation] {
+        let done = try await turn.run {
+            try await inTransaction("preparing the SQL tables in schema \(tables.schemaName)") { connection in
+                _ = try await PostgresSyncMeta.lockHead(connection, logger: logger)
+                return try await tables.prepare(connection, rebuild: rebuild, logger: logger)
+            }
+        }
+        lock.withLock { sqlTables = tables }
+        return done
     }
 
     /// After a bulk upload the planner has no statistics on `objects` until autovacuum looks

@@ -34,9 +34,13 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     private var pendingNewRows: Set<ObjectKey> = []
     private var pendingAcks: [UInt64: UInt64] = [:]
 
-    init(connection: PostgresConnection, logger: Logger, headVersion: UInt64) {
+    /// The app's SQL tables, written with the objects (nil: not kept).
+    private let tables: PostgresSQLTables?
+
+    init(connection: PostgresConnection, logger: Logger, headVersion: UInt64, tables: PostgresSQLTables? = nil) {
         self.connection = connection
         self.logger = logger
+        self.tables = tables
         _newHead = headVersion
     }
 
@@ -58,6 +62,8 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
         let (objects, newRows, acks, head) = lock.withLock { (pendingObjects, pendingNewRows, pendingAcks, _newHead) }
         try await onConnection {
             try await flush(objects, newRows: newRows)
+            // The tables show each object's state after the transaction, in the same commit.
+            if let tables, !objects.isEmpty { try await tables.write(objects.mapValues(\.stored), connection, logger: logger) }
             if !acks.isEmpty {
                 let pairs = Array(acks)
                 let idents = pairs.map { Int64(bitPattern: $0.key) }, versions = pairs.map { Int64(bitPattern: $0.value) }

@@ -23,7 +23,7 @@ public enum FerryServer {
         // Only the server's user may read its data (users, tokens, synced data): 0700.
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        let store = try await ServerStore.open(configuration, logger: logger)
+        let store = try await ServerStore.open(configuration, app: app, logger: logger)
         let secret = try await tokenSecret(configuration, store: store)
         let tokens = try await TokenService(secret: secret, appId: app.appId)
         var customJWT: CustomJWTVerifier?

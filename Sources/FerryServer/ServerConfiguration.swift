@@ -70,6 +70,11 @@ public struct ServerConfiguration: Sendable {
     public var syncLogRetention = SyncLogRetention()
     /// How often this node publishes its connections for the cluster's device list.
     public var connectionPublishInterval: Duration = .seconds(5)
+    /// On PostgreSQL, the schema holding the app's classes as SQL tables (docs/backend.md);
+    /// nil: no tables are kept.
+    public var sqlTablesSchema: String? = "ferry_data"
+    /// On PostgreSQL, drop and make the SQL tables again from the synced objects at start.
+    public var rebuildSQLTables = false
     /// How triggers deliver: leases, retries, the webhook's timeout (tests shorten them).
     public var triggerTiming = TriggerTiming()
 

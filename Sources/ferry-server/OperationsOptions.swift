@@ -22,6 +22,15 @@ struct OperationsOptions: ParsableArguments {
     @Option(name: .customLong("sync-log-max-age-days"), help: "Sync log entries older than this many days are dropped.")
     var syncLogMaxAgeDays: Int = 30
 
+    @Option(name: .customLong("sql-tables-schema"), help: "On PostgreSQL: the schema holding the app's classes as plain SQL tables (default ferry_data).")
+    var sqlTablesSchema: String = "ferry_data"
+
+    @Flag(name: .customLong("no-sql-tables"), help: "On PostgreSQL: keep no SQL tables of the app's classes.")
+    var noSQLTables = false
+
+    @Flag(name: .customLong("rebuild-sql-tables"), help: "On PostgreSQL: drop the SQL tables and make them again from the synced objects at start (after a failed migration, or rows changed by hand).")
+    var rebuildSQLTables = false
+
     @Option(name: .customLong("trigger-lease-seconds"), help: "How long a node holds a trigger without renewing it: after a node dies, another takes its triggers over within this (default 30, at least 2; renewed every third of it).")
     var triggerLeaseSeconds: Int = 30
 
@@ -43,6 +52,9 @@ struct OperationsOptions: ParsableArguments {
         config.adminHost = adminHost
         config.syncLogRetention = SyncLogRetention(maxEntriesPerUser: syncLogMaxPerUser, maxAgeDays: syncLogMaxAgeDays)
         if let nodeId, !nodeId.isEmpty { config.nodeId = nodeId }
+        guard !(noSQLTables && rebuildSQLTables) else { throw ValidationError("--rebuild-sql-tables and --no-sql-tables contradict each other") }
+        config.sqlTablesSchema = noSQLTables ? nil : sqlTablesSchema
+        config.rebuildSQLTables = rebuildSQLTables
         guard (2...3600).contains(triggerLeaseSeconds) else { throw ValidationError("--trigger-lease-seconds must be between 2 and 3600") }
         config.triggerTiming.lease = .seconds(triggerLeaseSeconds)
         config.triggerTiming.renew = .milliseconds(triggerLeaseSeconds * 1000 / 3)

@@ -124,6 +124,35 @@ struct DataAPITests {
         }
     }
 
+    /// SORT and LIMIT in a filter: one page in the filter's order, ties in primary-key order,
+    /// bounded by LIMIT and by "limit"; no cursor with them, none in count.
+    @Test func aFindWithSortAnswersOnePageInTheFiltersOrder() async throws {
+        let app = try Self.appDirectory()
+        let data = NSTemporaryDirectory() + "ferry-data-api-\(UInt64.random(in: 0...UInt64.max))"
+        let oracle = try await Self.seed(data, app: app, count: 40)
+        // The oracle: complexity descending, then primary key (the ids sort as n does).
+        let expected = (1...40).filter { oracle.complexity($0) >= 2 }
+            .sorted { oracle.complexity($0) != oracle.complexity($1) ? oracle.complexity($0) > oracle.complexity($1) : $0 < $1 }
+            .map { oracle.ids[$0]!.description }
+        try await FerryServer.make(Self.configuration(app: app, data: data)).test(.router) { client in
+            func find(_ body: String) async throws -> (HTTPResponse.Status, [String]) {
+                try await client.execute(uri: "\(Self.base)/find", method: .post, headers: withKey, body: ByteBuffer(string: body)) { r in
+                    let docs = ((try? json(r))?["documents"] as? [[String: Any]]) ?? []
+                    return (r.status, docs.compactMap { ($0["_id"] as? [String: Any])?["$oid"] as? String })
+                }
+            }
+            let all = try await find(#"{"class":"Item","filter":"complexity >= 2 SORT(complexity DESC)","limit":1000}"#)
+            #expect(all.0 == .ok)
+            #expect(all.1 == expected)
+            #expect(try await find(#"{"class":"Item","filter":"complexity >= 2 SORT(complexity DESC) LIMIT(5)"}"#).1 == Array(expected.prefix(5)))
+            #expect(try await find(#"{"class":"Item","filter":"complexity >= 2 SORT(complexity DESC)","limit":3}"#).1 == Array(expected.prefix(3)))
+            #expect(try await find(#"{"class":"Item","filter":"TRUEPREDICATE LIMIT(2)"}"#).1 == [oracle.ids[1]!.description, oracle.ids[2]!.description])
+            #expect(try await find(#"{"class":"Item","filter":"TRUEPREDICATE SORT(complexity ASC)","after":"AAAA"}"#).0 == .badRequest)
+            try await client.execute(uri: "\(Self.base)/count", method: .post, headers: withKey,
+                                     body: ByteBuffer(string: #"{"class":"Item","filter":"TRUEPREDICATE SORT(complexity ASC)"}"#)) { #expect($0.status == .badRequest) }
+        }
+    }
+
     @Test func refusesWhatItShouldWithAReason() async throws {
         let app = try Self.appDirectory()
         let data = NSTemporaryDirectory() + "ferry-data-api-\(UInt64.random(in: 0...UInt64.max))"
@@ -141,7 +170,6 @@ struct DataAPITests {
             #expect(try await status("/api/data/v1/app/another-app/action/find", withKey, #"{"class":"Item"}"#).0 == .notFound)
             #expect(try await status("\(Self.base)/find", withKey, #"{"class":"Nope"}"#) == (.notFound, "ClassNotFound"))
             #expect(try await status("\(Self.base)/find", withKey, #"{"class":"Item","filter":"complexity <="}"#) == (.badRequest, "InvalidParameter"))
-            #expect(try await status("\(Self.base)/find", withKey, #"{"class":"Item","filter":"TRUEPREDICATE SORT(complexity ASC)"}"#).0 == .badRequest)
             #expect(try await status("\(Self.base)/find", withKey, #"{"class":"Item","limit":0}"#).0 == .badRequest)
             #expect(try await status("\(Self.base)/find", withKey, #"{"class":"Item","limit":1001}"#).0 == .badRequest)
             #expect(try await status("\(Self.base)/find", withKey, #"{"class":"Item","after":"!!"}"#).0 == .badRequest)

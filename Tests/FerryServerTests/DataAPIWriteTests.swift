@@ -255,6 +255,36 @@ struct DataAPIWriteTests {
         }
     }
 
+    /// `set` of a list property replaces the whole list (cleared, then each element inserted).
+    @Test func setReplacesAWholeList() async throws {
+        let app = NSTemporaryDirectory() + "ferry-data-api-lists-\(UInt64.random(in: 0...UInt64.max))"
+        let fixture = URL(fileURLWithPath: AuthAPITests.example).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Tests/Fixtures/data-api-app").path
+        try FileManager.default.copyItem(atPath: fixture, toPath: app)
+        try Data(#"{"disabled": false, "server_keys": [{"name": "backend", "secret_name": "FERRY_DATA_API_KEY_BACKEND"}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: app + "/http_endpoints/data_api_config.json"))
+        try await LiveServer.withServer(configure: {
+            $0.appDirectory = app
+            $0.secrets["FERRY_DATA_API_KEY_BACKEND"] = DataAPITests.key
+        }) { port in
+            let id = "65c000000000000000000001"
+            let reading = #"{"_id":{"$oid":"\#(id)"},"ownerId":"o","label":"l","value":1,"ratio":0.5,"taken":{"$date":"2026-11-29T10:00:00Z"},"blob":{"$binary":{"base64":"AA==","subType":"00"}},"samples":[1,2,3]}"#
+            #expect(try await Self.call(port, "insertOne", #"{"class":"Reading","document":\#(reading)}"#).status == 200)
+            func samples() async throws -> [Int]? {
+                ((try await Self.call(port, "findOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"}}"#).json["document"] as? [String: Any])?["samples"] as? [Int])
+            }
+            #expect(try await samples() == [1, 2, 3])
+            let set = try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"set":{"samples":[4,5]}}"#)
+            #expect(set.status == 200 && set.json["modifiedCount"] as? Int == 1)
+            #expect(try await samples() == [4, 5])
+            #expect(try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"set":{"samples":[]}}"#).status == 200)
+            #expect(try await samples() == [])
+            #expect(try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"set":{"samples":7}}"#).status == 400)
+            #expect(try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"set":{"samples":["x"]}}"#).status == 400)
+            #expect(try await samples() == [])
+        }
+    }
+
     /// A user's access token gets exactly that user's rules: reads show only what the user
     /// may read, a write the rules refuse is refused whole with 403 and the rule's reason.
     @Test func aUsersTokenReadsAndWritesWithThatUsersRules() async throws {

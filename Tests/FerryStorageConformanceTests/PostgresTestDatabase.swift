@@ -45,7 +45,7 @@ enum PostgresTestDatabase {
 
     /// A connection of the suite's own (to empty the database and hold the lock), over plain
     /// TCP: the test database is local.
-    private static func connect(_ url: String) async throws -> PostgresConnection {
+    static func connect(_ url: String) async throws -> PostgresConnection {
         let location = try PostgresLocation(url: url)
         guard location.tlsMode == .disable || location.tlsMode == .prefer else { throw PostgresTLSUnsupported() }
         let configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,

@@ -235,7 +235,7 @@ struct DataAPIRoutes {
     private func bad(_ message: String) -> APIError { APIError(status: .badRequest, code: "InvalidParameter", message: message) }
 
     /// A filter compiled for `find` or `count`, with the cursor to start after.
-    private func compileFilter(_ r: FindRequest, _ os: ObjectSchema) throws -> (query: CompiledQuery, after: [UInt8]?) {
+    private func compileFilter(_ r: FindRequest, _ os: ObjectSchema, sorted: Bool = false) throws -> (query: CompiledQuery, after: [UInt8]?) {
         let arguments: [FerryValue]
         do { arguments = try (r.arguments ?? []).map(DataAPIValues.value) } catch let e as DataAPIValues.Invalid { throw bad("arguments: \(e.message)") }
         let text = r.filter ?? "TRUEPREDICATE"
@@ -243,10 +243,11 @@ struct DataAPIRoutes {
         do { query = try CompiledQuery(text, on: os, arguments: arguments) } catch let e as FerryError {
             throw bad("invalid filter '\(excerpt(text))' on '\(os.name)': \(e.message)")
         }
-        guard query.sort.isEmpty, query.limit == nil else {
-            throw bad("SORT and LIMIT in a filter are not supported by find yet: results come in primary-key order; page with \"limit\" and \"after\"")
-        }
+        guard sorted || (query.sort.isEmpty && query.limit == nil) else { throw bad("count takes no SORT or LIMIT") }
         guard let cursor = r.after else { return (query, nil) }
+        guard query.sort.isEmpty, query.limit == nil else {
+            throw bad("after pages in primary-key order; a find with SORT or LIMIT answers in one page (LIMIT and \"limit\" bound it)")
+        }
         guard let raw = Self.cursorBytes(cursor) else { throw bad("after is not a cursor this API returned") }
         return (query, raw)
     }
@@ -280,7 +281,8 @@ struct DataAPIRoutes {
         let readable = readFilter(caller)
         let limit = r.limit ?? Self.defaultLimit
         guard (1...Self.maxLimit).contains(limit) else { throw bad("limit must be between 1 and \(Self.maxLimit), got \(limit)") }
-        let (query, after) = try compileFilter(r, os)
+        let (query, after) = try compileFilter(r, os, sorted: true)
+        if !query.sort.isEmpty || query.limit != nil { return try await findSorted(query, os, limit: limit, readable: readable) }
         let page = try await storage.withSnapshot { snap -> (documents: [UInt8], next: [UInt8]?) in
             var documents: [UInt8] = []
             var found = 0
@@ -301,6 +303,37 @@ struct DataAPIRoutes {
             JSONText.appendQuoted(Self.cursor(next), to: &out)
         }
         out.append(UInt8(ascii: "}"))
+        return Self.json(out)
+    }
+
+    /// Objects a find with SORT reads at most: it must read every object of the class.
+    static let maxSorted = 100_000
+
+    /// A find with SORT or LIMIT in its filter: one page of at most `limit` (and the filter's
+    /// LIMIT) objects in the filter's order (ties in primary-key order). It reads the whole
+    /// class, keeping only the best `limit` as it goes; a class larger than `maxSorted` is
+    /// refused (page in primary-key order instead, or, on PostgreSQL, sort in SQL).
+    private func findSorted(_ query: CompiledQuery, _ os: ObjectSchema, limit: Int, readable: @escaping @Sendable ([FerryValue], ObjectSchema) -> Bool) async throws -> Response {
+        let keep = min(limit, query.limit ?? limit)
+        let best = try await storage.withSnapshot { snap -> [[FerryValue]]? in
+            var best: [[FerryValue]] = []
+            let next = try await Self.scan(snap, os, after: nil, maxExamined: Self.maxSorted, { query.matches($0) && readable($0, os) }) { values in
+                best.append(values)
+                // Trimmed now and then: the memory stays about twice `keep` objects.
+                if best.count >= 2 * keep + 64 { best = query.orderAndLimit(best) { $0 }.prefix(keep).map { $0 } }
+                return true
+            }
+            return next == nil ? query.orderAndLimit(best) { $0 }.prefix(keep).map { $0 } : nil
+        }
+        guard let best else {
+            throw bad("SORT reads the whole class, and '\(os.name)' has more than \(Self.maxSorted) objects: page in primary-key order with \"limit\" and \"after\" (or, on PostgreSQL, sort in SQL on the class's table)")
+        }
+        var out: [UInt8] = Array(#"{"documents":["#.utf8)
+        for (n, values) in best.enumerated() {
+            if n > 0 { out.append(UInt8(ascii: ",")) }
+            DataAPIValues.appendDocument(values, schema: os, to: &out)
+        }
+        out += Array("]}".utf8)
         return Self.json(out)
     }
 
@@ -508,8 +541,18 @@ struct DataAPIRoutes {
             for (name, json) in members {
                 guard let p = os.property(named: name) else { throw bad("'\(os.name)' has no property '\(excerpt(name, limit: 60))'") }
                 guard !p.isPrimaryKey else { throw bad("the primary key cannot be changed") }
-                guard !p.isList else { throw bad("\(name) is a list: list operations are not supported by updateOne yet; set the whole object with insertOne") }
-                do { instructions.append(.set(table: os.name, key: target.key, field: name, value: try DataAPIValues.field(json, for: p))) } catch let e as DataAPIValues.Invalid {
+                do {
+                    let value = try DataAPIValues.field(json, for: p)
+                    if p.isList {
+                        // The whole list replaced: cleared, then each element inserted in turn
+                        // (list operations, merged with concurrent ones like a device's).
+                        guard case .list(let items) = value else { throw DataAPIValues.Invalid("a list property takes an array") }
+                        instructions.append(.listClear(table: os.name, key: target.key, field: name))
+                        for (i, item) in items.enumerated() { instructions.append(.listInsert(table: os.name, key: target.key, field: name, index: i, value: item)) }
+                    } else {
+                        instructions.append(.set(table: os.name, key: target.key, field: name, value: value))
+                    }
+                } catch let e as DataAPIValues.Invalid {
                     throw bad("set.\(name): \(e.message)")
                 }
             }

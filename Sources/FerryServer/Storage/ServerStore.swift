@@ -1,4 +1,5 @@
 import Foundation
+import FerryAppConfig
 import FerryAuth
 import FerryPostgresStorage
 import FerrySQLiteStorage
@@ -18,7 +19,7 @@ struct ServerStore: Sendable {
     let database: (@Sendable () -> DatabaseGauges)?
     private let closeBackend: @Sendable () async -> Void
 
-    static func open(_ configuration: ServerConfiguration, logger: Logger) async throws -> ServerStore {
+    static func open(_ configuration: ServerConfiguration, app: AppConfiguration? = nil, logger: Logger) async throws -> ServerStore {
         switch configuration.database {
         case .embedded:
             let sync = try SQLiteSyncStorage(path: configuration.dataDirectory + "/sync.sqlite")
@@ -48,6 +49,15 @@ struct ServerStore: Sendable {
             do { backend = try await PostgresBackend.open(location, logger: logger, maximumConnections: configuration.databaseConnections) } catch {
                 throw ServerStartError("cannot open the PostgreSQL database \(location): \(error)")
             }
+            // The SQL tables follow the app's schema (tests that open a bare store pass no app).
+            if let name = configuration.sqlTablesSchema, let app {
+                do {
+                    try await prepareSQLTables(backend.storage, app: app, schemaName: name, rebuild: configuration.rebuildSQLTables, logger: logger)
+                } catch {
+                    await backend.close()
+                    throw ServerStartError("cannot prepare the SQL tables in schema \(name): \(error)")
+                }
+            }
             return ServerStore(sync: backend.storage, users: backend.users, operations: backend.operations, triggers: backend.operations,
                                database: {
                                    DatabaseGauges(poolInUse: backend.poolConnectionsInUse, poolSize: backend.poolSize,
@@ -57,4 +67,18 @@ struct ServerStore: Sendable {
     }
 
     func close() async { await closeBackend() }
+
+    /// The app's classes as tables in `schemaName`, indexed on their indexed properties and
+    /// the app's queryable fields.
+    private static func prepareSQLTables(_ storage: PostgresSyncStorage, app: AppConfiguration, schemaName: String, rebuild: Bool, logger: Logger) async throws {
+        let schema = try app.schema
+        var indexed: [String: Set<String>] = [:]
+        for os in schema.classes {
+            indexed[os.name] = Set(app.sync.queryableFields + app.sync.indexedQueryableFields + (app.sync.collectionQueryableFields[os.name] ?? []))
+        }
+        let done = try await storage.prepareSQLTables(try PostgresSQLTables(schema: schema, schemaName: schemaName, indexed: indexed), rebuild: rebuild)
+        for (table, what) in done.sorted(by: { $0.key < $1.key }) where what != .unchanged {
+            logger.info("SQL table \(schemaName).\(table): \(what)")
+        }
+    }
 }
