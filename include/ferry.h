@@ -1278,11 +1278,12 @@ typedef void (*ferry_remote_find_cb)(void *userdata, ferry_remote_results_t *res
 typedef void (*ferry_remote_count_cb)(void *userdata, uint64_t count, const ferry_error_t *error);
 
 /** Asks the server for at most limit (1 to FERRY_REMOTE_FIND_MAX_LIMIT) objects of class_name
- *  that match query (Ferry's query language as in ferry_db_query, "TRUEPREDICATE" for all;
- *  no SORT or LIMIT: results come in primary-key order) with args for $0, $1, ... (copied
- *  before the call returns), among those the user's rules let it read. Ferry follows the
- *  server's pages (up to 1,000 objects per request) until it has limit objects or the server
- *  has no more. An access token the server refuses (expired) is refreshed once and the
+ *  that match query (Ferry's query language as in ferry_db_query, "TRUEPREDICATE" for all)
+ *  with args for $0, $1, ... (copied before the call returns), among those the user's rules
+ *  let it read, in primary-key order. Ferry follows the server's pages (up to 1,000 objects
+ *  per request) until it has limit objects or the server has no more. With SORT or LIMIT in
+ *  the query the server answers one page in the query's order: at most 1,000 objects (and
+ *  limit, and LIMIT's), from a class of at most 100,000 objects. An access token the server refuses (expired) is refreshed once and the
  *  request repeated. Any thread; returns at once; the callback runs exactly once, on the loop
  *  thread (see this section's introduction), unless the call itself fails.
  *  Errors of the call itself (then the callback is not called): FERRY_ERR_INVALID_HANDLE
@@ -1293,7 +1294,8 @@ typedef void (*ferry_remote_count_cb)(void *userdata, uint64_t count, const ferr
  *  Errors the callback gets, each with the server's message, error code and HTTP status:
  *  FERRY_ERR_NO_SUCH_CLASS (the server's schema has no such class), FERRY_ERR_QUERY (the
  *  server refused the query or its arguments: it does not parse, does not fit the class,
- *  SORT or LIMIT, $n past the arguments), FERRY_ERR_AUTH (the token was refused again after a
+ *  $n past the arguments; SORT on a class of more than 100,000 objects; SORT or LIMIT in a
+ *  count), FERRY_ERR_AUTH (the token was refused again after a
  *  refresh, or could not be refreshed; the user logged out between two pages),
  *  FERRY_ERR_SYNC (any other refusal: the Data API is off or the app unknown, 404; sync
  *  paused by an admin, 503), FERRY_ERR_NETWORK (the server could not be reached, or the

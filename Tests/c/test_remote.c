@@ -14,7 +14,8 @@
  *  - count matches (1,200 and 3; with a filter, the written values that pass it);
  *  - filters with $0 arguments of every type select what the written values say;
  *  - the local databases are unchanged by the remote calls (objects and history);
- *  - errors: unknown class, a filter the server refuses, SORT, $n past the arguments, NULL and
+ *  - SORT and LIMIT: one page in the filter's order;
+ *  - errors: unknown class, a filter the server refuses, count with SORT, $n past the arguments, NULL and
  *    bad arguments, a logged-out user, the Data API off (a server on examples/item-app).
  *
  * Exits 77 (CTest: skipped) without a server binary.
@@ -509,13 +510,23 @@ static void test_reading_values(void) {
   check_unchanged(&a, a_before, "A");
 }
 
+/* SORT and LIMIT in the filter: the server answers one page in the filter's order. */
+static void test_sorted(void) {
+  ferry_remote_results_t *r = find_ok(a.user, "Item", "complexity < 10 SORT(complexity DESC) LIMIT(3)", NULL, 0, 10, 3);
+  for (size_t i = 0; i < 3; i++) CHECK_EQ_INT((int)get(r, i, "complexity").u.i, (int)(9 - i));
+  ferry_remote_results_free(r);
+  r = find_ok(a.user, "Item", "complexity >= 1190 SORT(complexity ASC)", NULL, 0, 4, 4);
+  for (size_t i = 0; i < 4; i++) CHECK_EQ_INT((int)get(r, i, "complexity").u.i, (int)(1190 + i));
+  ferry_remote_results_free(r);
+}
+
 static void test_errors(void) {
   ferry_value_t one = v_int(1);
   check_error(find(a.user, "NoSuchClass", "TRUEPREDICATE", NULL, 0, 10), FERRY_ERR_NO_SUCH_CLASS, "NoSuchClass", "unknown class");
   check_error(count(a.user, "NoSuchClass", "TRUEPREDICATE", NULL, 0), FERRY_ERR_NO_SUCH_CLASS, "ClassNotFound", "count unknown class");
   check_error(find(a.user, "Item", "complexity >>> 3", NULL, 0, 10), FERRY_ERR_QUERY, "InvalidParameter", "bad filter");
   check_error(count(a.user, "Item", "nope == 3", NULL, 0), FERRY_ERR_QUERY, "nope", "count with an unknown property");
-  check_error(find(a.user, "Item", "complexity > 3 SORT(complexity ASC)", NULL, 0, 10), FERRY_ERR_QUERY, "SORT", "SORT");
+  check_error(count(a.user, "Item", "complexity > 3 SORT(complexity ASC)", NULL, 0), FERRY_ERR_QUERY, "SORT", "count with SORT");
   check_error(find(a.user, "Item", "complexity == $1", &one, 1, 10), FERRY_ERR_QUERY, NULL, "$1 past the arguments");
   ferry_value_t text = v_str("three");
   check_error(find(a.user, "Item", "complexity == $0", &text, 1, 10), FERRY_ERR_QUERY, NULL, "an argument of the wrong type");
@@ -588,6 +599,7 @@ int main(void) {
   double t0 = now_s();
   test_items_by_rules_and_pages();
   test_reading_values();
+  test_sorted();
   printf("test_remote: remote queries took %.2f s\n", now_s() - t0);
   test_errors();
   test_logged_out();
