@@ -417,14 +417,12 @@ struct DataAPIRoutes {
 
     func addWrites(to group: RouterGroup<ServerRequestContext>) {
         route(group, .post, "insertOne") { request, context, call -> Response in
-            let caller = call.caller
             let body = try await decode(InsertOneRequest.self, request, context)
             let (instructions, keys) = try insert([body.document], into: try objectSchema(body.class))
             let result = try await write(call, instructions)
             return Self.json(Self.object([("insertedId", keys[0].key.json), ("version", "\(result.version)")]))
         }
         route(group, .post, "insertMany") { request, context, call -> Response in
-            let caller = call.caller
             let body = try await decode(InsertManyRequest.self, request, context)
             let (instructions, inserted) = try insert(body.documents, into: try objectSchema(body.class))
             let result = try await write(call, instructions)
@@ -442,7 +440,6 @@ struct DataAPIRoutes {
                                           ("version", "\(result.version)")]))
         }
         route(group, .post, "deleteOne") { request, context, call -> Response in
-            let caller = call.caller
             let body = try await decode(DeleteOneRequest.self, request, context)
             let target = try objectKey(body.class, body.primaryKey)
             let result = try await write(call, [.erase(table: target.table, key: target.key)])
@@ -450,7 +447,6 @@ struct DataAPIRoutes {
             return Self.json(Self.object([("deletedCount", deleted ? "1" : "0"), ("version", "\(result.version)")]))
         }
         route(group, .post, "transaction") { request, context, call -> Response in
-            let caller = call.caller
             let body = try await decode(TransactionRequest.self, request, context)
             guard !body.operations.isEmpty else { throw bad("a transaction needs at least one operation") }
             var instructions: [Instruction] = []
