@@ -121,7 +121,16 @@ public enum AppDirectory {
     /// most once.
     private static func triggers(_ root: URL) throws -> [TriggerConfiguration] {
         let dir = root.appendingPathComponent("triggers")
-        guard let items = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return [] }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: dir.path, isDirectory: &isDirectory) else { return [] }
+        // A triggers folder that cannot be read must not start a server without its triggers.
+        let items: [String]
+        do {
+            guard isDirectory.boolValue else { throw CocoaError(.fileReadUnknown) }
+            items = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        } catch {
+            throw AppConfigurationError(file: "triggers", "not a readable folder: \(error.localizedDescription)")
+        }
         var out: [TriggerConfiguration] = []
         for item in items.sorted() where item.hasSuffix(".json") {
             let file = "triggers/\(item)"

@@ -131,9 +131,11 @@ public final class PostgresSQLTables: Sendable {
 
     // MARK: values
 
-    /// PostgreSQL's timestamptz range, in seconds since the epoch: 4713-11-24 BC 00:00 UTC to
-    /// 294276-12-31 23:59:59 UTC.
-    static let timestampRange: ClosedRange<Int64> = -210_866_803_200...9_224_318_015_999
+    /// The timestamps a table holds as they are, in seconds since the epoch: from PostgreSQL's
+    /// first (4713-11-24 BC 00:00 UTC) to the last whose microseconds fit in an Int64 (in
+    /// 294247 AD, a little before PostgreSQL's own end in 294276): `appendValue` multiplies
+    /// by a million, and a device's timestamp past that would otherwise overflow.
+    static let timestampRange: ClosedRange<Int64> = -210_866_803_200...(Int64.max / 1_000_000 - 1)
 
     /// One value as the JSON a write sends (see `convert` for how SQL reads it back).
     static func appendValue(_ v: FerryValue, to out: inout [UInt8]) {

@@ -26,6 +26,16 @@ struct TriggerConfigurationTests {
         #expect(try AppDirectory.load(AppDirectoryTests.example).triggers.isEmpty)
     }
 
+    /// A `triggers` that is not a readable folder stops the load: a server must not start
+    /// without the triggers its directory declares.
+    @Test func aTriggersFileThatIsNotAFolderIsAnError() throws {
+        let copy = NSTemporaryDirectory() + "ferry-app-\(UInt64.random(in: 0...UInt64.max))"
+        try FileManager.default.copyItem(atPath: AppDirectoryTests.example, toPath: copy)
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        try "{}".write(toFile: copy + "/triggers", atomically: true, encoding: .utf8)
+        #expect(throws: AppConfigurationError.self) { _ = try AppDirectory.load(copy) }
+    }
+
     @Test(arguments: [
         (#"{"name": "other", "config": {"collection": "Item", "operation_types": ["INSERT"]}, "webhook": {"url": "https://x/h", "secret_name": "S"}}"#, "file's name"),
         (#"{"name": "items", "type": "SCHEDULED", "config": {"collection": "Item", "operation_types": ["INSERT"]}, "webhook": {"url": "https://x/h", "secret_name": "S"}}"#, "DATABASE"),

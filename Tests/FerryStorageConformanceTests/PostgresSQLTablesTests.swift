@@ -12,7 +12,7 @@ import Testing
 @Suite("Storage: PostgreSQL's SQL tables", .enabled(if: PostgresTestDatabase.url != nil))
 struct PostgresSQLTablesTests {
     static func schema(extra: Bool = false, intAsString: Bool = false) throws -> Schema {
-        var every = [
+        let every = [
             Property(name: "_id", type: .objectId, isPrimaryKey: true),
             Property(name: "flag", type: .bool),
             Property(name: "i", type: intAsString ? .string : .int, isIndexed: true),
@@ -108,6 +108,14 @@ struct PostgresSQLTablesTests {
             try await storage.commit([key: StoredObject(object: Self.object(every, changed))], clientFile: file.ident)
             let after = try await Self.row(reader, "Every", id: id.description)
             #expect(after["t"] == "infinity" && after["u"] == .some(nil) && after["d"] == "-1.5")
+            // The last seconds whose microseconds would not fit in an Int64: infinity too, not
+            // a trap (PostgreSQL's own range would go on to 294276).
+            for seconds: Int64 in [Int64.max / 1_000_000, Int64.max / 1_000_000 - 1] {
+                changed["t"] = .timestamp(try Timestamp(seconds: seconds, nanoseconds: 999_999_999))
+                try await storage.commit([key: StoredObject(object: Self.object(every, changed))], clientFile: file.ident)
+                let last = try await Self.row(reader, "Every", id: id.description)["t"]
+                #expect(seconds == Int64.max / 1_000_000 ? last == "infinity" : last != "infinity", "\(seconds): \(String(describing: last))")
+            }
 
             // An erase deletes the row.
             try await storage.commit([key: StoredObject(object: nil, erasedState: Self.object(every, changed))], clientFile: file.ident)

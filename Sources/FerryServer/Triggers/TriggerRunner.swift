@@ -86,9 +86,12 @@ final class TriggerRunner: Sendable {
 
     private func deliver(_ t: Trigger) async {
         let alarm = alarms[t.name]!
+        // Whether this task has seen the trigger's row in the store (then the head, where a
+        // new trigger starts, need not be read at each renewal).
+        var known = false
         while !Task.isCancelled {
             do {
-                try await holdAndDeliver(t, alarm: alarm)
+                try await holdAndDeliver(t, alarm: alarm, known: &known)
             } catch is CancellationError {
                 return
             } catch {
@@ -100,12 +103,15 @@ final class TriggerRunner: Sendable {
     }
 
     /// Takes or renews the lease, then delivers until the lease must be renewed.
-    private func holdAndDeliver(_ t: Trigger, alarm: Alarm) async throws {
-        let now = Self.nowMilliseconds()
-        let head = try await storage.syncState().headVersion
+    private func holdAndDeliver(_ t: Trigger, alarm: Alarm, known: inout Bool) async throws {
         // A new trigger starts at the head: it delivers the changes made after it was created.
-        guard let state = try await store.leaseTrigger(t.name, node: node, nowMilliseconds: now, untilMilliseconds: now + Self.milliseconds(timing.lease),
-                                                       cursor: head) else {
+        let start = known ? 0 : try await storage.syncState().headVersion
+        let now = Self.nowMilliseconds()
+        let leased = try await store.leaseTrigger(t.name, node: node, nowMilliseconds: now, untilMilliseconds: now + Self.milliseconds(timing.lease),
+                                                  cursor: start)
+        // Either way the row exists now (this node or another made it).
+        known = true
+        guard let state = leased else {
             await alarm.sleep(for: timing.renew)   // another node delivers it
             return
         }
@@ -115,6 +121,10 @@ final class TriggerRunner: Sendable {
             return
         }
         var cursor = state.cursor, failures = state.failures
+        // A cursor moved past changes that delivered nothing (other classes', unmatched ones)
+        // is recorded with the next delivery or at the renewal, not once per page: the store
+        // is not written at every commit of the app. Lost in a crash, those pages are read again.
+        var unrecorded = false
         let renewBy = ContinuousClock.now + timing.renew
         while ContinuousClock.now < renewBy, !Task.isCancelled {
             let page = try await DataAPIChanges.page(storage, after: cursor, classes: [t.events.objectSchema], limit: Self.pageSize, authors: authors)
@@ -137,6 +147,11 @@ final class TriggerRunner: Sendable {
                 if i == page.events.count - 1 || page.events[i + 1].version != e.version { position = e.version }
             }
             if failure == nil { position = page.through }
+            if failure == nil, delivered == 0, failures == 0 {
+                cursor = position
+                unrecorded = true
+                continue
+            }
             failures = failure == nil ? 0 : failures + 1
             let paused = failures >= t.events.trigger.maxFailures
             if delivered > 0 { metrics.triggerDelivered(t.name, count: delivered) }
@@ -147,6 +162,7 @@ final class TriggerRunner: Sendable {
                 return
             }
             cursor = position
+            unrecorded = false
             guard let failure else { continue }
             metrics.triggerFailed(t.name)
             if paused {
@@ -157,6 +173,9 @@ final class TriggerRunner: Sendable {
             let wait = TriggerEvents.backoff(failures: failures, base: timing.retry, maximum: timing.maxRetry)
             logger.warning("trigger '\(t.name)': delivery failed (\(failure)), failure \(failures) of \(t.events.trigger.maxFailures); retrying in \(wait)")
             await alarm.sleep(for: wait)
+        }
+        if unrecorded, try await store.recordTrigger(t.name, node: node, TriggerProgress(cursor: cursor, failures: 0, paused: false, lastError: nil, delivered: 0)) {
+            unrecorded = false
         }
     }
 
