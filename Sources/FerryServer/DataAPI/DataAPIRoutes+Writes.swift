@@ -1,0 +1,202 @@
+import FerryAppConfig
+import FerryAuth
+import FerryCore
+import FerrySyncStorage
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// The Data API's writes (`insertOne`, `insertMany`, `updateOne`, `deleteOne`, `transaction`):
+/// each call decided into one list of instructions here, written as one changeset by
+/// `BackendWrites`, merged like a device's upload.
+extension DataAPIRoutes {
+    struct InsertOneRequest: Decodable {
+        var `class`: String
+        var document: StoredJSON
+    }
+
+    struct InsertManyRequest: Decodable {
+        var `class`: String
+        var documents: [StoredJSON]
+    }
+
+    struct UpdateOneRequest: Decodable {
+        var `class`: String
+        var primaryKey: StoredJSON
+        var set: StoredJSON?
+        var inc: StoredJSON?
+    }
+
+    struct DeleteOneRequest: Decodable {
+        var `class`: String
+        var primaryKey: StoredJSON
+    }
+
+    /// One operation of a `transaction`: `action` names it, the rest is that action's body.
+    struct Operation: Decodable {
+        var action: String
+        var `class`: String
+        var document: StoredJSON?
+        var documents: [StoredJSON]?
+        var primaryKey: StoredJSON?
+        var set: StoredJSON?
+        var inc: StoredJSON?
+    }
+
+    struct TransactionRequest: Decodable {
+        var operations: [Operation]
+    }
+
+    /// Instructions one call may write at most (a transaction's operations together).
+    static let maxInstructions = 10_000
+
+    func addWrites(to group: RouterGroup<ServerRequestContext>) {
+        route(group, .post, "insertOne") { request, context, call -> Response in
+            let body = try await decode(InsertOneRequest.self, request, context)
+            let (instructions, keys) = try insert([body.document], into: try objectSchema(body.class))
+            let result = try await write(call, instructions)
+            return Self.json(Self.object([("insertedId", keys[0].key.json), ("version", "\(result.version)")]))
+        }
+        route(group, .post, "insertMany") { request, context, call -> Response in
+            let body = try await decode(InsertManyRequest.self, request, context)
+            let (instructions, inserted) = try insert(body.documents, into: try objectSchema(body.class))
+            let result = try await write(call, instructions)
+            return Self.json(Self.object([("insertedIds", "[" + inserted.map(\.key.json).joined(separator: ",") + "]"), ("version", "\(result.version)")]))
+        }
+        route(group, .post, "updateOne") { request, context, call -> Response in
+            let caller = call.caller
+            let body = try await decode(UpdateOneRequest.self, request, context)
+            let os = try objectSchema(body.class)
+            let (instructions, target) = try update(Operation(action: "updateOne", class: body.class, primaryKey: body.primaryKey, set: body.set, inc: body.inc))
+            let result = try await write(call, instructions)
+            // Matched: it existed and the caller may read it (a user learns nothing of others').
+            let matched = result.objects[target]?.before.map { readFilter(caller)($0, os) } ?? false
+            return Self.json(Self.object([("matchedCount", matched ? "1" : "0"), ("modifiedCount", matched && result.objects[target]?.changed == true ? "1" : "0"),
+                                          ("version", "\(result.version)")]))
+        }
+        route(group, .post, "deleteOne") { request, context, call -> Response in
+            let body = try await decode(DeleteOneRequest.self, request, context)
+            let target = try objectKey(body.class, body.primaryKey)
+            let result = try await write(call, [.erase(table: target.table, key: target.key)])
+            let deleted = result.objects[target]?.before != nil && result.objects[target]?.changed == true
+            return Self.json(Self.object([("deletedCount", deleted ? "1" : "0"), ("version", "\(result.version)")]))
+        }
+        route(group, .post, "transaction") { request, context, call -> Response in
+            let body = try await decode(TransactionRequest.self, request, context)
+            guard !body.operations.isEmpty else { throw bad("a transaction needs at least one operation") }
+            var instructions: [Instruction] = []
+            for (n, op) in body.operations.enumerated() {
+                do {
+                    switch op.action {
+                    case "insertOne": instructions += try insert([op.document ?? .null], into: try objectSchema(op.class)).0
+                    case "insertMany": instructions += try insert(op.documents ?? [], into: try objectSchema(op.class)).0
+                    case "updateOne": instructions += try update(op).0
+                    case "deleteOne":
+                        let target = try objectKey(op.class, op.primaryKey ?? .null)
+                        instructions.append(.erase(table: target.table, key: target.key))
+                    default: throw bad("unknown action '\(excerpt(op.action, limit: 40))' (insertOne, insertMany, updateOne, deleteOne)")
+                    }
+                } catch let e as APIError {
+                    throw APIError(status: e.status, code: e.code, message: "operation \(n): \(e.message)")
+                }
+                guard instructions.count <= Self.maxInstructions else { throw bad("a call may write at most \(Self.maxInstructions) instructions") }
+            }
+            let result = try await write(call, instructions)
+            return Self.json(Self.object([("version", "\(result.version)")]))
+        }
+    }
+
+    /// Commits one changeset for the key; the schema's refusals are the caller's 400, a stopped
+    /// sync a 503.
+    private func write(_ call: DataAPICall, _ instructions: [Instruction]) async throws -> BackendWriteResult {
+        let caller = call.caller
+        guard instructions.count <= Self.maxInstructions else { throw bad("a call may write at most \(Self.maxInstructions) instructions") }
+        let result: BackendWriteResult
+        do { result = try await writes.write(as: caller, instructions) } catch let e as SessionFailure {
+            if e.code == SyncErrorText.compensatingWriteCode { throw APIError(status: .forbidden, code: "WriteRefused", message: e.message) }
+            throw APIError(status: .badRequest, code: "SchemaValidationFailed", message: e.message)
+        } catch let e as BackendWriteRefused {
+            throw APIError(status: .serviceUnavailable, code: "SyncNotRunning", message: e.message)
+        }
+        guard result.compensating.isEmpty else {
+            throw APIError(status: .forbidden, code: "WriteRefused", message: result.compensating.map {
+                "\($0.objectType) \($0.primaryKey.keyText): \($0.reason)"
+            }.joined(separator: "; "))
+        }
+        call.note(version: result.version, instructions: instructions.count)
+        return result
+    }
+
+    private func objectKey(_ className: String, _ json: StoredJSON) throws -> ObjectKey {
+        let os = try objectSchema(className)
+        do { return ObjectKey(table: os.name, key: try DataAPIValues.primaryKey(json, of: os.primaryKey.type)) } catch let e as DataAPIValues.Invalid {
+            throw bad("primaryKey: \(e.message)")
+        }
+    }
+
+    /// Creates of whole documents: every property of the schema given or optional, none other.
+    private func insert(_ documents: [StoredJSON], into os: ObjectSchema) throws -> ([Instruction], [ObjectKey]) {
+        guard !documents.isEmpty else { throw bad("no document to insert") }
+        guard documents.count <= Self.maxLimit else { throw bad("at most \(Self.maxLimit) documents per call") }
+        var instructions: [Instruction] = []
+        var keys: [ObjectKey] = []
+        var seen: Set<FerryValue> = []
+        for (n, d) in documents.enumerated() {
+            guard case .object(let members) = d else { throw bad("document \(n) is not a JSON object") }
+            var given: [String: FerryValue] = [:]
+            for (name, json) in members {
+                guard let p = os.property(named: name) else { throw bad("document \(n): '\(os.name)' has no property '\(excerpt(name, limit: 60))'") }
+                do { given[name] = try DataAPIValues.field(json, for: p) } catch let e as DataAPIValues.Invalid { throw bad("document \(n), \(name): \(e.message)") }
+            }
+            guard let key = given[os.primaryKey.name] else { throw bad("document \(n) has no primary key '\(os.primaryKey.name)'") }
+            guard seen.insert(key).inserted else { throw bad("document \(n): the primary key is given twice in this call") }
+            var fields: [FieldValue] = []
+            for p in os.properties where !p.isPrimaryKey {
+                if let v = given[p.name] { fields.append(FieldValue(name: p.name, value: v)) } else if !p.isOptional && !p.isList && p.type != .link {
+                    throw bad("document \(n): the required property '\(p.name)' is missing")
+                }
+            }
+            instructions.append(.create(table: os.name, key: key, fields: fields))
+            keys.append(ObjectKey(table: os.name, key: key))
+        }
+        return (instructions, keys)
+    }
+
+    /// `set` (values) and `inc` (int deltas, which add up with concurrent ones) on one object.
+    private func update(_ op: Operation) throws -> ([Instruction], ObjectKey) {
+        let os = try objectSchema(op.class)
+        let target = try objectKey(op.class, op.primaryKey ?? .null)
+        var instructions: [Instruction] = []
+        if let set = op.set {
+            guard case .object(let members) = set else { throw bad("set is not a JSON object") }
+            for (name, json) in members {
+                guard let p = os.property(named: name) else { throw bad("'\(os.name)' has no property '\(excerpt(name, limit: 60))'") }
+                guard !p.isPrimaryKey else { throw bad("the primary key cannot be changed") }
+                do {
+                    let value = try DataAPIValues.field(json, for: p)
+                    if p.isList {
+                        // The whole list replaced: cleared, then each element inserted in turn
+                        // (list operations, merged with concurrent ones like a device's).
+                        guard case .list(let items) = value else { throw DataAPIValues.Invalid("a list property takes an array") }
+                        instructions.append(.listClear(table: os.name, key: target.key, field: name))
+                        for (i, item) in items.enumerated() { instructions.append(.listInsert(table: os.name, key: target.key, field: name, index: i, value: item)) }
+                    } else {
+                        instructions.append(.set(table: os.name, key: target.key, field: name, value: value))
+                    }
+                } catch let e as DataAPIValues.Invalid {
+                    throw bad("set.\(name): \(e.message)")
+                }
+            }
+        }
+        if let inc = op.inc {
+            guard case .object(let members) = inc else { throw bad("inc is not a JSON object") }
+            for (name, json) in members {
+                guard let p = os.property(named: name), p.type == .int, !p.isList else { throw bad("inc.\(excerpt(name, limit: 60)): not an int property of '\(os.name)'") }
+                guard case .int(let delta) = json else { throw bad("inc.\(name): the delta must be a whole number") }
+                instructions.append(.addInteger(table: os.name, key: target.key, field: p.name, delta: delta))
+            }
+        }
+        guard !instructions.isEmpty else { throw bad("updateOne needs \"set\" or \"inc\"") }
+        return (instructions, target)
+    }
+}
