@@ -92,6 +92,17 @@ enum PostgresMigrations {
                 delivered bigint NOT NULL DEFAULT 0)
             """,
         ]),
+        // Backend SQL writes to the SQL tables, captured by the tables' triggers
+        // (`PostgresSQLCapture`) in the writing transaction, until a node integrates them:
+        // txid is the writer's transaction (txid_current()), op its TG_OP, old/new the row
+        // before and after as a JSON array of column texts, at the time of the write.
+        Migration(version: 7, statements: [
+            """
+            CREATE TABLE sql_inbox (id bigserial PRIMARY KEY, txid bigint NOT NULL, tbl text NOT NULL, op text NOT NULL,
+                old jsonb, new jsonb, at timestamptz NOT NULL DEFAULT clock_timestamp())
+            """,
+            "CREATE INDEX sql_inbox_by_txid ON sql_inbox (txid, id)",
+        ]),
     ]
 
     /// Applies every migration the database has not recorded yet; returns how many it applied.

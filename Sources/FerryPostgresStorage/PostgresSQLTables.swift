@@ -23,6 +23,8 @@ public final class PostgresSQLTables: Sendable {
     /// The schema the tables are in.
     public let schemaName: String
     let tables: [String: Table]
+    /// The app's schema the tables follow.
+    let schema: Schema
 
     struct Column: Sendable {
         let property: Property
@@ -34,6 +36,11 @@ public final class PostgresSQLTables: Sendable {
         let sqlType: String
         let typeName: String
         let notNull: Bool
+        /// What PostgreSQL checks beyond the type (an ObjectId's 24 lowercase hex digits), so
+        /// that a backend's SQL write Ferry could not hold is refused by the write itself.
+        let check: String?
+        /// The column as CREATE TABLE declares it (ADD COLUMN leaves out NOT NULL).
+        var definition: String { "\(quotedName) \(sqlType)\(notNull ? " NOT NULL" : "")\(check.map { " CHECK (\($0))" } ?? "")" }
         /// The SQL expression that reads this column's value from `r`, one element of the
         /// JSON array a write sends.
         let fromJSON: String
@@ -57,6 +64,7 @@ public final class PostgresSQLTables: Sendable {
             throw FerryError(.invalidArgument, "the SQL tables' schema name '\(schemaName)' must be 1 to 63 lowercase letters, digits or '_', not starting with a digit")
         }
         self.schemaName = schemaName
+        self.schema = schema
         var tables: [String: Table] = [:]
         for os in schema.classes {
             let columns = os.properties.enumerated().map { Self.column($1, index: $0) }
@@ -125,8 +133,12 @@ public final class PostgresSQLTables: Sendable {
             : convert(key, p.valueType)
         // A required scalar is never null; a list is never null (empty at most); links are optional.
         let notNull = p.isPrimaryKey || p.isList || (!p.isOptional && p.type != .link)
+        var check: String?
+        if p.valueType == .objectId {
+            check = p.isList ? "array_to_string(\(quote(p.name)), ',') ~ '^([0-9a-f]{24}(,[0-9a-f]{24})*)?$'" : "\(quote(p.name)) ~ '^[0-9a-f]{24}$'"
+        }
         return Column(property: p, index: index, quotedName: quote(p.name), sqlType: p.isList ? sql + "[]" : sql,
-                      typeName: p.isList ? "_" + name : name, notNull: notNull, fromJSON: fromJSON)
+                      typeName: p.isList ? "_" + name : name, notNull: notNull, check: check, fromJSON: fromJSON)
     }
 
     // MARK: values
@@ -223,6 +235,8 @@ public final class PostgresSQLTables: Sendable {
     /// Writes the transaction's objects to their tables: live objects upserted, erased ones
     /// deleted. Objects of a class without a table (not in the schema) are left alone.
     func write(_ objects: [ObjectKey: StoredObject], _ connection: PostgresConnection, logger: Logger) async throws {
+        // Ferry's own writes: the capture triggers skip them (`PostgresSQLCapture`).
+        try await connection.guardedQuery(PostgresQuery(unsafeSQL: Self.markOrigin), logger: logger)
         var live: [String: [[FerryValue]]] = [:], erased: [String: [FerryValue]] = [:]
         for (key, stored) in objects where tables[key.table] != nil {
             if let o = stored.object { live[key.table, default: []].append(o.values) } else { erased[key.table, default: []].append(key.key) }
@@ -260,6 +274,7 @@ public final class PostgresSQLTables: Sendable {
     /// under the app's write lock (no upload commits meanwhile, on any node).
     func prepare(_ connection: PostgresConnection, rebuild: Bool, logger: Logger) async throws -> [String: Preparation] {
         try await connection.guardedQuery(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(Self.quote(schemaName))"), logger: logger)
+        try await connection.guardedQuery(PostgresQuery(unsafeSQL: Self.markOrigin), logger: logger)
         var done: [String: Preparation] = [:]
         for name in tables.keys.sorted() {
             let t = tables[name]!
@@ -277,7 +292,7 @@ public final class PostgresSQLTables: Sendable {
                 existing = [:]
             }
             if existing.isEmpty {
-                let definitions = t.columns.map { "\($0.quotedName) \($0.sqlType)\($0.notNull ? " NOT NULL" : "")" }
+                let definitions = t.columns.map(\.definition)
                     + ["PRIMARY KEY (\(t.primaryKey.quotedName))"]
                 try await connection.guardedQuery(PostgresQuery(unsafeSQL: "CREATE TABLE \(t.qualified) (\(definitions.joined(separator: ", ")))"), logger: logger)
                 try await createIndexes(t, connection, logger: logger)
@@ -298,7 +313,7 @@ public final class PostgresSQLTables: Sendable {
             }
             // New columns are nullable (existing rows have no value until the fill below).
             for c in missing {
-                try await connection.guardedQuery(PostgresQuery(unsafeSQL: "ALTER TABLE \(t.qualified) ADD COLUMN \(c.quotedName) \(c.sqlType)"), logger: logger)
+                try await connection.guardedQuery(PostgresQuery(unsafeSQL: "ALTER TABLE \(t.qualified) ADD COLUMN \(c.quotedName) \(c.sqlType)\(c.check.map { " CHECK (\($0))" } ?? "")"), logger: logger)
             }
             done[name] = .columnsAdded(missing.map(\.property.name), rows: try await fill(t, connection, logger: logger))
         }

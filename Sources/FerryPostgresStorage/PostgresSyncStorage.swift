@@ -12,8 +12,8 @@ import PostgresNIO
 /// a NOTIFY (delivered at commit) that the other nodes' change feeds hear. Opened by
 /// `PostgresBackend`, which owns the connection pool.
 public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
-    private let client: PostgresClient
-    private let logger: Logger
+    let client: PostgresClient
+    let logger: Logger
     private let location: PostgresLocation
     private let feed: PostgresChangeFeed
     private let stopClient: @Sendable () async -> Void
@@ -60,7 +60,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     /// Runs `body` on a leased connection.
     @discardableResult
-    private func withConnection<T: Sendable>(_ what: String, deadline: Duration = ConnectionWatchdog.defaultDeadline,
+    func withConnection<T: Sendable>(_ what: String, deadline: Duration = ConnectionWatchdog.defaultDeadline,
                                              _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try checkOpen()
         do {
@@ -250,7 +250,15 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
         let done = try await turn.run {
             try await inTransaction("preparing the SQL tables in schema \(tables.schemaName)") { connection in
                 _ = try await PostgresSyncMeta.lockHead(connection, logger: logger)
-                return try await tables.prepare(connection, rebuild: rebuild, logger: logger)
+                let done = try await tables.prepare(connection, rebuild: rebuild, logger: logger)
+                // The inbox is in the schema the server's own tables are in.
+                let rows = try await connection.guardedQuery("SELECT current_schema()", logger: logger).collect()
+                let current: String? = try rows.first.flatMap { row -> String? in try row.decode(String?.self) }
+                guard let inbox = current else {
+                    throw FerryError(.invalidArgument, "PostgreSQL: the connection has no current schema (search_path) for the SQL writes' inbox")
+                }
+                try await tables.installCapture(connection, inboxSchema: inbox, logger: logger)
+                return done
             }
         }
         lock.withLock { sqlTables = tables }

@@ -33,6 +33,9 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     /// Those of `pendingObjects` that had no row before this transaction (`write`'s `absent`).
     private var pendingNewRows: Set<ObjectKey> = []
     private var pendingAcks: [UInt64: UInt64] = [:]
+    /// Keys whose SQL table rows are rewritten from the store at commit
+    /// (`consumeCapturedWrites`).
+    private var restoreKeys: Set<ObjectKey> = []
 
     /// The app's SQL tables, written with the objects (nil: not kept).
     private let tables: PostgresSQLTables?
@@ -59,11 +62,20 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     /// node (the NOTIFY is delivered after COMMIT), once for all the transaction's writes;
     /// then the connection goes back to the pool, so later calls fail.
     func finish(readHead: UInt64) async throws {
-        let (objects, newRows, acks, head) = lock.withLock { (pendingObjects, pendingNewRows, pendingAcks, _newHead) }
+        let (objects, newRows, acks, head, restore) = lock.withLock { (pendingObjects, pendingNewRows, pendingAcks, _newHead, restoreKeys) }
         try await onConnection {
             try await flush(objects, newRows: newRows)
-            // The tables show each object's state after the transaction, in the same commit.
-            if let tables, !objects.isEmpty { try await tables.write(objects.mapValues(\.stored), connection, logger: logger) }
+            // The tables show each object's state after the transaction, in the same commit,
+            // and the rows a backend wrote show the store's state (merged, or as it was).
+            if let tables, !objects.isEmpty || !restore.isEmpty {
+                var rows = objects.mapValues(\.stored)
+                let unwritten = restore.filter { rows[$0] == nil }
+                if !unwritten.isEmpty {
+                    let stored = try await PostgresObjectReads.objects(connection, Array(unwritten), schema: tables.schema, logger: logger)
+                    for k in unwritten { rows[k] = stored[k] ?? StoredObject(object: nil) }
+                }
+                try await tables.write(rows, connection, logger: logger)
+            }
             if !acks.isEmpty {
                 let pairs = Array(acks)
                 let idents = pairs.map { Int64(bitPattern: $0.key) }, versions = pairs.map { Int64(bitPattern: $0.value) }
@@ -92,6 +104,20 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
         do { return try await body() } catch {
             lock.withLock { _failed = true }
             throw error
+        }
+    }
+
+    func consumeCapturedWrites(transaction: Int64, restoring keys: [ObjectKey]) async throws -> Bool {
+        guard tables != nil else { throw FerryError(.invalidArgument, "PostgreSQL: the SQL tables are not kept, so no SQL write is captured") }
+        return try await onConnection {
+            let rows = try await PostgresFailure.run("taking transaction \(transaction)'s SQL writes from sql_inbox") {
+                try await connection.guardedQuery("""
+                    WITH taken AS (DELETE FROM sql_inbox WHERE txid = \(transaction) RETURNING 1) SELECT count(*) FROM taken
+                    """, logger: logger).collect()
+            }
+            guard let row = rows.first, try PostgresObjectReads.decodeRow(row, Int64.self, "sql_inbox") > Int64(0) else { return false }
+            lock.withLock { restoreKeys.formUnion(keys) }
+            return true
         }
     }
 

@@ -55,9 +55,14 @@ public enum FerryServer {
         // (nothing listens when neither is on).
         let heads = dataKeys.enabled || !app.triggers.isEmpty ? HeadWatch(store.sync.changeFeed) : nil
         let authors = ChangeAuthors(store.sync)
+        let backendWrites = try BackendWrites(hub: hub, storage: store.sync, app: app, schema: schema)
         DataAPIRoutes(appId: app.appId, keys: dataKeys, storage: store.sync, schema: schema,
-                      writes: try BackendWrites(hub: hub, storage: store.sync, app: app, schema: schema), heads: dataKeys.enabled ? heads : nil, auth: auth, app: app,
+                      writes: backendWrites, heads: dataKeys.enabled ? heads : nil, auth: auth, app: app,
                       authors: authors, log: syncLog).add(to: router)
+        // A backend's SQL writes to the SQL tables (PostgreSQL), integrated by every node.
+        let sqlWrites = store.capturedWrites.map {
+            SQLWriteIntegrator(storage: $0, writes: backendWrites, schema: schema, log: syncLog, metrics: metrics, logger: logger)
+        }
         var triggers: TriggerRunner?
         if let heads, !app.triggers.isEmpty {
             triggers = try TriggerRunner(app: app, schema: schema, secrets: configuration.secrets, storage: store.sync, store: store.triggers, heads: heads,
@@ -73,7 +78,8 @@ public enum FerryServer {
                               connectionFreshness: publisher.freshness, settings: AdminSettings(app: app, directory: configuration.appDirectory)).add(to: adminRouter)
         let metricsRoutes = MetricsRoutes(telemetry: telemetry, storage: store.sync, database: store.database)
         metricsRoutes.add(to: adminRouter, admin: admin)
-        var services: [any Service] = [StoreService(hub: hub, store: store, syncLog: syncLog, publisher: publisher, triggers: triggers)]
+        var services: [any Service] = [StoreService(hub: hub, store: store, syncLog: syncLog, publisher: publisher, triggers: triggers,
+                                                    sqlWrites: sqlWrites)]
         if let adminPort = configuration.adminPort {
             // Plain HTTP/1 with the idle timeout; the main port's connection guard (count,
             // header and write-stall timeouts) is tied to its sync upgrade, and this listener

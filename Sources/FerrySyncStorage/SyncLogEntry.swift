@@ -42,4 +42,6 @@ public enum SyncLogKind: String, Sendable, CaseIterable {
     case error
     /// A Data API call (a backend's, with a server key, or a user's access token).
     case dataAPI = "data_api"
+    /// A backend's SQL transaction on the SQL tables, integrated or refused.
+    case sqlWrite = "sql_write"
 }

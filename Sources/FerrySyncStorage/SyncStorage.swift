@@ -115,10 +115,20 @@ public protocol SyncWriteTransaction: AnyObject, Sendable {
     /// as changed by the transaction's writes. Optional: a backend whose reads are cheap does
     /// nothing.
     func prefetch(clientFiles: [UInt64], keys: [ObjectKey], schema: Schema) async throws
+    /// A backend's SQL writes captured in its transaction `transaction` (the PostgreSQL
+    /// store's SQL tables, docs/backend.md): takes them out of the inbox in this transaction,
+    /// and at commit rewrites the tables' rows of `restoring` from the store (the merged
+    /// state, or the state before a refused write). False when they are not there (another
+    /// node integrated them already): nothing was done. A store without SQL tables throws.
+    func consumeCapturedWrites(transaction: Int64, restoring: [ObjectKey]) async throws -> Bool
 }
 
 extension SyncWriteTransaction {
     public func prefetch(clientFiles: [UInt64], keys: [ObjectKey], schema: Schema) async throws {}
+
+    public func consumeCapturedWrites(transaction: Int64, restoring: [ObjectKey]) async throws -> Bool {
+        throw FerryError(.invalidArgument, "this store keeps no SQL tables, so no SQL write is captured")
+    }
 
     public func write(objects: [ObjectKey: StoredObject], absent: Set<ObjectKey>, clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64 {
         try await write(objects: objects, clientFile: clientFile, clientVersion: clientVersion)

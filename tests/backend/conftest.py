@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 60.0
 KEY = "a-backend-data-api-key-of-32-bytes-or-more"
 JWT_KEY = "backend-test-jwt-signing-key-with-enough-bytes"
+ADMIN_TOKEN = "backend-test-admin-token-of-32-bytes-or-more"
 APP = REPO / "Tests" / "Fixtures" / "data-api-app"
 
 try:
@@ -60,12 +61,16 @@ class Server:
     """ferry-server on a database of its own; `sql` is a psycopg connection to it, as the
     backend has."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, database_url: Optional[str] = None) -> None:
+        """A server on a new database, or another node on `database_url`'s."""
         base = _required("FERRY_POSTGRES_URL")
-        self.database = "ferry_backend_" + secrets.token_hex(4)
         self.base = base
-        _psql(base, f"CREATE DATABASE {self.database}")
-        self.database_url = base.rsplit("/", 1)[0] + "/" + self.database
+        self.owns_database = database_url is None
+        if database_url is None:
+            self.database = "ferry_backend_" + secrets.token_hex(4)
+            _psql(base, f"CREATE DATABASE {self.database}")
+            database_url = base.rsplit("/", 1)[0] + "/" + self.database
+        self.database_url = database_url
         work.mkdir(parents=True, exist_ok=True)
         # The fixture app (Item, and Reading with every value type) with a server key.
         app = work / "app"
@@ -73,7 +78,7 @@ class Server:
         (app / "http_endpoints" / "data_api_config.json").write_text(json.dumps(
             {"disabled": False, "server_keys": [{"name": "backend", "secret_name": "FERRY_DATA_API_KEY_BACKEND"}]}))
         port_file = work / "port"
-        env = dict(os.environ, jwtSigningKey=JWT_KEY, FERRY_DATA_API_KEY_BACKEND=KEY, SWIFT_BACKTRACE="enable=no")
+        env = dict(os.environ, jwtSigningKey=JWT_KEY, FERRY_DATA_API_KEY_BACKEND=KEY, FERRY_ADMIN_TOKEN=ADMIN_TOKEN, SWIFT_BACKTRACE="enable=no")
         self.log_path = work / "server.log"
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
@@ -100,6 +105,17 @@ class Server:
         with urllib.request.urlopen(request, timeout=TIMEOUT) as r:
             return json.loads(r.read())
 
+    def admin(self, path: str) -> Any:
+        """An admin API call (GET)."""
+        request = urllib.request.Request(f"{self.url}/api/admin/v1/{path}", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as r:
+            return json.loads(r.read())
+
+    def metrics(self) -> str:
+        request = urllib.request.Request(f"{self.url}/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as r:
+            return r.read().decode()
+
     def changes(self, after: int) -> list[dict[str, Any]]:
         request = urllib.request.Request(f"{self.url}/api/data/v1/app/item-app-seeds/changes?after={after}", headers={"apiKey": KEY})
         with urllib.request.urlopen(request, timeout=TIMEOUT) as r:
@@ -115,7 +131,8 @@ class Server:
                 self.process.kill()
                 self.process.wait()
         self._log.close()
-        _psql(self.base, f"DROP DATABASE {self.database} WITH (FORCE)")
+        if self.owns_database:
+            _psql(self.base, f"DROP DATABASE {self.database} WITH (FORCE)")
 
 
 @pytest.fixture(scope="module")

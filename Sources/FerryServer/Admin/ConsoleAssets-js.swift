@@ -14,7 +14,7 @@ extension ConsoleAssets {
   const POLL_MS = 2000;
   const SPARK_POINTS = 60;
   const SYNC_LOG_KINDS = ['connection_opened', 'connection_closed', 'session_bound', 'session_unbound',
-    'subscription_changed', 'upload', 'compensating_write', 'client_reset', 'error', 'data_api'];
+    'subscription_changed', 'upload', 'compensating_write', 'client_reset', 'error', 'data_api', 'sql_write'];
 
   const $ = (id) => document.getElementById(id);
 

@@ -74,6 +74,7 @@ actor BackendWrites {
     static func fileOwner(ofUser id: String) -> String { "data-api-user:\(id)" }
     /// Who made the changes of a client file owned by `userId`.
     static func author(ofFileUser userId: String) -> ChangeAuthor {
+        if userId == sqlWriter { return .sql }
         if userId.hasPrefix("data-api-user:") { return .user(String(userId.dropFirst("data-api-user:".count))) }
         if userId.hasPrefix("data-api:") { return .key(String(userId.dropFirst("data-api:".count))) }
         return .user(userId)
@@ -97,15 +98,29 @@ actor BackendWrites {
     /// rules, all or nothing (a write the rules refuse fails the whole call: `SessionFailure`
     /// with the compensating-write code and the seeds' reasons).
     func write(as caller: DataAPICaller, _ instructions: [Instruction], timestamp: Int64 = UploadClock.nanosecondsSinceEpoch()) async throws -> BackendWriteResult {
-        await takeTurn()
-        defer { passTurn() }
-        let (user, fileName, view, rules, refuse): (UserContext, String, SessionView, AppConfiguration, Bool)
         switch caller {
         case .key(let key):
-            (user, fileName, view, rules, refuse) = (UserContext(id: Self.userId(ofKey: key.name)), Self.userId(ofKey: key.name), systemView, systemRules, false)
+            return try await commit(user: UserContext(id: Self.userId(ofKey: key.name)), fileName: Self.userId(ofKey: key.name), view: systemView,
+                                    rules: systemRules, refuse: false, instructions, timestamp: timestamp)
         case .user(let u):
-            (user, fileName, view, rules, refuse) = (u, Self.fileOwner(ofUser: u.id), userView(u), app, true)
+            return try await commit(user: u, fileName: Self.fileOwner(ofUser: u.id), view: userView(u), rules: app, refuse: true, instructions, timestamp: timestamp)
         }
+    }
+
+    /// A backend's captured SQL writes (`SQLWriteIntegrator`), as the system, taken out of the
+    /// inbox in the commit's transaction; `timestamp`: when they were written.
+    func writeCaptured(_ instructions: [Instruction], timestamp: Int64, transaction: Int64, keys: [ObjectKey]) async throws -> BackendWriteResult {
+        try await commit(user: UserContext(id: Self.sqlWriter), fileName: Self.sqlWriter, view: systemView, rules: systemRules, refuse: false,
+                         instructions, timestamp: timestamp, captured: (transaction, keys))
+    }
+
+    /// The owner of the client file of SQL writes (the change feed says `{"sql": true}`).
+    static let sqlWriter = "sql-writes"
+
+    private func commit(user: UserContext, fileName: String, view: SessionView, rules: AppConfiguration, refuse: Bool, _ instructions: [Instruction],
+                        timestamp: Int64, captured: (transaction: Int64, keys: [ObjectKey])? = nil) async throws -> BackendWriteResult {
+        await takeTurn()
+        defer { passTurn() }
         var file: (ident: UInt64, version: UInt64)
         if let known = files[fileName] { file = known } else { file = (try await storage.newClientFile(userId: fileName).ident, 0) }
         file.version += 1
@@ -117,7 +132,7 @@ actor BackendWrites {
         if files[fileName] == nil, files.count >= Self.maxFiles { files.removeAll(keepingCapacity: true) }
         files[fileName] = file
         let (outcome, version) = try await hub.commitServerOrigin(clientFile: file.ident, user: user, view: view, rules: rules,
-                                                                  refuseCompensated: refuse, upload: upload)
+                                                                  refuseCompensated: refuse, upload: upload, captured: captured)
         return BackendWriteResult(version: version, objects: outcome.entries.mapValues { .init(before: $0.before?.values, changed: $0.changed) },
                                   compensating: outcome.compensating)
     }

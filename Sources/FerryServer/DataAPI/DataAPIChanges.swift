@@ -38,7 +38,7 @@ enum DataAPIChanges {
             return out
         }
 
-        /// Who made the change, as JSON: `{"user": id}`, `{"key": name}` or `null`.
+        /// Who made the change, as JSON: `{"user": id}`, `{"key": name}`, `{"sql": true}` or `null`.
         func appendBy(to out: inout [UInt8]) {
             switch by {
             case .user(let id):
@@ -49,6 +49,8 @@ enum DataAPIChanges {
                 out += Array(#"{"key":"#.utf8)
                 JSONText.appendQuoted(name, to: &out)
                 out.append(UInt8(ascii: "}"))
+            case .sql:
+                out += Array(#"{"sql":true}"#.utf8)
             case nil:
                 out += Array("null".utf8)
             }
@@ -100,6 +102,8 @@ enum ChangeAuthor: Sendable, Equatable {
     case user(String)
     /// A Data API server key.
     case key(String)
+    /// A backend's SQL write to the SQL tables (PostgreSQL).
+    case sql
 }
 
 /// Client file → who made a change, remembered (a client file's user never changes and its

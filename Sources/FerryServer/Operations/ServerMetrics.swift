@@ -154,6 +154,11 @@ final class ServerMetrics: Sendable {
 
     func syncLogEntryDropped() { syncLogDropped.increment() }
 
+    /// A backend's SQL transaction integrated or refused (`result`).
+    func sqlWrites(result: String) {
+        CoreMetrics.Counter(label: "ferry_sql_writes_total", dimensions: [("result", result)], factory: factory).increment()
+    }
+
     /// A trigger's change delivered to its webhook (a 2xx answer).
     func triggerDelivered(_ name: String, count: Int = 1) {
         CoreMetrics.Counter(label: "ferry_trigger_deliveries_total", dimensions: [("trigger", name)], factory: factory).increment(by: count)

@@ -17,6 +17,8 @@ struct ServerStore: Sendable {
     let triggers: any TriggerStorage
     /// PostgreSQL's pool and change feed as the metrics show them (nil on the embedded store).
     let database: (@Sendable () -> DatabaseGauges)?
+    /// The store whose SQL tables capture a backend's SQL writes (nil: no SQL tables).
+    var capturedWrites: PostgresSyncStorage? = nil
     private let closeBackend: @Sendable () async -> Void
 
     static func open(_ configuration: ServerConfiguration, app: AppConfiguration? = nil, logger: Logger) async throws -> ServerStore {
@@ -58,11 +60,13 @@ struct ServerStore: Sendable {
                     throw ServerStartError("cannot prepare the SQL tables in schema \(name): \(error)")
                 }
             }
-            return ServerStore(sync: backend.storage, users: backend.users, operations: backend.operations, triggers: backend.operations,
-                               database: {
-                                   DatabaseGauges(poolInUse: backend.poolConnectionsInUse, poolSize: backend.poolSize,
-                                                  changeFeedLagSeconds: backend.storage.changeFeedLagSeconds)
-                               }, closeBackend: { await backend.close() })
+            var store = ServerStore(sync: backend.storage, users: backend.users, operations: backend.operations, triggers: backend.operations,
+                                    database: {
+                                        DatabaseGauges(poolInUse: backend.poolConnectionsInUse, poolSize: backend.poolSize,
+                                                       changeFeedLagSeconds: backend.storage.changeFeedLagSeconds)
+                                    }, closeBackend: { await backend.close() })
+            if configuration.sqlTablesSchema != nil, app != nil { store.capturedWrites = backend.storage }
+            return store
         }
     }
 

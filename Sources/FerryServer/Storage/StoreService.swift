@@ -10,13 +10,18 @@ struct StoreService: Service {
     var syncLog: SyncLogRecorder? = nil
     var publisher: LiveConnectionPublisher? = nil
     var triggers: TriggerRunner? = nil
+    var sqlWrites: SQLWriteIntegrator? = nil
 
     func run() async throws {
         await hub.start()
         let log = Task { await syncLog?.run() }
         let publishing = Task { await publisher?.run() }
         let delivering = Task { await triggers?.run() }
+        let integrating = Task { await sqlWrites?.run() }
         try? await gracefulShutdown()
+        // A SQL transaction cut short stays in the inbox (taken out only by its commit).
+        integrating.cancel()
+        await integrating.value
         // Triggers stop first: a delivery cut short is delivered again (the cursor was not moved).
         delivering.cancel()
         await delivering.value

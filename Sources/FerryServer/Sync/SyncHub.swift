@@ -831,8 +831,12 @@ actor SyncHub {
     /// validated (`rules`: the app as the writer's role sees it), committed and fanned out
     /// like a device's upload; there is no session to answer. Refused while sync is not
     /// running.
+    /// `captured`: a backend's SQL writes this changeset integrates (`SQLWriteIntegrator`),
+    /// taken out of the inbox in the same transaction; when another node took them first the
+    /// commit fails with `capturedWritesGoneCode` and nothing is written.
     func commitServerOrigin(clientFile: UInt64, user: UserContext, view: SessionView, rules: AppConfiguration, refuseCompensated: Bool,
-                            upload: UploadChangeset) async throws -> (outcome: UploadIntegration.Outcome, version: UInt64) {
+                            upload: UploadChangeset, captured: (transaction: Int64, keys: [ObjectKey])? = nil) async throws
+        -> (outcome: UploadIntegration.Outcome, version: UInt64) {
         if let refusal = Self.stoppedError(syncMode, now: false) { throw BackendWriteRefused(message: refusal.message) }
         uploadsInFlight += 1
         defer {
@@ -845,7 +849,7 @@ actor SyncHub {
         // Connection 0 is never a real one: the fan-out sends to every session concerned.
         let committed = try await commitUpload(from: SessionKey(connection: 0, session: 0), clientFile: clientFile, user: user, view: view,
                                                known: 0, changesets: decoded, keys: keys, ahead: nil, rules: rules,
-                                               refuseCompensated: refuseCompensated)
+                                               refuseCompensated: refuseCompensated, captured: captured)
         knownHead = max(knownHead, committed.after)
         return (committed.outcome, committed.after)
     }
@@ -861,7 +865,8 @@ actor SyncHub {
     /// `rules`: the app whose rules judge the writes (a server key's: everything allowed).
     private func commitUpload(from origin: SessionKey, clientFile: UInt64, user: UserContext, view: SessionView, known: UInt64,
                               changesets: [UploadIntegration.Decoded], keys: [ObjectKey], ahead: PremergedUpload?,
-                              rules: AppConfiguration? = nil, refuseCompensated: Bool = false) async throws -> Committed {
+                              rules: AppConfiguration? = nil, refuseCompensated: Bool = false,
+                              captured: (transaction: Int64, keys: [ObjectKey])? = nil) async throws -> Committed {
         let (app, schema, storage, recentCommits) = (rules ?? self.app, self.schema, self.storage, self.recentCommits)
         var ahead = ahead
         // Small uploads are merged under the lock: their merge costs less than the read outside it.
@@ -915,6 +920,11 @@ actor SyncHub {
                 if refuseCompensated, !outcome.compensating.isEmpty {
                     throw SessionFailure(origin.session, SyncErrorText.compensatingWriteCode,
                                          outcome.compensating.map { "\($0.objectType) \($0.primaryKey.keyText): \($0.reason)" }.joined(separator: "; "), .warning)
+                }
+                // Checked last: a job's failure must leave nothing written in the group's
+                // transaction, and taking the captured writes is this job's only other write.
+                if let captured, !(try await tx.consumeCapturedWrites(transaction: captured.transaction, restoring: captured.keys)) {
+                    throw SessionFailure(origin.session, Self.capturedWritesGoneCode, "the SQL writes of transaction \(captured.transaction) were integrated already", .warning)
                 }
                 let after = try await tx.write(objects: outcome.toStore, absent: outcome.absentToStore, clientFile: clientFile,
                                                clientVersion: outcome.lastClientVersion)
@@ -1064,6 +1074,11 @@ actor SyncHub {
 }
 
 /// Why a session ends with an error.
+extension SyncHub {
+    /// Not a protocol code: a commit of captured SQL writes that another node integrated first.
+    static let capturedWritesGoneCode: Int32 = -1
+}
+
 struct SessionFailure: Error, Sendable {
     let session: UInt64
     let code: Int32

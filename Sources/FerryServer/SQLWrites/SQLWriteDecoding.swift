@@ -1,0 +1,186 @@
+import FerryCore
+import FerryPostgresStorage
+import FerrySyncStorage
+import Foundation
+
+/// One backend transaction's captured SQL writes (`PostgresSQLCapture`) decided into the
+/// instructions of one changeset, with no I/O: what the writer changed, not the rows it left
+/// as they were. An INSERT creates the object with every column; an UPDATE sets the columns
+/// whose value changed (a list replaced whole: cleared, then each element inserted), or, when
+/// it changed the primary key, erases the old object and creates the new one; a DELETE erases.
+///
+/// The values arrive as `captureText` makes them (a timestamp in microseconds, binary in hex,
+/// the rest as PostgreSQL prints it). A value Ferry cannot hold (`infinity`, an ObjectId
+/// that is not 24 hex digits in a list) refuses the whole transaction with its reason.
+enum SQLWriteDecoding {
+    struct Refusal: Error, Equatable {
+        let message: String
+        init(_ message: String) { self.message = message }
+    }
+
+    struct Decoded: Equatable {
+        var instructions: [Instruction] = []
+        /// Every object the rows touched, each once, in the order first touched.
+        var keys: [ObjectKey] = []
+    }
+
+    /// The instructions of `rows` (one transaction's, in the order written).
+    static func decode(_ rows: [CapturedRow], schema: Schema) throws -> Decoded {
+        var out = Decoded()
+        var seen: Set<ObjectKey> = []
+        func touch(_ key: ObjectKey) { if seen.insert(key).inserted { out.keys.append(key) } }
+        for row in rows {
+            guard let os = schema.objectSchema(named: row.table) else { throw Refusal("table \(row.table): no such class in the app's schema") }
+            do {
+                switch row.operation {
+                case "INSERT":
+                    let new = try values(row.new, of: os)
+                    let key = new[os.primaryKeyIndex]
+                    touch(ObjectKey(table: os.name, key: key))
+                    out.instructions.append(create(os, new))
+                case "UPDATE":
+                    let old = try columns(row.old, of: os), new = try columns(row.new, of: os)
+                    let oldKey = try value(old[os.primaryKeyIndex], of: os.properties[os.primaryKeyIndex])
+                    let newValues = try values(row.new, of: os)
+                    let newKey = newValues[os.primaryKeyIndex]
+                    touch(ObjectKey(table: os.name, key: oldKey))
+                    if oldKey != newKey {
+                        touch(ObjectKey(table: os.name, key: newKey))
+                        out.instructions.append(.erase(table: os.name, key: oldKey))
+                        out.instructions.append(create(os, newValues))
+                        continue
+                    }
+                    for (i, p) in os.properties.enumerated() where i != os.primaryKeyIndex && old[i] != new[i] {
+                        if p.isList, case .list(let items) = newValues[i] {
+                            out.instructions.append(.listClear(table: os.name, key: newKey, field: p.name))
+                            for (n, item) in items.enumerated() {
+                                out.instructions.append(.listInsert(table: os.name, key: newKey, field: p.name, index: n, value: item))
+                            }
+                        } else {
+                            out.instructions.append(.set(table: os.name, key: newKey, field: p.name, value: newValues[i]))
+                        }
+                    }
+                case "DELETE":
+                    let old = try columns(row.old, of: os)
+                    let key = try value(old[os.primaryKeyIndex], of: os.properties[os.primaryKeyIndex])
+                    touch(ObjectKey(table: os.name, key: key))
+                    out.instructions.append(.erase(table: os.name, key: key))
+                default:
+                    throw Refusal("unknown operation \(row.operation)")
+                }
+            } catch let r as Refusal {
+                throw Refusal("\(row.operation) on \(os.name): \(r.message)")
+            }
+        }
+        return out
+    }
+
+    /// The objects `rows` touched whose keys can be read, for restoring the tables' rows when
+    /// the transaction is refused (a row whose key cannot be read is left out).
+    static func keys(_ rows: [CapturedRow], schema: Schema) -> [ObjectKey] {
+        var keys: [ObjectKey] = [], seen: Set<ObjectKey> = []
+        for row in rows {
+            guard let os = schema.objectSchema(named: row.table) else { continue }
+            for json in [row.old, row.new] {
+                guard let cols = try? columns(json, of: os), let key = try? value(cols[os.primaryKeyIndex], of: os.properties[os.primaryKeyIndex]) else { continue }
+                let k = ObjectKey(table: os.name, key: key)
+                if seen.insert(k).inserted { keys.append(k) }
+            }
+        }
+        return keys
+    }
+
+    private static func create(_ os: ObjectSchema, _ values: [FerryValue]) -> Instruction {
+        var fields: [FieldValue] = []
+        for (i, p) in os.properties.enumerated() where i != os.primaryKeyIndex { fields.append(FieldValue(name: p.name, value: values[i])) }
+        return .create(table: os.name, key: values[os.primaryKeyIndex], fields: fields)
+    }
+
+    /// A row's JSON array of column texts, one per property.
+    static func columns(_ json: String?, of os: ObjectSchema) throws -> [StoredJSON] {
+        guard let json else { throw Refusal("the captured row has no values") }
+        guard case .array(let items)? = try? JSONDecoder().decode(StoredJSON.self, from: Data(json.utf8)), items.count == os.properties.count else {
+            throw Refusal("the captured row does not match the class's \(os.properties.count) properties (was the table changed outside Ferry?)")
+        }
+        return items
+    }
+
+    static func values(_ json: String?, of os: ObjectSchema) throws -> [FerryValue] {
+        let cols = try columns(json, of: os)
+        return try os.properties.enumerated().map { try value(cols[$0], of: $1) }
+    }
+
+    /// One column's value as Ferry holds it.
+    static func value(_ json: StoredJSON, of p: Property) throws -> FerryValue {
+        do {
+            if p.isList {
+                if case .null = json { return .list([]) }
+                guard case .array(let items) = json else { throw Refusal("not a list") }
+                return .list(try items.map { try scalar($0, p.valueType) })
+            }
+            return try scalar(json, p.valueType)
+        } catch let r as Refusal {
+            throw Refusal("column \(p.name): \(r.message)")
+        }
+    }
+
+    static func scalar(_ json: StoredJSON, _ type: PropertyType) throws -> FerryValue {
+        guard case .string(let text) = json else {
+            if case .null = json { return .null }
+            throw Refusal("not a value's text")
+        }
+        let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text
+        switch type {
+        case .bool:
+            switch text {
+            case "true": return .bool(true)
+            case "false": return .bool(false)
+            default: throw Refusal("'\(shown)' is not a boolean")
+            }
+        case .int:
+            guard let i = Int64(text) else { throw Refusal("'\(shown)' is not a 64-bit integer") }
+            return .int(i)
+        case .double:
+            guard let d = Double(text) else { throw Refusal("'\(shown)' is not a number") }
+            return .double(d)
+        case .string:
+            return .string(text)
+        case .objectId, .link:
+            guard let o = try? ObjectId(hex: text), o.description == text else { throw Refusal("'\(shown)' is not an ObjectId (24 lowercase hex digits)") }
+            return .objectId(o)
+        case .uuid:
+            guard let u = try? FerryUUID(string: text) else { throw Refusal("'\(shown)' is not a UUID") }
+            return .uuid(u)
+        case .binary:
+            guard let bytes = hexBytes(text) else { throw Refusal("binary data did not arrive as hex") }
+            return .binary(bytes)
+        case .timestamp:
+            guard let micros = Int64(text) else { throw Refusal("the timestamp \(shown) is outside what Ferry holds (its microseconds must fit in 64 bits)") }
+            let (seconds, rest) = (micros >= 0 || micros % 1_000_000 == 0) ? (micros / 1_000_000, micros % 1_000_000) : (micros / 1_000_000 - 1, micros % 1_000_000 + 1_000_000)
+            guard let t = try? Timestamp(seconds: seconds, nanoseconds: Int32(rest * 1000)) else { throw Refusal("the timestamp \(shown) is outside what Ferry holds") }
+            return .timestamp(t)
+        }
+    }
+
+    private static func hexBytes(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: return c - 0x30
+            case 0x61...0x66: return c - 0x61 + 10
+            case 0x41...0x46: return c - 0x41 + 10
+            default: return nil
+            }
+        }
+        var i = 0
+        while i < digits.count {
+            guard let hi = nibble(digits[i]), let lo = nibble(digits[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+}
