@@ -1,5 +1,4 @@
 import FerryCore
-import FerryPostgresStorage
 import FerrySyncStorage
 import Foundation
 
@@ -12,20 +11,32 @@ import Foundation
 /// The values arrive as `captureText` makes them (a timestamp in microseconds, binary in hex,
 /// the rest as PostgreSQL prints it). A value Ferry cannot hold (`infinity`, an ObjectId
 /// that is not 24 hex digits in a list) refuses the whole transaction with its reason.
-enum SQLWriteDecoding {
-    struct Refusal: Error, Equatable {
-        let message: String
+public enum SQLWriteDecoding {
+    public struct Refusal: Error, Equatable {
+        public let message: String
         init(_ message: String) { self.message = message }
     }
 
-    struct Decoded: Equatable {
-        var instructions: [Instruction] = []
+    public struct Decoded: Equatable, Sendable {
+        public var instructions: [Instruction] = []
         /// Every object the rows touched, each once, in the order first touched.
-        var keys: [ObjectKey] = []
+        public var keys: [ObjectKey] = []
+    }
+
+    /// One column as `captureRow` makes it: a value's text, null, or a list's element texts.
+    enum Column: Decodable, Equatable {
+        case text(String)
+        case null
+        case list([String?])
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if c.decodeNil() { self = .null } else if let s = try? c.decode(String.self) { self = .text(s) } else { self = .list(try c.decode([String?].self)) }
+        }
     }
 
     /// The instructions of `rows` (one transaction's, in the order written).
-    static func decode(_ rows: [CapturedRow], schema: Schema) throws -> Decoded {
+    public static func decode(_ rows: [CapturedRow], schema: Schema) throws -> Decoded {
         var out = Decoded()
         var seen: Set<ObjectKey> = []
         func touch(_ key: ObjectKey) { if seen.insert(key).inserted { out.keys.append(key) } }
@@ -77,7 +88,7 @@ enum SQLWriteDecoding {
 
     /// The objects `rows` touched whose keys can be read, for restoring the tables' rows when
     /// the transaction is refused (a row whose key cannot be read is left out).
-    static func keys(_ rows: [CapturedRow], schema: Schema) -> [ObjectKey] {
+    public static func keys(_ rows: [CapturedRow], schema: Schema) -> [ObjectKey] {
         var keys: [ObjectKey] = [], seen: Set<ObjectKey> = []
         for row in rows {
             guard let os = schema.objectSchema(named: row.table) else { continue }
@@ -97,9 +108,9 @@ enum SQLWriteDecoding {
     }
 
     /// A row's JSON array of column texts, one per property.
-    static func columns(_ json: String?, of os: ObjectSchema) throws -> [StoredJSON] {
+    static func columns(_ json: String?, of os: ObjectSchema) throws -> [Column] {
         guard let json else { throw Refusal("the captured row has no values") }
-        guard case .array(let items)? = try? JSONDecoder().decode(StoredJSON.self, from: Data(json.utf8)), items.count == os.properties.count else {
+        guard let items = try? JSONDecoder().decode([Column].self, from: Data(json.utf8)), items.count == os.properties.count else {
             throw Refusal("the captured row does not match the class's \(os.properties.count) properties (was the table changed outside Ferry?)")
         }
         return items
@@ -111,24 +122,22 @@ enum SQLWriteDecoding {
     }
 
     /// One column's value as Ferry holds it.
-    static func value(_ json: StoredJSON, of p: Property) throws -> FerryValue {
+    static func value(_ column: Column, of p: Property) throws -> FerryValue {
         do {
-            if p.isList {
-                if case .null = json { return .list([]) }
-                guard case .array(let items) = json else { throw Refusal("not a list") }
-                return .list(try items.map { try scalar($0, p.valueType) })
+            switch (column, p.isList) {
+            case (.null, true): return .list([])
+            case (.list(let items), true): return .list(try items.map { try scalar($0, p.valueType) })
+            case (.text(let text), false): return try scalar(text, p.valueType)
+            case (.null, false): return .null
+            default: throw Refusal(p.isList ? "not a list" : "a list where a value was expected")
             }
-            return try scalar(json, p.valueType)
         } catch let r as Refusal {
             throw Refusal("column \(p.name): \(r.message)")
         }
     }
 
-    static func scalar(_ json: StoredJSON, _ type: PropertyType) throws -> FerryValue {
-        guard case .string(let text) = json else {
-            if case .null = json { return .null }
-            throw Refusal("not a value's text")
-        }
+    static func scalar(_ text: String?, _ type: PropertyType) throws -> FerryValue {
+        guard let text else { return .null }
         let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text
         switch type {
         case .bool:
