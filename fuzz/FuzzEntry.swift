@@ -16,6 +16,7 @@ private let fuzzTargets: [String: (UnsafePointer<UInt8>, Int) -> CInt] = [
     "query": fuzzQuery,
     "remotejson": fuzzRemoteJSON,
     "schema": fuzzSchema,
+    "sqlcapture": fuzzSQLCapture,
     "stamped": fuzzStamped,
     "value": fuzzValue,
     "websocket": fuzzWebSocket,

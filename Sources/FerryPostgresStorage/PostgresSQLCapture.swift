@@ -124,21 +124,6 @@ public struct CapturedTransaction: Sendable, Equatable {
     public let writtenAtMicroseconds: Int64
 }
 
-/// One row a backend wrote: `old` and `new` are JSON arrays of the columns' texts by
-/// property index (`PostgresSQLTables.captureRow`), nil for an insert's old and a delete's new.
-public struct CapturedRow: Sendable, Equatable {
-    public let id: Int64
-    public let table: String
-    /// `INSERT`, `UPDATE` or `DELETE`.
-    public let operation: String
-    public let old: String?
-    public let new: String?
-
-    public init(id: Int64, table: String, operation: String, old: String?, new: String?) {
-        (self.id, self.table, self.operation, self.old, self.new) = (id, table, operation, old, new)
-    }
-}
-
 extension PostgresSyncStorage {
     /// The oldest captured transactions not yet integrated, at most `limit`: in the order of
     /// their last row, which is the order their conflicting writes committed in (a transaction

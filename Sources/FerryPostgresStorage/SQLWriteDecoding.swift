@@ -1,6 +1,23 @@
-import FerryCore
+#if canImport(FerryCore)
+import FerryCore // the fuzz build compiles this file into one module with FerryCore's sources
 import FerrySyncStorage
+#endif
 import Foundation
+
+/// One row a backend wrote: `old` and `new` are JSON arrays of the columns' texts by
+/// property index (`PostgresSQLTables.captureRow`), nil for an insert's old and a delete's new.
+public struct CapturedRow: Sendable, Equatable {
+    public let id: Int64
+    public let table: String
+    /// `INSERT`, `UPDATE` or `DELETE`.
+    public let operation: String
+    public let old: String?
+    public let new: String?
+
+    public init(id: Int64, table: String, operation: String, old: String?, new: String?) {
+        (self.id, self.table, self.operation, self.old, self.new) = (id, table, operation, old, new)
+    }
+}
 
 /// One backend transaction's captured SQL writes (`PostgresSQLCapture`) decided into the
 /// instructions of one changeset, with no I/O: what the writer changed, not the rows it left

@@ -3,7 +3,9 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import FerryCore
+#if canImport(FerryCore)
+import FerryCore // the fuzz build compiles this file into one module with FerryCore's sources
+#endif
 
 /// Identifies an object across classes.
 public struct ObjectKey: Hashable, Sendable {
