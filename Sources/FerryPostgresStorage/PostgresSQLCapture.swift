@@ -97,6 +97,9 @@ extension PostgresSQLTables {
                 tag = "$ferry\(n)$"
             }
             body = tag + "\n" + body + "\n" + tag
+            // The trigger's WHEN skips Ferry's own writes before any function is called or
+            // any after-trigger event queued (the function checks again, for a trigger made
+            // by hand without it).
             // SECURITY DEFINER: the backend's role writes the inbox through it without a grant
             // on the server's own tables; the search path is fixed so it cannot be redirected.
             try await connection.guardedQuery(PostgresQuery(unsafeSQL: """
@@ -104,7 +107,8 @@ extension PostgresSQLTables {
                 """), logger: logger)
             try await connection.guardedQuery(PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS ferry_capture ON \(t.qualified)"), logger: logger)
             try await connection.guardedQuery(PostgresQuery(unsafeSQL: """
-                CREATE TRIGGER ferry_capture AFTER INSERT OR UPDATE OR DELETE ON \(t.qualified) FOR EACH ROW EXECUTE FUNCTION \(function)()
+                CREATE TRIGGER ferry_capture AFTER INSERT OR UPDATE OR DELETE ON \(t.qualified) FOR EACH ROW
+                WHEN (current_setting('ferry.origin', true) IS DISTINCT FROM 'ferry') EXECUTE FUNCTION \(function)()
                 """), logger: logger)
             try await connection.guardedQuery(PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS ferry_no_truncate ON \(t.qualified)"), logger: logger)
             try await connection.guardedQuery(PostgresQuery(unsafeSQL: """

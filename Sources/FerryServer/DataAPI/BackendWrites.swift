@@ -97,13 +97,17 @@ actor BackendWrites {
     /// One changeset written as `caller`: a server key as the system; a user with the app's
     /// rules, all or nothing (a write the rules refuse fails the whole call: `SessionFailure`
     /// with the compensating-write code and the seeds' reasons).
-    func write(as caller: DataAPICaller, _ instructions: [Instruction], timestamp: Int64 = UploadClock.nanosecondsSinceEpoch()) async throws -> BackendWriteResult {
+    /// `basedOn`: the server version the instructions were made on (list positions count
+    /// there); nil: the head now.
+    func write(as caller: DataAPICaller, _ instructions: [Instruction], timestamp: Int64 = UploadClock.nanosecondsSinceEpoch(),
+               basedOn: UInt64? = nil) async throws -> BackendWriteResult {
         switch caller {
         case .key(let key):
             return try await commit(user: UserContext(id: Self.userId(ofKey: key.name)), fileName: Self.userId(ofKey: key.name), view: systemView,
-                                    rules: systemRules, refuse: false, instructions, timestamp: timestamp)
+                                    rules: systemRules, refuse: false, instructions, timestamp: timestamp, basedOn: basedOn)
         case .user(let u):
-            return try await commit(user: u, fileName: Self.fileOwner(ofUser: u.id), view: userView(u), rules: app, refuse: true, instructions, timestamp: timestamp)
+            return try await commit(user: u, fileName: Self.fileOwner(ofUser: u.id), view: userView(u), rules: app, refuse: true, instructions,
+                                    timestamp: timestamp, basedOn: basedOn)
         }
     }
 
@@ -118,13 +122,13 @@ actor BackendWrites {
     static let sqlWriter = "sql-writes"
 
     private func commit(user: UserContext, fileName: String, view: SessionView, rules: AppConfiguration, refuse: Bool, _ instructions: [Instruction],
-                        timestamp: Int64, captured: (transaction: Int64, keys: [ObjectKey])? = nil) async throws -> BackendWriteResult {
+                        timestamp: Int64, basedOn: UInt64? = nil, captured: (transaction: Int64, keys: [ObjectKey])? = nil) async throws -> BackendWriteResult {
         await takeTurn()
         defer { passTurn() }
         var file: (ident: UInt64, version: UInt64)
         if let known = files[fileName] { file = known } else { file = (try await storage.newClientFile(userId: fileName).ident, 0) }
         file.version += 1
-        let head = try await storage.syncState().headVersion
+        let head = if let basedOn { basedOn } else { try await storage.syncState().headVersion }
         let upload = UploadChangeset(clientVersion: file.version, lastIntegratedServerVersion: head,
                                      changeset: ChangesetCodec.encode(Changeset(timestamp: timestamp, instructions: instructions)))
         // The version is used whether or not the write succeeds: a refused one is never

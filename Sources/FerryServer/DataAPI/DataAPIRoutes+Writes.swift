@@ -25,6 +25,8 @@ extension DataAPIRoutes {
         var primaryKey: StoredJSON
         var set: StoredJSON?
         var inc: StoredJSON?
+        var push: StoredJSON?
+        var pull: StoredJSON?
     }
 
     struct DeleteOneRequest: Decodable {
@@ -41,6 +43,11 @@ extension DataAPIRoutes {
         var primaryKey: StoredJSON?
         var set: StoredJSON?
         var inc: StoredJSON?
+        var push: StoredJSON?
+        var pull: StoredJSON?
+
+        /// Whether the update reads the object's lists first (`push`, `pull`).
+        var readsLists: Bool { push != nil || pull != nil }
     }
 
     struct TransactionRequest: Decodable {
@@ -67,8 +74,14 @@ extension DataAPIRoutes {
             let caller = call.caller
             let body = try await decode(UpdateOneRequest.self, request, context)
             let os = try objectSchema(body.class)
-            let (instructions, target) = try update(Operation(action: "updateOne", class: body.class, primaryKey: body.primaryKey, set: body.set, inc: body.inc))
-            let result = try await write(call, instructions)
+            let op = Operation(action: "updateOne", class: body.class, primaryKey: body.primaryKey, set: body.set, inc: body.inc, push: body.push, pull: body.pull)
+            let (current, basedOn) = try await currentLists(of: [op])
+            let (instructions, target) = try update(op, current: current)
+            guard !instructions.isEmpty else {
+                // Only list operations, on an object that does not exist: nothing to write.
+                return Self.json(Self.object([("matchedCount", "0"), ("modifiedCount", "0"), ("version", "\(basedOn ?? 0)")]))
+            }
+            let result = try await write(call, instructions, basedOn: basedOn)
             // Matched: it existed and the caller may read it (a user learns nothing of others').
             let matched = result.objects[target]?.before.map { readFilter(caller)($0, os) } ?? false
             return Self.json(Self.object([("matchedCount", matched ? "1" : "0"), ("modifiedCount", matched && result.objects[target]?.changed == true ? "1" : "0"),
@@ -84,13 +97,14 @@ extension DataAPIRoutes {
         route(group, .post, "transaction") { request, context, call -> Response in
             let body = try await decode(TransactionRequest.self, request, context)
             guard !body.operations.isEmpty else { throw bad("a transaction needs at least one operation") }
+            let (current, basedOn) = try await currentLists(of: body.operations)
             var instructions: [Instruction] = []
             for (n, op) in body.operations.enumerated() {
                 do {
                     switch op.action {
                     case "insertOne": instructions += try insert([op.document ?? .null], into: try objectSchema(op.class)).0
                     case "insertMany": instructions += try insert(op.documents ?? [], into: try objectSchema(op.class)).0
-                    case "updateOne": instructions += try update(op).0
+                    case "updateOne": instructions += try update(op, current: current).0
                     case "deleteOne":
                         let target = try objectKey(op.class, op.primaryKey ?? .null)
                         instructions.append(.erase(table: target.table, key: target.key))
@@ -101,18 +115,18 @@ extension DataAPIRoutes {
                 }
                 guard instructions.count <= Self.maxInstructions else { throw bad("a call may write at most \(Self.maxInstructions) instructions") }
             }
-            let result = try await write(call, instructions)
+            let result = try await write(call, instructions, basedOn: basedOn)
             return Self.json(Self.object([("version", "\(result.version)")]))
         }
     }
 
     /// Commits one changeset for the key; the schema's refusals are the caller's 400, a stopped
     /// sync a 503.
-    private func write(_ call: DataAPICall, _ instructions: [Instruction]) async throws -> BackendWriteResult {
+    private func write(_ call: DataAPICall, _ instructions: [Instruction], basedOn: UInt64? = nil) async throws -> BackendWriteResult {
         let caller = call.caller
         guard instructions.count <= Self.maxInstructions else { throw bad("a call may write at most \(Self.maxInstructions) instructions") }
         let result: BackendWriteResult
-        do { result = try await writes.write(as: caller, instructions) } catch let e as SessionFailure {
+        do { result = try await writes.write(as: caller, instructions, basedOn: basedOn) } catch let e as SessionFailure {
             if e.code == SyncErrorText.compensatingWriteCode { throw APIError(status: .forbidden, code: "WriteRefused", message: e.message) }
             throw APIError(status: .badRequest, code: "SchemaValidationFailed", message: e.message)
         } catch let e as BackendWriteRefused {
@@ -162,8 +176,30 @@ extension DataAPIRoutes {
         return (instructions, keys)
     }
 
-    /// `set` (values) and `inc` (int deltas, which add up with concurrent ones) on one object.
-    private func update(_ op: Operation) throws -> ([Instruction], ObjectKey) {
+    /// The objects whose lists `push` and `pull` operations edit, read at one version, and
+    /// that version: list positions are counted there, and the write is merged as made on
+    /// it (a concurrent insert elsewhere in the list moves them, as a device's would).
+    /// Nil, nil when no operation reads a list.
+    private func currentLists(of operations: [Operation]) async throws -> ([ObjectKey: [FerryValue]]?, UInt64?) {
+        let keys = try operations.filter { $0.action == "updateOne" && $0.readsLists }.map { try objectKey($0.class, $0.primaryKey ?? .null) }
+        guard !keys.isEmpty else { return (nil, nil) }
+        let schema = try Schema(Array(Set(keys.map(\.table))).map { try objectSchema($0) })
+        // The head before and after the read: equal, nothing committed between them, so
+        // what was read is the state at that version. Concurrent writers may move it: a
+        // few tries, then the caller is asked to try again.
+        for _ in 0..<10 {
+            let before = try await storage.syncState().headVersion
+            let read = try await storage.objects(keys, schema: schema)
+            guard try await storage.syncState().headVersion == before else { continue }
+            return (read.compactMapValues { $0.object?.values }, before)
+        }
+        throw APIError(status: .serviceUnavailable, code: "Busy", message: "the objects changed at every read: try again")
+    }
+
+    /// `set` (values), `inc` (int deltas, which add up with concurrent ones), `push` (elements
+    /// appended to a list) and `pull` (every element equal to one given, removed) on one
+    /// object; `current`: the object's values as `currentLists` read them.
+    private func update(_ op: Operation, current: [ObjectKey: [FerryValue]]? = nil) throws -> ([Instruction], ObjectKey) {
         let os = try objectSchema(op.class)
         let target = try objectKey(op.class, op.primaryKey ?? .null)
         var instructions: [Instruction] = []
@@ -196,7 +232,31 @@ extension DataAPIRoutes {
                 instructions.append(.addInteger(table: os.name, key: target.key, field: p.name, delta: delta))
             }
         }
-        guard !instructions.isEmpty else { throw bad("updateOne needs \"set\" or \"inc\"") }
+        for (name, json, pushing) in [("push", op.push, true), ("pull", op.pull, false)] {
+            guard let json else { continue }
+            guard case .object(let members) = json else { throw bad("\(name) is not a JSON object") }
+            for (field, items) in members {
+                guard let i = os.propertyIndex(named: field), os.properties[i].isList else { throw bad("\(name).\(excerpt(field, limit: 60)): not a list property of '\(os.name)'") }
+                let given: [FerryValue]
+                do {
+                    guard case .list(let values) = try DataAPIValues.field(items, for: os.properties[i]) else { throw DataAPIValues.Invalid("takes an array") }
+                    given = values
+                } catch let e as DataAPIValues.Invalid {
+                    throw bad("\(name).\(field): \(e.message)")
+                }
+                // An object that does not exist has no list to edit: nothing is written.
+                guard let values = current?[target], case .list(let list) = values[i] else { continue }
+                if pushing {
+                    for (n, item) in given.enumerated() { instructions.append(.listInsert(table: os.name, key: target.key, field: field, index: list.count + n, value: item)) }
+                } else {
+                    // From the end, so each index is still the element's.
+                    for (n, item) in list.enumerated().reversed() where given.contains(item) {
+                        instructions.append(.listErase(table: os.name, key: target.key, field: field, index: n))
+                    }
+                }
+            }
+        }
+        guard !instructions.isEmpty || op.readsLists else { throw bad("updateOne needs \"set\", \"inc\", \"push\" or \"pull\"") }
         return (instructions, target)
     }
 }
