@@ -124,6 +124,13 @@ run_pairs() {
   c0=$(min_of ready:connect_start_us "${names[@]}") c1=$(max_of ready:connect_end_us "${names[@]}")
   cpu0=$(nodes_cpu_ticks) pg0=$(pg_cpu_ticks)
   signal_workers "${names[@]}"
+  # The active scenario: a backend follows the change feed (on the observers' node) and
+  # times its own Data API inserts (on the writers' node) to their events, meanwhile.
+  local probe_pid="" probe_out="$work/feedprobe-$scenario-$store.out"
+  if [ "$scenario" = active ]; then
+    python3 "$here/feedprobe.py" "$(observer_url)" "$(writer_url)" "$data_api_key" "$seconds" > "$probe_out" 2> "$probe_out.err" &
+    probe_pid=$!
+  fi
   sleep "$seconds" # the writing window being measured
   cpu1=$(nodes_cpu_ticks) pg1=$(pg_cpu_ticks) rss1=$(nodes_rss_kb) w1=$(now_us)
   signal_workers "${names[@]}"
@@ -131,6 +138,13 @@ run_pairs() {
   cpu2=$(nodes_cpu_ticks) pg2=$(pg_cpu_ticks) w2=$(now_us)
   local hwm
   hwm=$(nodes_hwm_kb)
+  local feed=""
+  if [ -n "$probe_pid" ]; then
+    if wait "$probe_pid" && [ -s "$probe_out" ]; then feed=$(cat "$probe_out"); else
+      echo "note: the change-feed probe failed: $(tail -n 3 "$probe_out.err")"
+      feed="feed_lag_p99_ms=n/a feed_probe=failed"
+    fi
+  fi
 
   local start stop window written at_stop delivered acked_at_stop lost wrong extra short errors cw failed last drain
   start=$(min_of start_us "${names[@]}") stop=$(max_of stop_us "${names[@]}")
@@ -161,6 +175,7 @@ run_pairs() {
   echo "  write -> notification: p50 $(kv notify_p50_ms "$notify") ms, p99 $(kv notify_p99_ms "$notify") ms, max $(kv notify_max_ms "$notify") ms over $(kv notify_count "$notify") deliveries"
   echo "  write -> server acknowledgement: p50 $(kv ack_p50_ms "$ack") ms, p99 $(kv ack_p99_ms "$ack") ms; local commit p50 $(kv commit_p50_ms "$commit") ms, p99 $(kv commit_p99_ms "$commit") ms"
   [ "$rate" = 0 ] || echo "  generator lateness: p99 $(kv lag_p99_ms "$lag") ms, max $(kv lag_max_ms "$lag") ms"
+  [ -z "$feed" ] || echo "  change feed meanwhile (a backend's insert every 100 ms, its answer -> its SSE event): p50 $(kv feed_lag_p50_ms "$feed") ms, p99 $(kv feed_lag_p99_ms "$feed") ms; $(kv feed_events "$feed") events streamed"
   echo "  drain after the stop: $drain s; delivered $delivered of $written; lost $lost, wrong $wrong, extra $extra (checked against what each writer committed)"
   echo "  server CPU while writing: $(cpu_pct $((cpu1 - cpu0)) "$window")% of a core$([ "$store" = sqlite ] || echo ", PostgreSQL $(cpu_pct $((pg1 - pg0)) "$window")%"); over the drain and the check ($(seconds_between "$w1" "$w2") s): $(cpu_pct $((cpu2 - cpu1)) "$(seconds_between "$w1" "$w2")")%; RSS $(mb "$rss1") MB at the stop, peak $(mb "$hwm") MB"
   check_delivery "$scenario on $store" "$scenario-$store-" "$lost" "$wrong" "$extra" "$short" "$errors" "$failed"
@@ -169,6 +184,7 @@ run_pairs() {
     local all_delivered=no
     [ "$short" = 0 ] && [ "$lost" = 0 ] && [ "$wrong" = 0 ] && all_delivered=yes
     targets="target_all_delivered=$([ $all_delivered = yes ] && echo met || echo 'NOT_met') target_p99_le_50ms=$(verdict "$(kv notify_p99_ms "$notify")" 50 le)"
+    targets="$targets $feed target_feed_lag_p99_le_100ms=$(verdict "$(kv feed_lag_p99_ms "$feed")" 100 le)"
   else
     targets="target_delivered_ratio_ge_0.95=$(verdict "$(ratio "$at_stop" "$written")" 0.95 ge) target_integrated_ge_10000=$(verdict "$(per_second "$acked_at_stop" "$window")" 10000 ge)"
   fi

@@ -42,13 +42,23 @@ pg_stop() {
   pg_cluster=""
 }
 
+# The example app with a Data API server key (the active scenario's change-feed probe).
+data_api_key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+load_app() {
+  [ -d "$work/app" ] && return 0
+  cp -r "$root/examples/item-app" "$work/app"
+  mkdir -p "$work/app/http_endpoints"
+  echo '{"disabled": false, "server_keys": [{"name": "load", "secret_name": "FERRY_DATA_API_KEY_LOAD"}]}' > "$work/app/http_endpoints/data_api_config.json"
+}
+
 # Starts one node (more arguments go to ferry-server); sets started_pid and started_url.
 start_node() {
   local name=$1
   shift
   rm -f "$work/$name.port"
-  jwtSigningKey=$jwt_key FERRY_ADMIN_TOKEN=$admin_token "$server_bin" \
-    --app-dir "$root/examples/item-app" --data "$work/$name" --port 0 --port-file "$work/$name.port" --log-level warning \
+  load_app
+  jwtSigningKey=$jwt_key FERRY_ADMIN_TOKEN=$admin_token FERRY_DATA_API_KEY_LOAD=$data_api_key "$server_bin" \
+    --app-dir "$work/app" --data "$work/$name" --port 0 --port-file "$work/$name.port" --log-level warning \
     --signups-per-minute 1000000 --address-free-failures 1000000 "$@" > "$work/$name.log" 2>&1 &
   # The per-address sign-up and login budgets do not apply to loopback clients unless the
   # server is told so (--limit-loopback); the flags above keep a load run independent of that
