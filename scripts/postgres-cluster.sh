@@ -132,10 +132,11 @@ start() {
 
     local psql=psql
     [[ -x $bin/psql ]] && psql=$bin/psql
-    # CREATEDB only so that the two-node sync tests can make a database of their own per test
-    # (tests run in parallel); a server itself needs nothing beyond owning its database.
+    # CREATEDB so that the two-node sync tests can make a database of their own per test (tests
+    # run in parallel), CREATEROLE so that the backend test can make the role a backend writes
+    # as (tests/backend); a server itself needs nothing beyond owning its database.
     PGPASSWORD=$superpw "$psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d postgres >&2 <<SQL ||
-CREATE ROLE ferry LOGIN NOSUPERUSER NOCREATEROLE CREATEDB PASSWORD '$ferrypw';
+CREATE ROLE ferry LOGIN NOSUPERUSER CREATEROLE CREATEDB PASSWORD '$ferrypw';
 CREATE DATABASE ferry OWNER ferry;
 CREATE DATABASE ferry_conf OWNER ferry;
 SQL

@@ -63,15 +63,18 @@ extension PostgresSQLTables {
 
     /// Installs (or replaces) each table's capture function and triggers, and a TRUNCATE
     /// guard (a TRUNCATE fires no row trigger, so it would be lost: it is refused).
-    /// `inboxSchema`: where `sql_inbox` is (the server's own schema).
-    func installCapture(_ connection: PostgresConnection, inboxSchema: String, logger: Logger) async throws {
+    /// `inboxSchema`: where `sql_inbox` is (the server's own schema); `serverRole`: the role
+    /// the server connects as. Only its sessions are skipped when they mark a write as
+    /// Ferry's own: a backend connected as another role cannot hide its writes that way.
+    func installCapture(_ connection: PostgresConnection, inboxSchema: String, serverRole: String, logger: Logger) async throws {
         let schema = Self.quote(schemaName)
+        let ferrys = "current_setting('ferry.origin', true) = 'ferry' AND session_user = '\(serverRole.replacingOccurrences(of: "'", with: "''"))'"
         let inbox = Self.quote(inboxSchema) + ".sql_inbox"
         let guardFunction = "\(schema).ferry_refuse_truncate"
         try await connection.guardedQuery(PostgresQuery(unsafeSQL: """
             CREATE OR REPLACE FUNCTION \(guardFunction)() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $ferry$
             BEGIN
-                IF current_setting('ferry.origin', true) = 'ferry' THEN RETURN NULL; END IF;
+                IF \(ferrys) THEN RETURN NULL; END IF;
                 RAISE EXCEPTION 'Ferry cannot sync a TRUNCATE of %.%: use DELETE', TG_TABLE_SCHEMA, TG_TABLE_NAME;
             END
             $ferry$
@@ -82,7 +85,7 @@ extension PostgresSQLTables {
             var body = """
                 DECLARE o jsonb; n jsonb;
                 BEGIN
-                    IF current_setting('ferry.origin', true) = 'ferry' THEN RETURN NULL; END IF;
+                    IF \(ferrys) THEN RETURN NULL; END IF;
                     IF TG_OP <> 'INSERT' THEN o := \(Self.captureRow(t, record: "OLD")); END IF;
                     IF TG_OP <> 'DELETE' THEN n := \(Self.captureRow(t, record: "NEW")); END IF;
                     INSERT INTO \(inbox) (txid, tbl, op, old, new) VALUES (txid_current(), TG_TABLE_NAME, TG_OP, o, n);
@@ -108,7 +111,7 @@ extension PostgresSQLTables {
             try await connection.guardedQuery(PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS ferry_capture ON \(t.qualified)"), logger: logger)
             try await connection.guardedQuery(PostgresQuery(unsafeSQL: """
                 CREATE TRIGGER ferry_capture AFTER INSERT OR UPDATE OR DELETE ON \(t.qualified) FOR EACH ROW
-                WHEN (current_setting('ferry.origin', true) IS DISTINCT FROM 'ferry') EXECUTE FUNCTION \(function)()
+                WHEN (NOT coalesce(\(ferrys), false)) EXECUTE FUNCTION \(function)()
                 """), logger: logger)
             try await connection.guardedQuery(PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS ferry_no_truncate ON \(t.qualified)"), logger: logger)
             try await connection.guardedQuery(PostgresQuery(unsafeSQL: """

@@ -252,12 +252,12 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
                 _ = try await PostgresSyncMeta.lockHead(connection, logger: logger)
                 let done = try await tables.prepare(connection, rebuild: rebuild, logger: logger)
                 // The inbox is in the schema the server's own tables are in.
-                let rows = try await connection.guardedQuery("SELECT current_schema()", logger: logger).collect()
-                let current: String? = try rows.first.flatMap { row -> String? in try row.decode(String?.self) }
-                guard let inbox = current else {
+                let rows = try await connection.guardedQuery("SELECT current_schema(), session_user::text", logger: logger).collect()
+                let current: (String?, String)? = try rows.first.map { row in try row.decode((String?, String).self) }
+                guard let (schema, role) = current, let inbox = schema else {
                     throw FerryError(.invalidArgument, "PostgreSQL: the connection has no current schema (search_path) for the SQL writes' inbox")
                 }
-                try await tables.installCapture(connection, inboxSchema: inbox, logger: logger)
+                try await tables.installCapture(connection, inboxSchema: inbox, serverRole: role, logger: logger)
                 return done
             }
         }

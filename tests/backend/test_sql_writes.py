@@ -7,6 +7,8 @@ Ferry's own writes to the tables never come back as SQL writes."""
 from __future__ import annotations
 
 import re
+import secrets
+import urllib.parse
 from typing import Any, Callable
 
 import psycopg
@@ -176,3 +178,34 @@ def test_two_nodes_integrate_each_sql_transaction_once(server: Server, tmp_path_
         assert integrated() == before + 40
     finally:
         second.stop()
+
+
+def test_a_backend_role_granted_as_the_docs_say_writes_and_cannot_hide_its_writes(server: Server, devices: Callable[[], Device]) -> None:
+    role = "office_" + secrets.token_hex(3)
+    password = secrets.token_hex(16)
+    # docs/backend.md's grants, word for word but the role's name.
+    server.sql.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+    try:
+        server.sql.execute(f"GRANT USAGE ON SCHEMA ferry_data TO {role}")
+        server.sql.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA ferry_data TO {role}")
+        server.sql.execute(f"GRANT INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ferry_data TO {role}")
+        parts = urllib.parse.urlsplit(server.database_url)
+        office_url = urllib.parse.urlunsplit(parts._replace(netloc=f"{role}:{password}@{parts.hostname}:{parts.port}"))
+        ann = devices()
+        oid = "65f0000000000000000000e1"
+        with psycopg.connect(office_url, autocommit=True) as office:
+            office.execute(f'INSERT INTO {ITEM} ("_id", "ownerId", "itemName", complexity) VALUES (%s, %s, %s, 1)', (oid, ann.user.id, "from the office"))
+            wait_until(lambda: ann.items().get(oid, {}).get("itemName") == "from the office", message="the office's insert reached Ann's device")
+            # Marking its own transaction as Ferry's does not hide a write from the capture:
+            # only the server's role is skipped.
+            with office.transaction():
+                office.execute("SELECT set_config('ferry.origin', 'ferry', true)")
+                office.execute(f'UPDATE {ITEM} SET "itemName" = %s WHERE "_id" = %s', ("not hidden", oid))
+            wait_until(lambda: ann.items().get(oid, {}).get("itemName") == "not hidden", message="the marked write reached Ann's device")
+            # The inbox is the server's: the backend reaches it only through the capture.
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                office.execute("DELETE FROM sql_inbox")
+    finally:
+        server.sql.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA ferry_data FROM {role}")
+        server.sql.execute(f"REVOKE ALL ON SCHEMA ferry_data FROM {role}")
+        server.sql.execute(f"DROP ROLE {role}")
