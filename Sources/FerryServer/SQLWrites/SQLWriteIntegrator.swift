@@ -76,25 +76,19 @@ actor SQLWriteIntegrator {
     }
 
     private func integrate(_ t: CapturedTransaction) async throws {
+        guard t.rowCount <= Self.maxRows else {
+            // Only the keys are kept, a page at a time: what is put back.
+            var keys: [ObjectKey] = []
+            try await forEachPage(of: t) { keys += SQLWriteDecoding.keys($0, schema: schema) }
+            try await refuse(t, keys: Array(Set(keys)), reason: "\(t.rowCount) rows in one transaction; Ferry integrates at most \(Self.maxRows): split it")
+            return
+        }
         var rows: [CapturedRow] = []
-        var after: Int64 = 0
-        if t.rowCount <= Self.maxRows {
-            while true {
-                let page = try await storage.capturedRows(of: t.id, after: after, limit: Self.page)
-                rows += page
-                guard let last = page.last, page.count == Self.page else { break }
-                after = last.id
-            }
-        }
-        guard !rows.isEmpty else {
-            if t.rowCount > Self.maxRows {
-                try await refuse(t, rows: try await allRows(t), reason: "\(t.rowCount) rows in one transaction; Ferry integrates at most \(Self.maxRows): split it")
-            }
-            return   // Another node took it.
-        }
+        try await forEachPage(of: t) { rows += $0 }
+        guard !rows.isEmpty else { return }   // Another node took it.
         let decoded: SQLWriteDecoding.Decoded
         do { decoded = try SQLWriteDecoding.decode(rows, schema: schema) } catch let r as SQLWriteDecoding.Refusal {
-            try await refuse(t, rows: rows, reason: r.message)
+            try await refuse(t, keys: SQLWriteDecoding.keys(rows, schema: schema), reason: r.message)
             return
         }
         let result: BackendWriteResult
@@ -102,7 +96,7 @@ actor SQLWriteIntegrator {
             result = try await writes.writeCaptured(decoded.instructions, timestamp: t.writtenAtMicroseconds &* 1000, transaction: t.id, keys: decoded.keys)
         } catch let e as SessionFailure {
             if e.code == SyncHub.capturedWritesGoneCode { return }
-            try await refuse(t, rows: rows, reason: e.message)
+            try await refuse(t, keys: decoded.keys, reason: e.message)
             return
         }
         metrics.sqlWrites(result: "integrated")
@@ -111,21 +105,20 @@ actor SQLWriteIntegrator {
                               ("version", .int(Int64(bitPattern: result.version))), ("status", .string("integrated"))])
     }
 
-    /// The rows of a transaction too large to integrate, for their keys.
-    private func allRows(_ t: CapturedTransaction) async throws -> [CapturedRow] {
-        var rows: [CapturedRow] = [], after: Int64 = 0
+    /// A transaction's rows, a page at a time, in the order written.
+    private func forEachPage(of t: CapturedTransaction, _ body: ([CapturedRow]) -> Void) async throws {
+        var after: Int64 = 0
         while true {
             let page = try await storage.capturedRows(of: t.id, after: after, limit: Self.page)
-            rows += page
-            guard let last = page.last, page.count == Self.page else { return rows }
+            body(page)
+            guard let last = page.last, page.count == Self.page else { return }
             after = last.id
         }
     }
 
-    /// Takes the transaction out of the inbox and puts its rows back as the store has them;
-    /// records why.
-    private func refuse(_ t: CapturedTransaction, rows: [CapturedRow], reason: String) async throws {
-        let keys = SQLWriteDecoding.keys(rows, schema: schema)
+    /// Takes the transaction out of the inbox and puts the rows of `keys` back as the store
+    /// has them; records why.
+    private func refuse(_ t: CapturedTransaction, keys: [ObjectKey], reason: String) async throws {
         let taken = try await storage.writeTransaction { tx in try await tx.consumeCapturedWrites(transaction: t.id, restoring: keys) }
         guard taken else { return }
         metrics.sqlWrites(result: "refused")
