@@ -96,7 +96,8 @@ public enum AppDirectory {
     }
 
     /// `http_endpoints/data_api_config.json`: `disabled`, and `server_keys` as a list of
-    /// `{"name", "secret_name"}` (names unique, secrets named, each at most once).
+    /// `{"name", "secret_name", "role"}` (names unique, secrets named, each at most once;
+    /// `role` optional: the rules' role the key runs as).
     private static func dataAPI(_ root: URL) throws -> DataAPIConfiguration {
         let file = "http_endpoints/data_api_config.json"
         guard FileManager.default.fileExists(atPath: root.appendingPathComponent(file).path) else { return DataAPIConfiguration() }
@@ -112,7 +113,12 @@ public enum AppDirectory {
             guard !keys.contains(where: { $0.secretName == secret }) else {
                 throw AppConfigurationError(file: file, "the secret '\(secret)' is named by two server keys")
             }
-            keys.append(.init(name: name, secretName: secret))
+            var role: String?
+            if let r = k["role"] {
+                guard let name = r as? String, !name.isEmpty else { throw AppConfigurationError(file: file, "server_keys[\(n)].role must be a role's name") }
+                role = name
+            }
+            keys.append(.init(name: name, secretName: secret, role: role))
         }
         return DataAPIConfiguration(disabled: (d["disabled"] as? Bool) ?? false, serverKeys: keys)
     }

@@ -8,10 +8,13 @@ public struct DataAPIConfiguration: Sendable, Equatable {
         public var name: String
         /// The environment variable that holds the key's secret.
         public var secretName: String
+        /// The role of the app's rules the key runs as (nil: the system, past every rule).
+        public var role: String?
 
-        public init(name: String, secretName: String) {
+        public init(name: String, secretName: String, role: String? = nil) {
             self.name = name
             self.secretName = secretName
+            self.role = role
         }
     }
 

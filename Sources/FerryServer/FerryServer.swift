@@ -33,7 +33,8 @@ public enum FerryServer {
         // Checked before anything listens: a short admin token stops the start.
         let admin = try AdminToken(token: configuration.secrets["FERRY_ADMIN_TOKEN"],
                                    failures: AdminFailureThrottle(limits: configuration.adminFailureLimits))
-        let dataKeys = try DataAPIKeys(app.dataAPI, secrets: configuration.secrets)
+        let dataKeys = try DataAPIKeys(app.dataAPI, secrets: configuration.secrets,
+                                       roles: Set(try app.schema.classes.flatMap { app.rules(for: $0.name).roles.map(\.name) }))
         let directory = store.users
         let auth = AuthService(providers: app.authProviders, directory: directory, tokens: tokens,
                                hasher: PasswordHasher(parameters: configuration.passwordHashing), customJWT: customJWT,

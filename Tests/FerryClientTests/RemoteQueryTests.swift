@@ -180,12 +180,18 @@ struct RemoteQueryTests {
     }
 
     @Test func aQueryInFlightWhenTheAppClosesCompletesOnceWithClosed() async throws {
+        // The server tells when the query arrived, and answers only once the App closed.
+        let arrived = DispatchSemaphore(value: 0), closed = DispatchSemaphore(value: 0)
         let server = try ScriptedHTTPServer { request in
             if request.path.hasSuffix("/login") { return Self.login }
-            Thread.sleep(forTimeInterval: 1) // the answer comes after the App closed
+            arrived.signal()
+            _ = closed.wait(timeout: .now() + 30)
             return (200, #"{"documents":[]}"#)
         }
-        defer { server.stop() }
+        defer {
+            closed.signal()
+            server.stop()
+        }
         let app = try Self.app(server, "remote-close")
         let user = try await Self.loggedIn(app)
         let results = Arrival<[Result<[ExtendedJSON.Document], FerryError>]>()
@@ -194,12 +200,16 @@ struct RemoteQueryTests {
             calls.append(r)
             results.deliver(calls.all)
         }
-        try await Task.sleep(for: .milliseconds(200)) // the request is on its way
+        let reached = await withCheckedContinuation { c in
+            DispatchQueue.global().async { c.resume(returning: arrived.wait(timeout: .now() + 30) == .success) }
+        }
+        #expect(reached, "the query never reached the server")
         app.close()
         let first = await results.wait(seconds: 10)
         guard case .failure(let e)? = first?.first else { Issue.record("no .closed completion: \(String(describing: first))"); return }
         #expect(e.code == .closed, "\(e)")
-        try await Task.sleep(for: .seconds(1.5)) // the late answer arrives and is dropped
+        closed.signal() // the late answer is sent now, and must be dropped
+        try await Task.sleep(for: .seconds(1)) // no event says it was: a second completion would show here
         #expect(calls.all.count == 1)
         #expect(throws: FerryError.self) { try app.remoteCount(user: user, RemoteQuery(className: "Item")) { _ in } }
     }

@@ -306,6 +306,63 @@ struct DataAPIWriteTests {
         }
     }
 
+    /// A server key declared with a role runs as that role of the app's rules (whatever its
+    /// `apply_when`): it reads what the role reads, writes what it may write, and a write it
+    /// may not make is refused whole with 403. A role no collection declares stops the start.
+    @Test func aServerKeyWithARoleHasExactlyThatRolesRights() async throws {
+        let app = try DataAPITests.appDirectory()
+        let rules = app + "/data_sources/mongodb-atlas/todo/Item/rules.json"
+        try Data(#"""
+            {"collection": "Item", "database": "todo", "roles": [
+              {"name": "office", "apply_when": {"%%user.custom_data.office": true}, "read": true, "write": true, "insert": false, "delete": false},
+              {"name": "owner-read-write", "apply_when": {}, "document_filters": {"read": {"ownerId": "%%user.id"}, "write": {"ownerId": "%%user.id"}},
+               "read": true, "write": true, "insert": true, "delete": true}]}
+            """#.utf8).write(to: URL(fileURLWithPath: rules))
+        let officeKey = "an-office-data-api-key-of-32-bytes-or-more"
+        func keys(_ role: String) throws {
+            try Data("""
+                {"disabled": false, "server_keys": [{"name": "backend", "secret_name": "FERRY_DATA_API_KEY_BACKEND"},
+                 {"name": "office", "secret_name": "FERRY_DATA_API_KEY_OFFICE", "role": "\(role)"}]}
+                """.utf8).write(to: URL(fileURLWithPath: app + "/http_endpoints/data_api_config.json"))
+        }
+        try keys("nobody-declares-this")
+        let data = NSTemporaryDirectory() + "ferry-data-api-role-\(UInt64.random(in: 0...UInt64.max))"
+        await #expect(throws: ServerStartError.self) {
+            _ = try await FerryServer.make(DataAPITests.configuration(app: app, data: data, secrets: [
+                "FERRY_DATA_API_KEY_BACKEND": DataAPITests.key, "FERRY_DATA_API_KEY_OFFICE": officeKey]))
+        }
+        try keys("office")
+        try await LiveServer.withServer(configure: {
+            $0.appDirectory = app
+            $0.secrets["FERRY_DATA_API_KEY_BACKEND"] = DataAPITests.key
+            $0.secrets["FERRY_DATA_API_KEY_OFFICE"] = officeKey
+        }) { port in
+            func office(_ action: String, _ body: String) async throws -> (status: Int, json: [String: Any]) {
+                let response = try await LiveServer.request(port: port, "POST", "\(DataAPITests.base)/\(action)",
+                                                            headers: ["apiKey": officeKey, "Content-Type": "application/json"], body: body)
+                let json = (try? JSONSerialization.jsonObject(with: Data((WireFormat.body(response) ?? "").utf8)) as? [String: Any]) ?? [:]
+                return (WireFormat.response(response)?.status ?? 0, json)
+            }
+            let (a, b) = ("65d000000000000000000001", "65d000000000000000000002")
+            #expect(try await Self.call(port, "insertMany", #"{"class":"Item","documents":[\#(Self.item(a, owner: "o1")),\#(Self.item(b, owner: "o2"))]}"#).status == 200)
+            // Reads everything the role reads (no filter), as a user of that role would.
+            let found = try await office("find", #"{"class":"Item","filter":"TRUEPREDICATE"}"#)
+            #expect(found.status == 200 && (found.json["documents"] as? [[String: Any]])?.count == 2)
+            // Writes what it may write.
+            let updated = try await office("updateOne", #"{"class":"Item","primaryKey":{"$oid":"\#(a)"},"set":{"itemName":"checked"}}"#)
+            #expect(updated.status == 200 && updated.json["modifiedCount"] as? Int == 1)
+            // Not what it may not: no insert, no delete; nothing of either written.
+            #expect(try await office("insertOne", #"{"class":"Item","document":\#(Self.item("65d000000000000000000003"))}"#).status == 403)
+            #expect(try await office("deleteOne", #"{"class":"Item","primaryKey":{"$oid":"\#(b)"}}"#).status == 403)
+            let after = try await Self.call(port, "find", #"{"class":"Item","filter":"TRUEPREDICATE"}"#)
+            let names = Dictionary(uniqueKeysWithValues: ((after.json["documents"] as? [[String: Any]]) ?? []).compactMap { d -> (String, String)? in
+                guard let id = (d["_id"] as? [String: Any])?["$oid"] as? String, let name = d["itemName"] as? String else { return nil }
+                return (id, name)
+            })
+            #expect(names == [a: "checked", b: "thing"])
+        }
+    }
+
     /// A user's access token gets exactly that user's rules: reads show only what the user
     /// may read, a write the rules refuse is refused whole with 403 and the rule's reason.
     @Test func aUsersTokenReadsAndWritesWithThatUsersRules() async throws {

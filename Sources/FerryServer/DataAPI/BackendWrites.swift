@@ -83,6 +83,43 @@ actor BackendWrites {
     /// next write makes a new one (a node restart does the same).
     static let maxFiles = 10_000
 
+    /// What a caller's reads and writes are judged by: nil for a server key that runs as the
+    /// system (everything allowed); else the view (every class, the caller's role on each)
+    /// and the rules its writes are merged with.
+    nonisolated func access(_ caller: DataAPICaller) -> (view: SessionView, rules: AppConfiguration)? {
+        switch caller {
+        case .user(let u): return (userView(u), app)
+        case .key(let key):
+            guard let role = key.role else { return nil }
+            let rules = Self.rules(app, asRole: role)
+            let user = UserContext(id: Self.userId(ofKey: key.name))
+            var roles: [String: Role?] = [:]
+            for name in systemView.queries.keys { roles[name] = .some(rules.rules(for: name).role(for: user)) }
+            return (SessionView(user: user, queries: systemView.queries, roles: roles), rules)
+        }
+    }
+
+    /// The app's rules with, on each class, only its role named `role`, applied to whoever
+    /// calls (its `apply_when` is for users, a key has none); a class without such a role
+    /// gives no access.
+    static func rules(_ app: AppConfiguration, asRole role: String) -> AppConfiguration {
+        func only(_ rules: CollectionRules) -> CollectionRules {
+            CollectionRules(roles: rules.roles.filter { $0.name == role }.prefix(1).map { r in
+                var r = r
+                r.applyWhen = .all
+                return r
+            })
+        }
+        var out = app
+        out.collections = app.collections.map { c in
+            var c = c
+            c.rules = c.rules.map(only)
+            return c
+        }
+        out.defaultRules = app.defaultRules.map(only)
+        return out
+    }
+
     /// Every class in view, and the user's role on each from the app's rules.
     nonisolated func userView(_ user: UserContext) -> SessionView {
         var queries: [String: [CompiledQuery]] = [:]
@@ -103,8 +140,9 @@ actor BackendWrites {
                basedOn: UInt64? = nil) async throws -> BackendWriteResult {
         switch caller {
         case .key(let key):
-            return try await commit(user: UserContext(id: Self.userId(ofKey: key.name)), fileName: Self.userId(ofKey: key.name), view: systemView,
-                                    rules: systemRules, refuse: false, instructions, timestamp: timestamp, basedOn: basedOn)
+            let (view, rules, refuse) = access(caller).map { ($0.view, $0.rules, true) } ?? (systemView, systemRules, false)
+            return try await commit(user: view.user, fileName: Self.userId(ofKey: key.name), view: view,
+                                    rules: rules, refuse: refuse, instructions, timestamp: timestamp, basedOn: basedOn)
         case .user(let u):
             return try await commit(user: u, fileName: Self.fileOwner(ofUser: u.id), view: userView(u), rules: app, refuse: true, instructions,
                                     timestamp: timestamp, basedOn: basedOn)

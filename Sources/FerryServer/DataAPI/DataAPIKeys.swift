@@ -6,7 +6,8 @@ import Hummingbird
 
 /// The Data API's server keys with their secrets, resolved at start from the server's
 /// secrets (the environment). A declared key whose secret is missing or shorter than 32 bytes
-/// stops the server from starting: a backend's key runs as the system, past every rule.
+/// stops the server from starting: a backend's key runs as the system, past every rule, or
+/// as the role its declaration names (which must be a role of the app's rules).
 struct DataAPIKeys: Sendable {
     static let minimumBytes = 32
     /// The Atlas Data API's header for a key.
@@ -15,20 +16,26 @@ struct DataAPIKeys: Sendable {
     struct Key: Sendable {
         let name: String
         let secret: [UInt8]
+        /// The rules' role it runs as (nil: the system).
+        var role: String? = nil
     }
     let keys: [Key]
     let enabled: Bool
 
-    init(_ config: DataAPIConfiguration, secrets: [String: String]) throws {
+    /// `roles`: the names of the roles the app's rules declare.
+    init(_ config: DataAPIConfiguration, secrets: [String: String], roles: Set<String> = []) throws {
         enabled = !config.disabled
         keys = try config.serverKeys.map { k in
+            if let role = k.role, !roles.contains(role) {
+                throw ServerStartError("the Data API server key '\(k.name)' runs as role '\(role)', which no collection's rules declare (roles: \(roles.sorted().joined(separator: ", ")))")
+            }
             guard let value = secrets[k.secretName], !value.isEmpty else {
                 throw ServerStartError("the Data API server key '\(k.name)' needs its secret in \(k.secretName) (make one with `openssl rand -hex 32`), or remove the key from http_endpoints/data_api_config.json")
             }
             guard value.utf8.count >= Self.minimumBytes else {
                 throw ServerStartError("the Data API server key '\(k.name)' (\(k.secretName)) must have at least \(Self.minimumBytes) bytes, it has \(value.utf8.count): a short key can be guessed")
             }
-            return Key(name: k.name, secret: Array(value.utf8))
+            return Key(name: k.name, secret: Array(value.utf8), role: k.role)
         }
     }
 
@@ -62,7 +69,7 @@ struct DataAPIKeys: Sendable {
 
 /// Who makes a Data API call.
 enum DataAPICaller: Sendable {
-    /// A backend's server key: the system (every object, no rule).
+    /// A backend's server key: the system (every object, no rule), or the role it names.
     case key(DataAPIKeys.Key)
     /// A user's access token: that user's rules.
     case user(UserContext)

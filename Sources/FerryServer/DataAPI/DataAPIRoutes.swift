@@ -115,14 +115,12 @@ struct DataAPIRoutes {
         log.record(.dataAPI, userId: user, connection: 0, message, details: details)
     }
 
-    /// What a caller may read: everything for a server key; for a user, what the app's rules
-    /// let that user read (a server-side view of every class, as a device with every class
-    /// subscribed would see).
+    /// What a caller may read: everything for a server key that runs as the system; for a
+    /// user (or a key that runs as a role), what the app's rules let it read (a server-side
+    /// view of every class, as a device with every class subscribed would see).
     func readFilter(_ caller: DataAPICaller) -> @Sendable ([FerryValue], ObjectSchema) -> Bool {
-        guard case .user(let user) = caller else { return { _, _ in true } }
-        let view = writes.userView(user)
-        let app = self.app
-        return { values, os in view.mayRead(values, of: os, app: app) }
+        guard let (view, rules) = writes.access(caller) else { return { _, _ in true } }
+        return { values, os in view.mayRead(values, of: os, app: rules) }
     }
 
     /// The change-feed events a caller sees: for a user, an object it may read now, and the
