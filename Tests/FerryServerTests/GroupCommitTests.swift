@@ -86,7 +86,7 @@ struct GroupCommitTests {
             }
             try await eventually { commits.running }
             let bad = Task {
-                try await commits.commit { _ -> UInt64 in throw SessionFailure(1, SyncHub.badChangesetCode, "malformed", .protocolViolation) }
+                try await commits.commit { _ -> UInt64 in throw SessionFailure(1, ProtocolError.Code.badChangeset, "malformed", .protocolViolation) }
             }
             try await eventually { commits.queuedCount == 1 }
             let good = Task {

@@ -72,7 +72,7 @@ struct StorageErrorTextTests {
             Issue.record("no ERROR: \(received)")
             return
         }
-        #expect(e.code == SyncHub.storageUnavailableCode && e.tryAgain)
+        #expect(e.code == ProtocolError.Code.storageUnavailable && e.tryAgain)
         #expect(!e.message.contains("/srv/ferry-private") && !e.message.contains("client_files"), "\(e.message)")
         let id = try #require(e.message.firstRange(of: /error id ([0-9a-f]{16})/).map { String(e.message[$0].suffix(16)) }, "\(e.message)")
         #expect(shared.all.contains { $0.contains(id) && $0.contains(FailingClientFiles.secret) }, "\(shared.all)")

@@ -126,7 +126,7 @@ public final class App: @unchecked Sendable {
         if stoppingConnections {
             let done = LoopSemaphore()
             loop.post { [self] in
-                let error = SyncError(code: 0, message: "the App was closed", isFatal: true, action: .applicationBug)
+                let error = SyncError(code: ProtocolError.Code.local, message: "the App was closed", isFatal: true, action: .applicationBug)
                 for c in connections.values { c.shutdown(error: error) }
                 connections.removeAll()
                 let paused = pausedSessions.values
@@ -228,7 +228,7 @@ public final class App: @unchecked Sendable {
         let saved: Result<Void, FerryError> = Result { () throws -> Void in try lock.withLock { try store?.save(user.record, bump: false) } }
             .mapError { $0 as? FerryError ?? FerryError(.io, "\($0)") }
         loop.post { [self] in
-            let error = SyncError(code: 0, message: "the user logged out", isFatal: true, action: .logOutUser)
+            let error = SyncError(code: ProtocolError.Code.local, message: "the user logged out", isFatal: true, action: .logOutUser)
             for (key, c) in connections where c.user === user {
                 connections[key] = nil
                 c.shutdown(error: error)

@@ -230,7 +230,7 @@ final class SyncConnection: WebSocketDelegate {
                 if case .failure(let e) = result {
                     self.app.log(.error, "could not refresh the access token: \(e.message)")
                     if e.code == .auth {
-                        self.shutdown(error: SyncError(code: 401, message: "the user's session is no longer valid: \(e.message)", isFatal: true, action: .logOutUser))
+                        self.shutdown(error: SyncError(code: ProtocolError.Code.unauthorized, message: "the user's session is no longer valid: \(e.message)", isFatal: true, action: .logOutUser))
                         return
                     }
                 }

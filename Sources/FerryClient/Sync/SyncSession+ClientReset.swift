@@ -77,7 +77,7 @@ extension SyncSession {
         guard var run = reset else { return }
         for c in changesets where (try? ChangesetCodec.decode(c.changeset)) == nil {
             abandonClientReset()
-            return fail(SyncError(code: 212, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
+            return fail(SyncError(code: ProtocolError.Code.badChangeset, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
         }
         do { try database.stageResetDownload(changesets.map(\.changeset)) } catch {
             reset = nil
@@ -142,7 +142,7 @@ extension SyncSession {
         }
         guard let meta = try? database.syncMetadata() else {
             dropSnapshot()
-            return fail(SyncError(code: 0, message: "cannot read the sync state of \(path) after its client reset", isFatal: true, action: .applicationBug))
+            return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the sync state of \(path) after its client reset", isFatal: true, action: .applicationBug))
         }
         acknowledged = meta.acknowledged
         lastUploaded = meta.acknowledged

@@ -353,7 +353,7 @@ public final class SyncSession: @unchecked Sendable {
                                    clientFileSalt: meta.clientFileSalt, lastServerVersion: meta.serverVersion))
             if meta.clientFileIdent != 0 { identified(knownFile: true) }
         } catch {
-            fail(SyncError(code: 0, message: "cannot read the sync state of \(path): \(error)", isFatal: true, action: .applicationBug))
+            fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the sync state of \(path): \(error)", isFatal: true, action: .applicationBug))
         }
     }
 
@@ -427,7 +427,7 @@ public final class SyncSession: @unchecked Sendable {
         let set: SubscriptionSet
         do { set = try SubscriptionSet.load(database) } catch {
             // Unread, the set is never sent: its waiters would wait for ever (issue 22, point 10).
-            return fail(SyncError(code: 0, message: "cannot read the subscription set of \(path): \(error)", isFatal: true, action: .applicationBug))
+            return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the subscription set of \(path): \(error)", isFatal: true, action: .applicationBug))
         }
         guard set.version > 0, set.version != sentQueryVersion else { return }
         if bound, set.state == .pending {
@@ -438,7 +438,7 @@ public final class SyncSession: @unchecked Sendable {
             // pending set's bootstrap sends everything that enters it (issue 22, point 11).
             let reflected: (version: UInt64, subscriptions: [Subscription])
             do { reflected = try SubscriptionSet.reflected(database) } catch {
-                return fail(SyncError(code: 0, message: "cannot read the subscription set \(path) last completed: \(error)", isFatal: true, action: .applicationBug))
+                return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the subscription set \(path) last completed: \(error)", isFatal: true, action: .applicationBug))
             }
             if reflected.version < set.version {
                 connection?.send(.query(session: id, version: reflected.version, subscriptions: reflected.subscriptions))
@@ -461,7 +461,7 @@ public final class SyncSession: @unchecked Sendable {
             do { pending = try database.pendingChangesets(after: lastUploaded, maxBytes: Self.uploadMessageBytes) } catch {
                 // Not a silent stop: the host learns that its writes are not being uploaded
                 // (they stay in the file, and go up once it opens again).
-                return fail(SyncError(code: 0, message: "cannot read the local changes of \(path) to upload: \(error)", isFatal: true, action: .applicationBug))
+                return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the local changes of \(path) to upload: \(error)", isFatal: true, action: .applicationBug))
             }
             guard let last = pending.last else { break }
             connection?.send(.upload(session: id, changesets: pending.map {
@@ -483,12 +483,12 @@ public final class SyncSession: @unchecked Sendable {
             resetDownloaded(serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast, changesets: changesets)
         case .error(let e) where e.action == .clientReset || e.action == .clientResetNoRecovery:
             beginClientReset(SyncError(code: e.code, message: e.message, isFatal: true, action: e.action))
-        case .error(let e) where e.code == 203 && reset != nil:
+        case .error(let e) where e.code == ProtocolError.Code.sessionNotBound && reset != nil:
             // A query or upload sent before the server refused the old identity: stale.
             break
         case let .ident(_, ident, salt):
             do { try database.setClientFile(ident: ident, salt: salt) } catch {
-                return fail(SyncError(code: 0, message: "cannot store the client file identity: \(error)", isFatal: true, action: .applicationBug))
+                return fail(SyncError(code: ProtocolError.Code.local, message: "cannot store the client file identity: \(error)", isFatal: true, action: .applicationBug))
             }
             identified(knownFile: false)
         case let .download(_, serverVersion, ack, subscriptionVersion, downloadable, isLast, changesets):
@@ -499,9 +499,9 @@ public final class SyncSession: @unchecked Sendable {
                 revertCaptures.add(try database.integrate(changesets: changesets.map(\.changeset), serverVersion: serverVersion,
                                                           completesVersion: isLast, acknowledged: ack, capturingWritesAfter: floor))
             } catch is MalformedDownload {
-                return fail(SyncError(code: 212, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
+                return fail(SyncError(code: ProtocolError.Code.badChangeset, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
             } catch {
-                return fail(SyncError(code: 0, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug))
+                return fail(SyncError(code: ProtocolError.Code.local, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug))
             }
             let previous = acknowledged
             if ack > acknowledged {
@@ -528,12 +528,12 @@ public final class SyncSession: @unchecked Sendable {
         case .error(let e):
             var error = SyncError(code: e.code, message: e.message, isFatal: !e.tryAgain && e.action != .warning, action: e.action,
                                   compensatingWrites: e.compensatingWrites)
-            if e.code == SyncErrorText.compensatingWriteCode { error.revertedObjects = revertCaptures.claim(e.compensatingWrites) }
-            if e.code == SyncErrorText.compensatingWriteCode {
+            if e.code == ProtocolError.Code.compensatingWrite { error.revertedObjects = revertCaptures.claim(e.compensatingWrites) }
+            if e.code == ProtocolError.Code.compensatingWrite {
                 app.log(.error, SyncErrorText.compensatingWriteLogLine(connection: 1, session: Int(sessionId ?? 1)))
                 rejectReceipts(e.compensatingWrites)  // and settles the upload it answers
             }
-            if e.code == 226 { subscriptionFailed(e.message) }
+            if e.code == ProtocolError.Code.badQuery { subscriptionFailed(e.message) }
             if error.isFatal { fail(error) } else { app.report(error, session: self) }
         default:
             break
@@ -552,7 +552,7 @@ public final class SyncSession: @unchecked Sendable {
             try set.saveAsReflected(database)
             try set.save(database)
         } catch {
-            return fail(SyncError(code: 0, message: "cannot record subscription set \(version) of \(path) as complete: \(error)", isFatal: true, action: .applicationBug))
+            return fail(SyncError(code: ProtocolError.Code.local, message: "cannot record subscription set \(version) of \(path) as complete: \(error)", isFatal: true, action: .applicationBug))
         }
         checkSubscriptionWaiters()
     }

@@ -34,12 +34,10 @@ public struct CompensatingWrite: Sendable, Equatable {
 
 /// The sync error codes and messages the seeds' SDK uses, kept exactly.
 public enum SyncErrorText {
-    /// Error 231, `writeRejected`.
-    public static let compensatingWriteCode: Int32 = 231
     public static let compensatingWriteMessage = "Client attempted a write that is outside of permissions or query filters; it has been reverted"
 
     /// The client's log line for a compensating write error.
     public static func compensatingWriteLogLine(connection: Int = 1, session: Int = 1) -> String {
-        "Sync: Connection[\(connection)]: Session[\(session)]: Received: ERROR \"\(compensatingWriteMessage)\" (error_code=231, try_again=true, error_action=Warning)"
+        "Sync: Connection[\(connection)]: Session[\(session)]: Received: ERROR \"\(compensatingWriteMessage)\" (error_code=\(ProtocolError.Code.compensatingWrite), try_again=true, error_action=Warning)"
     }
 }

@@ -127,7 +127,7 @@ extension DataAPIRoutes {
         guard instructions.count <= Self.maxInstructions else { throw bad("a call may write at most \(Self.maxInstructions) instructions") }
         let result: BackendWriteResult
         do { result = try await writes.write(as: caller, instructions, basedOn: basedOn) } catch let e as SessionFailure {
-            if e.code == SyncErrorText.compensatingWriteCode { throw APIError(status: .forbidden, code: "WriteRefused", message: e.message) }
+            if e.code == ProtocolError.Code.compensatingWrite { throw APIError(status: .forbidden, code: "WriteRefused", message: e.message) }
             throw APIError(status: .badRequest, code: "SchemaValidationFailed", message: e.message)
         } catch let e as BackendWriteRefused {
             throw APIError(status: .serviceUnavailable, code: "SyncNotRunning", message: e.message)

@@ -25,7 +25,6 @@ final class ConnectionOutbox: Sendable {
         case abandoned
     }
 
-    static let fellBehindCode: Int32 = 242
     static let defaultQueueLimit = 16 << 20
 
     let id: UInt64
@@ -169,7 +168,7 @@ final class ConnectionOutbox: Sendable {
     }
 
     private static func keepOnlyFellBehind(_ s: inout State, message: String) {
-        let error = ProtocolError(session: 0, code: fellBehindCode, message: message, tryAgain: true, action: .transient)
+        let error = ProtocolError(session: 0, code: ProtocolError.Code.fellBehind, message: message, tryAgain: true, action: .transient)
         let last = ProtocolCodec.encode(.error(error))
         s.frames = [last]
         s.head = 0

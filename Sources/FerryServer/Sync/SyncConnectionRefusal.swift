@@ -5,15 +5,14 @@ import FerryCore
 struct SyncConnectionRefusal: Error {
     let error: ProtocolError
 
-    static let overloadedCode: Int32 = 241
 
     static func violation(_ message: String) -> SyncConnectionRefusal {
-        SyncConnectionRefusal(error: ProtocolError(session: 0, code: 201, message: message, tryAgain: false, action: .protocolViolation))
+        SyncConnectionRefusal(error: ProtocolError(session: 0, code: ProtocolError.Code.badMessage, message: message, tryAgain: false, action: .protocolViolation))
     }
 
     static func overloaded(limit: Int) -> SyncConnectionRefusal {
         SyncConnectionRefusal(error: ProtocolError(
-            session: 0, code: overloadedCode,
+            session: 0, code: ProtocolError.Code.overloaded,
             message: "the server holds too many bytes of incoming sync messages right now (at most \(limit)); try again later",
             tryAgain: true, action: .transient))
     }

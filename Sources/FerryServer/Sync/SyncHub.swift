@@ -69,14 +69,6 @@ actor SyncHub {
     /// bootstrap of 100,000 objects (about 1.1 MB) arrives in a handful of steps the client's
     /// progress estimate can show, large enough that the per-message cost stays negligible.
     static let downloadChunkBytes = 256 << 10
-    /// The protocol errors (docs/protocol.md).
-    static let badQueryCode: Int32 = 226
-    static let badClientFileCode: Int32 = 208
-    static let badChangesetCode: Int32 = 212
-    static let syncDisabledCode: Int32 = 240
-    static let syncPausedCode: Int32 = 245
-    /// The store cannot be reached: the client keeps its changes and retries.
-    static let storageUnavailableCode: Int32 = 503
 
     init(app: AppConfiguration, storage: any SyncStorage, directory: any UserDirectory, logger: Logger, events: ServerEventLog,
          limits: SyncLimits = SyncLimits(), telemetry: SyncTelemetry = .detached(),
@@ -139,7 +131,7 @@ actor SyncHub {
     /// admin).
     func disconnect(userId: String, message: String = "the user was disabled") {
         for c in connections.values where c.userId == userId {
-            c.send(.error(ProtocolError(session: 0, code: 401, message: message, tryAgain: false, action: .logOutUser)))
+            c.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.unauthorized, message: message, tryAgain: false, action: .logOutUser)))
             closeConnection(c)
         }
     }
@@ -151,10 +143,10 @@ actor SyncHub {
         switch mode {
         case .enabled: return nil
         case .paused:
-            return ProtocolError(session: 0, code: syncPausedCode, message: now ? "sync was paused on the server" : "sync is paused on the server",
+            return ProtocolError(session: 0, code: ProtocolError.Code.syncPaused, message: now ? "sync was paused on the server" : "sync is paused on the server",
                                  tryAgain: true, action: .transient)
         case .terminated:
-            return ProtocolError(session: 0, code: syncDisabledCode, message: now ? "sync was terminated on the server" : "sync is disabled on the server",
+            return ProtocolError(session: 0, code: ProtocolError.Code.syncDisabled, message: now ? "sync was terminated on the server" : "sync is disabled on the server",
                                  tryAgain: true, action: .transient)
         }
     }
@@ -303,7 +295,7 @@ actor SyncHub {
     private func disconnect(userId: String, openedBySecond second: Int64) {
         for c in connections.values where c.userId == userId {
             guard let opened = telemetry.live.connection(c.id)?.connectedSinceMilliseconds, opened / 1000 <= second else { continue }
-            c.send(.error(ProtocolError(session: 0, code: 401, message: Self.sessionsRevokedMessage, tryAgain: false, action: .logOutUser)))
+            c.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.unauthorized, message: Self.sessionsRevokedMessage, tryAgain: false, action: .logOutUser)))
             closeConnection(c)
         }
     }
@@ -377,7 +369,7 @@ actor SyncHub {
                 logger.error("error id \(id): cannot catch up \(keys.count) sessions from version \(members.map(\.delivered).min() ?? 0): \(error)")
                 for key in keys {
                     if let s = sessions[key] {
-                        s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again (error id \(id))", tryAgain: true, action: .transient)))
+                        s.outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.storageUnavailable, message: "the server cannot read its store; try again (error id \(id))", tryAgain: true, action: .transient)))
                         closeConnection(s.outbox)
                     }
                     sessions.release(key)
@@ -418,7 +410,7 @@ actor SyncHub {
                 try await readChanges(since: s.delivered, through: target, view: s.view, classes: s.view.classes, into: &batch)
             } catch {
                 s.outbox.logger.error("connection \(s.outbox.id) session \(s.id): cannot catch up from version \(s.delivered): \(error)")
-                s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
+                s.outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.storageUnavailable, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
                 closeConnection(s.outbox)
                 return
             }
@@ -564,7 +556,7 @@ actor SyncHub {
                 outbox.send(.pong(timestamp: timestamp))
             case .ident, .download, .error, .pong, .writeRules:
                 // A protocol violation ends the connection (docs/protocol.md, error 201).
-                outbox.send(.error(ProtocolError(session: 0, code: 201, message: "the client sent a server-only message", tryAgain: false, action: .protocolViolation)))
+                outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.badMessage, message: "the client sent a server-only message", tryAgain: false, action: .protocolViolation)))
                 closeConnection(outbox)
             }
         } catch let e as SessionFailure {
@@ -582,8 +574,8 @@ actor SyncHub {
             // The details stay in the server's log; the client gets the id to quote.
             let id = CorrelationId.make()
             outbox.logger.error("connection \(outbox.id): error id \(id): \(error)")
-            telemetry.connectionFailed(outbox, code: Self.storageUnavailableCode, message: "error id \(id): \(error)")
-            outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot reach its store; try again (error id \(id))", tryAgain: true, action: .transient)))
+            telemetry.connectionFailed(outbox, code: ProtocolError.Code.storageUnavailable, message: "error id \(id): \(error)")
+            outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.storageUnavailable, message: "the server cannot reach its store; try again (error id \(id))", tryAgain: true, action: .transient)))
             closeConnection(outbox)
         }
     }
@@ -604,9 +596,9 @@ actor SyncHub {
 
     private func bind(_ outbox: ConnectionOutbox, _ id: UInt64, _ ident: UInt64, _ salt: UInt64, _ lastServerVersion: UInt64) async throws {
         let key = SessionKey(connection: outbox.id, session: id)
-        guard sessions[key] == nil else { throw SessionFailure(id, 204, "session \(id) is already bound on this connection", .protocolViolation) }
+        guard sessions[key] == nil else { throw SessionFailure(id, ProtocolError.Code.sessionAlreadyBound, "session \(id) is already bound on this connection", .protocolViolation) }
         guard sessions.keys(onConnection: outbox.id).count < limits.maxSessionsPerConnection else {
-            throw SessionFailure(id, UserQuotas.tooManySessionsCode, "the connection has \(limits.maxSessionsPerConnection) sessions bound, the most allowed; close a synced database first", .applicationBug)
+            throw SessionFailure(id, ProtocolError.Code.tooManySessions, "the connection has \(limits.maxSessionsPerConnection) sessions bound, the most allowed; close a synced database first", .applicationBug)
         }
         let record: ClientFileRecord
         var bindVersion = lastServerVersion
@@ -620,11 +612,11 @@ actor SyncHub {
             outbox.send(.ident(session: id, clientFileIdent: record.ident, clientFileSalt: record.salt))
         } else {
             guard let r = try await storage.clientFile(ident), r.salt == salt else {
-                throw SessionFailure(id, Self.badClientFileCode, "the server does not know client file \(ident): the device must reset", resetAction,
+                throw SessionFailure(id, ProtocolError.Code.badClientFile, "the server does not know client file \(ident): the device must reset", resetAction,
                                      trigger: .unknownClientFile)
             }
             guard r.userId == outbox.userId else {
-                throw SessionFailure(id, Self.badClientFileCode, "client file \(ident) belongs to another user", .protocolViolation)
+                throw SessionFailure(id, ProtocolError.Code.badClientFile, "client file \(ident) belongs to another user", .protocolViolation)
             }
             // A file offline longer than the client maximum offline time: the server no longer
             // keeps what it would need to sync it (SPEC F-RESET), so it is forgotten and reset.
@@ -632,12 +624,12 @@ actor SyncHub {
             let maxOfflineDays = app.sync.clientMaxOfflineDays
             if maxOfflineDays > 0, r.lastSeen > 0, now - r.lastSeen > maxOfflineDays * 86_400 {
                 try await storage.forgetClientFile(ident)
-                throw SessionFailure(id, Self.badClientFileCode, "client file \(ident) was last seen \((now - r.lastSeen) / 86_400) days ago, longer than the client maximum offline time of \(maxOfflineDays) days: the device must reset", resetAction,
+                throw SessionFailure(id, ProtocolError.Code.badClientFile, "client file \(ident) was last seen \((now - r.lastSeen) / 86_400) days ago, longer than the client maximum offline time of \(maxOfflineDays) days: the device must reset", resetAction,
                                      trigger: .maxOfflineTime)
             }
             if lastServerVersion > knownHead { knownHead = max(knownHead, try await storage.syncState().headVersion) }
             guard lastServerVersion <= knownHead else {
-                throw SessionFailure(id, Self.badClientFileCode, "the client has server version \(lastServerVersion), newer than the server's \(knownHead): the device must reset", resetAction,
+                throw SessionFailure(id, ProtocolError.Code.badClientFile, "the client has server version \(lastServerVersion), newer than the server's \(knownHead): the device must reset", resetAction,
                                      trigger: .serverVersionAhead)
             }
             // Stored only once checked: a version past the head would pin what the server keeps
@@ -659,7 +651,7 @@ actor SyncHub {
 
     private func session(_ outbox: ConnectionOutbox, _ id: UInt64) throws -> ServerSession {
         guard let s = sessions[SessionKey(connection: outbox.id, session: id)] else {
-            throw SessionFailure(id, 203, "session \(id) is not bound", .protocolViolation)
+            throw SessionFailure(id, ProtocolError.Code.sessionNotBound, "session \(id) is not bound", .protocolViolation)
         }
         return s
     }
@@ -695,7 +687,7 @@ actor SyncHub {
         case .rejected(let message):
             // The set is in error; the session keeps syncing the previous set.
             outbox.logger.info("client file \(started.clientFile): subscription set \(setVersion) rejected: \(message)")
-            outbox.send(.error(ProtocolError(session: id, code: Self.badQueryCode, message: message, tryAgain: false, action: .warning)))
+            outbox.send(.error(ProtocolError(session: id, code: ProtocolError.Code.badQuery, message: message, tryAgain: false, action: .warning)))
             sessions[key]?.hasQuery = true
             // Commits of its previous view were not kept for it while it had no query: it
             // owes a catch-up to the head before it may follow the chain.
@@ -821,7 +813,7 @@ actor SyncHub {
         }
         await respond(to: s.key, committed)
         if !outcome.compensating.isEmpty {
-            outbox.send(.error(ProtocolError(session: id, code: SyncErrorText.compensatingWriteCode, message: SyncErrorText.compensatingWriteMessage,
+            outbox.send(.error(ProtocolError(session: id, code: ProtocolError.Code.compensatingWrite, message: SyncErrorText.compensatingWriteMessage,
                                              tryAgain: true, action: .warning, compensatingWrites: outcome.compensating)))
         }
         return outcome.compensating
@@ -918,7 +910,7 @@ actor SyncHub {
                 // write fails before anything of it is written (`GroupCommit`: a job's own
                 // failure leaves the group's other jobs alone).
                 if refuseCompensated, !outcome.compensating.isEmpty {
-                    throw SessionFailure(origin.session, SyncErrorText.compensatingWriteCode,
+                    throw SessionFailure(origin.session, ProtocolError.Code.compensatingWrite,
                                          outcome.compensating.map { "\($0.objectType) \($0.primaryKey.keyText): \($0.reason)" }.joined(separator: "; "), .warning)
                 }
                 // Checked last: a job's failure must leave nothing written in the group's
@@ -1033,7 +1025,7 @@ actor SyncHub {
                 }
             } catch {
                 s.outbox.logger.error("connection \(s.outbox.id) session \(s.id): cannot read the uploader's catch-up: \(error)")
-                s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
+                s.outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.storageUnavailable, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
                 closeConnection(s.outbox)
                 return
             }
@@ -1058,7 +1050,7 @@ actor SyncHub {
             if let e = entries[k], inMemory { current = e.stored.object } else {
                 do { current = try await storage.object(k, schema: os)?.object } catch {
                     s.outbox.logger.error("connection \(s.outbox.id) session \(s.id): cannot read \(k.table) \(k.key) for the uploader: \(error)")
-                    s.outbox.send(.error(ProtocolError(session: 0, code: Self.storageUnavailableCode, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
+                    s.outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.storageUnavailable, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
                     closeConnection(s.outbox)
                     return
                 }

@@ -60,7 +60,7 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
             var logger = logger
             logger[metadataKey: "user_id"] = "\(user.id)"
             logger.warning("sync connection refused for user \(user.id): it has \(most) open, the most allowed (--max-connections-per-user)")
-            let error = ProtocolError(session: 0, code: UserQuotas.tooManyConnectionsCode,
+            let error = ProtocolError(session: 0, code: ProtocolError.Code.tooManyConnections,
                                       message: "the user has \(most) sync connections open, the most allowed; close one or try again later",
                                       tryAgain: true, action: .transient)
             try? await write(ByteBuffer(bytes: ProtocolCodec.encode(.error(error))))
@@ -123,7 +123,7 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
             case .refused(let refusal):
                 outbox.logger.warning("sync connection \(outbox.id) refused: error \(refusal.error.code): \(refusal.error.message)")
             case .serverClosed where outbox.closure == .overflowed:
-                outbox.logger.warning("sync connection \(outbox.id) fell behind (more than \(limits.maxQueuedBytesPerConnection) bytes waiting to be sent on it, or the furthest behind when all connections together passed \(limits.maxQueuedBytesTotal)); disconnected (error \(ConnectionOutbox.fellBehindCode))")
+                outbox.logger.warning("sync connection \(outbox.id) fell behind (more than \(limits.maxQueuedBytesPerConnection) bytes waiting to be sent on it, or the furthest behind when all connections together passed \(limits.maxQueuedBytesTotal)); disconnected (error \(ProtocolError.Code.fellBehind))")
             case .clientLeft, .serverClosed:
                 break
             }

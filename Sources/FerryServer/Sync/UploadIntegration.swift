@@ -134,7 +134,7 @@ struct UploadIntegration: Sendable {
             switch d.changeset {
             case .success(let c): fresh.append((upload, c))
             case .failure(let error):
-                throw SessionFailure(session, SyncHub.badChangesetCode, "client version \(upload.clientVersion): a malformed changeset (\(error))", .protocolViolation)
+                throw SessionFailure(session, ProtocolError.Code.badChangeset, "client version \(upload.clientVersion): a malformed changeset (\(error))", .protocolViolation)
             }
         }
         self.fresh = fresh
@@ -184,7 +184,7 @@ struct UploadIntegration: Sendable {
                 while end < instructions.count, instructions[end].key == first.key, instructions[end].table == first.table { end += 1 }
                 defer { i = end }
                 guard let os = schema.objectSchema(named: first.table) else {
-                    throw SessionFailure(session, SyncHub.badChangesetCode, "client version \(upload.clientVersion): no object type '\(first.table)' in the app's schema", .protocolViolation)
+                    throw SessionFailure(session, ProtocolError.Code.badChangeset, "client version \(upload.clientVersion): no object type '\(first.table)' in the app's schema", .protocolViolation)
                 }
                 let k = ObjectKey(table: first.table, key: first.key)
                 // The object's entry is taken out of the dictionary for the run and put back
@@ -217,7 +217,7 @@ struct UploadIntegration: Sendable {
                         do {
                             try ObjectMerge.apply(instructions[n], to: &missing, schema: os, stamp: stamp, base: base, version: version, lists: &noLists)
                         } catch let e as FerryError {
-                            throw SessionFailure(session, SyncHub.badChangesetCode, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
+                            throw SessionFailure(session, ProtocolError.Code.badChangeset, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
                         }
                     }
                     entry.exact = false
@@ -233,7 +233,7 @@ struct UploadIntegration: Sendable {
                         didChange = applied.changed || didChange
                         asIs = asIs && applied == .applied
                     } catch let e as FerryError {
-                        throw SessionFailure(session, SyncHub.badChangesetCode, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
+                        throw SessionFailure(session, ProtocolError.Code.badChangeset, "client version \(upload.clientVersion): \(e.message)", .protocolViolation)
                     }
                 }
                 guard didChange else {

@@ -12,11 +12,6 @@ import FerryCore
 /// A user's account lives while the user has a connection open or still owes the buckets
 /// (so reconnecting does not reset them); accounts of users gone and paid up are dropped.
 final class UserQuotas: Sendable {
-    /// The ERROR of a connection refused because its user has too many open (transient).
-    static let tooManyConnectionsCode: Int32 = 243
-    /// The ERROR of a BIND beyond the sessions one connection may have.
-    static let tooManySessionsCode: Int32 = 244
-
     private struct Account {
         var connections = 0
         var inbound: TokenBucket

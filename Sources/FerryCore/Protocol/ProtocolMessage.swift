@@ -66,25 +66,3 @@ public struct DownloadChangeset: Sendable, Equatable {
         self.changeset = changeset
     }
 }
-
-/// What the server asks the client to do about an error.
-public enum ErrorAction: UInt8, Sendable {
-    case warning = 0, transient, applicationBug, protocolViolation, deleteRealm, clientReset, clientResetNoRecovery, revertToPBS, refreshUser, refreshLocation, logOutUser
-}
-
-public struct ProtocolError: Sendable, Equatable {
-    public var session: UInt64
-    public var code: Int32
-    public var message: String
-    public var tryAgain: Bool
-    public var action: ErrorAction
-    public var compensatingWrites: [CompensatingWrite]
-    public init(session: UInt64, code: Int32, message: String, tryAgain: Bool, action: ErrorAction, compensatingWrites: [CompensatingWrite] = []) {
-        self.session = session
-        self.code = code
-        self.message = message
-        self.tryAgain = tryAgain
-        self.action = action
-        self.compensatingWrites = compensatingWrites
-    }
-}
