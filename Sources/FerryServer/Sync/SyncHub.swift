@@ -368,10 +368,7 @@ actor SyncHub {
                 let id = CorrelationId.make()
                 logger.error("error id \(id): cannot catch up \(keys.count) sessions from version \(members.map(\.delivered).min() ?? 0): \(error)")
                 for key in keys {
-                    if let s = sessions[key] {
-                        s.outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.storageUnavailable, message: "the server cannot read its store; try again (error id \(id))", tryAgain: true, action: .transient)))
-                        closeConnection(s.outbox)
-                    }
+                    if let s = sessions[key] { closeForStoreFailure(s.outbox, errorId: id) }
                     sessions.release(key)
                 }
                 return
@@ -410,8 +407,7 @@ actor SyncHub {
                 try await readChanges(since: s.delivered, through: target, view: s.view, classes: s.view.classes, into: &batch)
             } catch {
                 s.outbox.logger.error("connection \(s.outbox.id) session \(s.id): cannot catch up from version \(s.delivered): \(error)")
-                s.outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.storageUnavailable, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
-                closeConnection(s.outbox)
+                closeForStoreFailure(s.outbox)
                 return
             }
             guard let now = sessions[key] else { return }
@@ -575,8 +571,7 @@ actor SyncHub {
             let id = CorrelationId.make()
             outbox.logger.error("connection \(outbox.id): error id \(id): \(error)")
             telemetry.connectionFailed(outbox, code: ProtocolError.Code.storageUnavailable, message: "error id \(id): \(error)")
-            outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.storageUnavailable, message: "the server cannot reach its store; try again (error id \(id))", tryAgain: true, action: .transient)))
-            closeConnection(outbox)
+            closeForStoreFailure(outbox, reach: true, errorId: id)
         }
     }
 
@@ -1025,8 +1020,7 @@ actor SyncHub {
                 }
             } catch {
                 s.outbox.logger.error("connection \(s.outbox.id) session \(s.id): cannot read the uploader's catch-up: \(error)")
-                s.outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.storageUnavailable, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
-                closeConnection(s.outbox)
+                closeForStoreFailure(s.outbox)
                 return
             }
             // Every object of the upload too, as it is now, in this message that carries the
@@ -1050,8 +1044,7 @@ actor SyncHub {
             if let e = entries[k], inMemory { current = e.stored.object } else {
                 do { current = try await storage.object(k, schema: os)?.object } catch {
                     s.outbox.logger.error("connection \(s.outbox.id) session \(s.id): cannot read \(k.table) \(k.key) for the uploader: \(error)")
-                    s.outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.storageUnavailable, message: "the server cannot read its store; try again", tryAgain: true, action: .transient)))
-                    closeConnection(s.outbox)
+                    closeForStoreFailure(s.outbox)
                     return
                 }
             }
@@ -1067,6 +1060,17 @@ actor SyncHub {
 
 /// Why a session ends with an error.
 extension SyncHub {
+    /// The one path for "the store is unavailable" while serving a connection: nothing it was
+    /// owed is lost (the client keeps its changes and catches up again from what it has), so
+    /// it is told to try again (ERROR 503, transient) and closed. `reach`: the store could not
+    /// be reached at all (a message's handling), not only read; `errorId`: the id the server's
+    /// log line carries, for the client to quote.
+    func closeForStoreFailure(_ outbox: ConnectionOutbox, reach: Bool = false, errorId: String? = nil) {
+        let message = "the server cannot \(reach ? "reach" : "read") its store; try again" + (errorId.map { " (error id \($0))" } ?? "")
+        outbox.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.storageUnavailable, message: message, tryAgain: true, action: .transient)))
+        closeConnection(outbox)
+    }
+
     /// Not a protocol code: a commit of captured SQL writes that another node integrated first.
     static let capturedWritesGoneCode: Int32 = -1
 }
