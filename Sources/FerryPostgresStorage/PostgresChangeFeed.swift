@@ -89,40 +89,21 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         }
     }
 
-    /// LISTEN on a pooled connection held for as long as it lives; after it dies (or fails to
-    /// start), again after a backoff of 0.1 s doubling up to 5 s.
+    /// LISTEN (`PostgresListener`): whatever committed before the listener (re)connected is
+    /// read then, the rest arrives by NOTIFY.
     private func listen() async {
-        var failures = 0
-        while !Task.isCancelled {
-            do {
-                try await client.withConnection { connection in
-                    try await connection.listen(on: PostgresSyncMeta.channel) { notifications in
-                        // Listening now: whatever committed before is read here, after by NOTIFY.
-                        try await refresh()
-                        if failures > 0 { logger.info("PostgreSQL: the change feed listens again") }
-                        failures = 0
-                        for try await notification in notifications {
-                            if let (signal, sent) = PostgresSyncMeta.notification(payload: notification.payload) {
-                                if let sent {
-                                    let lag = max(0, Date().timeIntervalSince1970 - Double(sent) / 1000)
-                                    lock.withLock { lastLag = lag }
-                                }
-                                publish(headVersion: signal.headVersion, stateRevision: signal.stateRevision)
-                            } else {
-                                try await refresh()
-                            }
-                        }
-                    }
-                }
-                if Task.isCancelled { return }
-                logger.warning("PostgreSQL: the change feed's listener stopped; reconnecting")
-            } catch {
-                if Task.isCancelled { return }
-                logger.warning("PostgreSQL: the change feed's listener failed; reconnecting: \(PostgresFailure.describe(error))")
-            }
-            failures += 1
-            let delay = min(0.1 * pow(2, Double(min(failures - 1, 10))), 5)
-            do { try await Task.sleep(for: .seconds(delay)) } catch { return }
-        }
+        await PostgresListener.run(client, channel: PostgresSyncMeta.channel, what: "the change feed", logger: logger,
+                                   listening: { try await refresh() },
+                                   notified: { notification in
+                                       if let (signal, sent) = PostgresSyncMeta.notification(payload: notification.payload) {
+                                           if let sent {
+                                               let lag = max(0, Date().timeIntervalSince1970 - Double(sent) / 1000)
+                                               lock.withLock { lastLag = lag }
+                                           }
+                                           publish(headVersion: signal.headVersion, stateRevision: signal.stateRevision)
+                                       } else {
+                                           try await refresh()
+                                       }
+                                   })
     }
 }

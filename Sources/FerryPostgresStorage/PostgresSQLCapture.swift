@@ -172,27 +172,8 @@ extension PostgresSyncStorage {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let (client, logger) = (self.client, self.logger)
         let task = Task {
-            var failures = 0
-            while !Task.isCancelled {
-                do {
-                    try await client.withConnection { connection in
-                        try await connection.listen(on: PostgresSQLTables.captureChannel) { notifications in
-                            continuation.yield()
-                            if failures > 0 { logger.info("PostgreSQL: listening for SQL writes again") }
-                            failures = 0
-                            for try await _ in notifications { continuation.yield() }
-                        }
-                    }
-                    if Task.isCancelled { break }
-                    logger.warning("PostgreSQL: the listener for SQL writes stopped; reconnecting")
-                } catch {
-                    if Task.isCancelled { break }
-                    logger.warning("PostgreSQL: the listener for SQL writes failed; reconnecting: \(PostgresFailure.describe(error))")
-                }
-                failures += 1
-                let delay = min(0.1 * pow(2, Double(min(failures - 1, 10))), 5)
-                do { try await Task.sleep(for: .seconds(delay)) } catch { break }
-            }
+            await PostgresListener.run(client, channel: PostgresSQLTables.captureChannel, what: "the capture of SQL writes", logger: logger,
+                                       listening: { continuation.yield() }, notified: { _ in continuation.yield() })
             continuation.finish()
         }
         continuation.onTermination = { _ in task.cancel() }

@@ -48,6 +48,7 @@ public enum SQLWriteDecoding {
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.singleValueContainer()
+            // Not a string: then it must be a list (whose own decoding error is the one thrown).
             if c.decodeNil() { self = .null } else if let s = try? c.decode(String.self) { self = .text(s) } else { self = .list(try c.decode([String?].self)) }
         }
     }
@@ -110,6 +111,7 @@ public enum SQLWriteDecoding {
         for row in rows {
             guard let os = schema.objectSchema(named: row.table) else { continue }
             for json in [row.old, row.new] {
+                // A key that cannot be read names no row Ferry holds: nothing to put back.
                 guard let cols = try? columns(json, of: os), let key = try? value(cols[os.primaryKeyIndex], of: os.properties[os.primaryKeyIndex]) else { continue }
                 let k = ObjectKey(table: os.name, key: key)
                 if seen.insert(k).inserted { keys.append(k) }
@@ -127,6 +129,7 @@ public enum SQLWriteDecoding {
     /// A row's JSON array of column texts, one per property.
     static func columns(_ json: String?, of os: ObjectSchema) throws -> [Column] {
         guard let json else { throw Refusal("the captured row has no values") }
+        // Any decoding error is this one refusal, which says what was wrong.
         guard let items = try? JSONDecoder().decode([Column].self, from: Data(json.utf8)), items.count == os.properties.count else {
             throw Refusal("the captured row does not match the class's \(os.properties.count) properties (was the table changed outside Ferry?)")
         }
@@ -153,6 +156,8 @@ public enum SQLWriteDecoding {
         }
     }
 
+    /// Each `try?` here turns a value type's own error into the refusal that names the
+    /// column and shows the text.
     static func scalar(_ text: String?, _ type: PropertyType) throws -> FerryValue {
         guard let text else { return .null }
         let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text

@@ -290,6 +290,9 @@ struct DataAPIWriteTests {
             #expect(try await samples() == [1, 2, 2, 3, 4])
             #expect(try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"pull":{"samples":[2,4,9]}}"#).status == 200)
             #expect(try await samples() == [1, 3])
+            // Nothing to pull: matched, not modified, nothing written.
+            let nothing = try await Self.call(port, "updateOne", #"{"class":"Reading","primaryKey":{"$oid":"\#(id)"},"pull":{"samples":[9]}}"#)
+            #expect(nothing.status == 200 && nothing.json["matchedCount"] as? Int == 1 && nothing.json["modifiedCount"] as? Int == 0)
             // With set in one transaction: the label set, the list edited, one version.
             let both = try await Self.call(port, "transaction", #"{"operations":[{"action":"updateOne","class":"Reading","primaryKey":{"$oid":"\#(id)"},"set":{"label":"m"},"push":{"samples":[5]},"pull":{"samples":[1]}}]}"#)
             #expect(both.status == 200)

@@ -78,8 +78,10 @@ extension DataAPIRoutes {
             let (current, basedOn) = try await currentLists(of: [op])
             let (instructions, target) = try update(op, current: current)
             guard !instructions.isEmpty else {
-                // Only list operations, on an object that does not exist: nothing to write.
-                return Self.json(Self.object([("matchedCount", "0"), ("modifiedCount", "0"), ("version", "\(basedOn ?? 0)")]))
+                // Only list operations that change nothing (the object does not exist, or
+                // nothing to push or pull): nothing to write.
+                let matched = current?[target].map { readFilter(caller)($0, os) } ?? false
+                return Self.json(Self.object([("matchedCount", matched ? "1" : "0"), ("modifiedCount", "0"), ("version", "\(basedOn ?? 0)")]))
             }
             let result = try await write(call, instructions, basedOn: basedOn)
             // Matched: it existed and the caller may read it (a user learns nothing of others').
@@ -183,7 +185,6 @@ extension DataAPIRoutes {
     private func currentLists(of operations: [Operation]) async throws -> ([ObjectKey: [FerryValue]]?, UInt64?) {
         let keys = try operations.filter { $0.action == "updateOne" && $0.readsLists }.map { try objectKey($0.class, $0.primaryKey ?? .null) }
         guard !keys.isEmpty else { return (nil, nil) }
-        let schema = try Schema(Array(Set(keys.map(\.table))).map { try objectSchema($0) })
         // The head before and after the read: equal, nothing committed between them, so
         // what was read is the state at that version. Concurrent writers may move it: a
         // few tries, then the caller is asked to try again.
