@@ -96,6 +96,13 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             // Triggers' webhooks (a client that pools connections and speaks TLS).
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ], resources: [
+            // The admin console's files, compiled into the binary (`PackageResources`): a copied
+            // `ferry-server` keeps its console, and no bundle sits next to it.
+            .embedInCode("Admin/Console/index.html"),
+            .embedInCode("Admin/Console/console.css"),
+            .embedInCode("Admin/Console/console.js"),
+            .embedInCode("Admin/Console/favicon.svg"),
         ]),
         .executableTarget(name: "ferry-server", dependencies: [
             "FerryServer", "FerryAuth", "FerrySyncStorage", .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -16,6 +16,9 @@ root=$PWD
 phase() { echo "==> $* [$(date -u +%H:%M:%S), ${SECONDS} s in]"; }
 scripts/install-deps.sh
 
+phase "every try? in Sources says why its error is harmless (issue 25)"
+scripts/check-swallowed-errors.py
+
 phase "building libferry.so"
 scripts/build.sh
 

@@ -86,6 +86,7 @@ extension AppDirectory {
         case .number(let d): return .value(d.rounded() == d && abs(d) < 9.0e15 ? .int(Int64(d)) : .double(d))
         case .string(let s): return .value(.string(s))
         case .object(let o):
+            // Not 24 hex digits: the object is not an ObjectId literal, and is read as a document.
             if o.count == 1, case .string(let hex)? = o["$oid"], let oid = try? ObjectId(hex: hex) { return .value(.objectId(oid)) }
             throw AppConfigurationError(file: file, "\(what): only {\"$oid\": ...} is supported as an object value")
         case .array:

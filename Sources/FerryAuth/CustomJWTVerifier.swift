@@ -29,6 +29,7 @@ struct HostTokenClaims: JWTPayload {
         let expSeconds = try c.decode(Double.self, forKey: Key(stringValue: "exp"))
         exp = Date(timeIntervalSince1970: expSeconds)
         let audKey = Key(stringValue: "aud")
+        // `aud` is a string or a list of strings: each `try?` asks which (neither: no audience).
         if let one = try? c.decode(String.self, forKey: audKey) { aud = [one]; hasAudience = true }
         else if let list = try? c.decode([String].self, forKey: audKey) { aud = list; hasAudience = true }
         else { aud = []; hasAudience = false }
@@ -44,6 +45,7 @@ struct HostTokenClaims: JWTPayload {
         iss = c.contains(issKey) ? try c.decode(String.self, forKey: issKey) : nil
         var other: [String: FerryValue] = [:]
         for key in c.allKeys where !["sub", "exp", "aud", "iat", "nbf", "iss"].contains(key.stringValue) {
+            // Each `try?` asks the claim's JSON kind; a claim of none of them is left out.
             if let s = try? c.decode(String.self, forKey: key) { other[key.stringValue] = .string(s) }
             else if let b = try? c.decode(Bool.self, forKey: key) { other[key.stringValue] = .bool(b) }
             else if let i = try? c.decode(Int64.self, forKey: key) { other[key.stringValue] = .int(i) }

@@ -12,6 +12,7 @@ enum JWTHeader {
         var text = token[..<end].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         text += String(repeating: "=", count: (4 - text.count % 4) % 4)
         guard let data = Data(base64Encoded: text),
+              // A header that is not a JSON object makes the token unreadable: nil is that answer.
               let header = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
         return header["alg"] as? String
     }

@@ -17,6 +17,7 @@ enum ConnectionWatchdog {
         let watchdog = Task {
             do { try await Task.sleep(for: deadline) } catch { return }
             logger.error("PostgreSQL: \(what) took longer than \(deadline); closing its connection so it fails")
+            // Closing a connection already given up on: its failure changes nothing.
             try? await connection.close()
         }
         defer { watchdog.cancel() }

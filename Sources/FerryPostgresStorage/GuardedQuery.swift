@@ -28,6 +28,7 @@ extension PostgresConnection {
             }
             Task {
                 while !answer.isDone {
+                    // Throws only when cancelled: the retry loop sees the cancellation next.
                     try? await Task.sleep(for: .milliseconds(100))
                     if connection.isClosed {
                         answer.resume(.failure(FerryError(.io, "the connection to PostgreSQL closed before the query was answered")))

@@ -67,6 +67,7 @@ public final class PostgresBackend: Sendable {
     private static func probe(_ location: PostgresLocation, logger: Logger) async throws {
         try await PostgresFailure.run("connecting to \(location)") {
             let connection = try await PostgresConnection.connect(configuration: try location.connectionConfiguration(), id: 0, logger: logger)
+            // Closing a connection already given up on: its failure changes nothing.
             try? await connection.close()
         }
     }

@@ -177,6 +177,7 @@ public enum SQLWriteDecoding {
         case .string:
             return .string(text)
         case .objectId, .link:
+            // The parse error is replaced by a refusal that quotes the value (below, likewise).
             guard let o = try? ObjectId(hex: text), o.description == text else { throw Refusal("'\(shown)' is not an ObjectId (24 lowercase hex digits)") }
             return .objectId(o)
         case .uuid:
@@ -188,7 +189,8 @@ public enum SQLWriteDecoding {
         case .timestamp:
             guard let micros = Int64(text) else { throw Refusal("the timestamp \(shown) is outside what Ferry holds (its microseconds must fit in 64 bits)") }
             let (seconds, rest) = (micros >= 0 || micros % 1_000_000 == 0) ? (micros / 1_000_000, micros % 1_000_000) : (micros / 1_000_000 - 1, micros % 1_000_000 + 1_000_000)
-            guard let t = try? Timestamp(seconds: seconds, nanoseconds: Int32(rest * 1000)) else { throw Refusal("the timestamp \(shown) is outside what Ferry holds") }
+            // As above: the range error becomes a refusal that quotes the value.
+        guard let t = try? Timestamp(seconds: seconds, nanoseconds: Int32(rest * 1000)) else { throw Refusal("the timestamp \(shown) is outside what Ferry holds") }
             return .timestamp(t)
         }
     }

@@ -119,6 +119,16 @@ public final class SQLiteConnection {
         return FerryError(.io, "\(what): cannot open a file of \(description): \(descriptors)")
     }
 
+    /// Ends the open transaction, undoing it: after an error (the error is what the caller
+    /// reports), or to end a transaction that only read. The rollback's own failure changes
+    /// nothing, so it is not thrown: SQLite fails a ROLLBACK only when no transaction
+    /// is open (it rolls back by itself after some errors, such as SQLITE_FULL or an I/O error),
+    /// or when the connection is closed, and then there is nothing left to undo either way.
+    public func rollback() {
+        guard let db else { return }
+        _ = sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
+    }
+
     /// Runs one or more statements that return no rows.
     public func exec(_ sql: String) throws {
         guard let db else { throw FerryError(.closed, "the connection is closed") }

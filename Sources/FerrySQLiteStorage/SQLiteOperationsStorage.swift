@@ -50,7 +50,7 @@ public final class SQLiteOperationsStorage: OperationsStorage, TriggerStorage, @
                 try db.exec("COMMIT")
                 return result
             } catch {
-                try? db.exec("ROLLBACK")
+                db.rollback()
                 throw error
             }
         }

@@ -20,7 +20,8 @@ final class SQLiteSyncSnapshot: SyncSnapshot, @unchecked Sendable {
     }
 
     func close() {
-        try? db.exec("COMMIT")
+        // A read-only transaction, and the connection closes next: nothing to keep.
+        db.rollback()
         db.close()
     }
 

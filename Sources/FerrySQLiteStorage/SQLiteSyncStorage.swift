@@ -97,7 +97,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
                     try writer.exec("COMMIT")
                     return result
                 } catch {
-                    try? writer.exec("ROLLBACK")
+                    writer.rollback()
                     throw error
                 }
             }
@@ -280,7 +280,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
                 // Ending a read-only transaction only releases a read lock: no other connection
                 // can refuse it (no busy, nothing to write back), so it fails only when SQLite
                 // itself is out of memory or misused. The read's own error is thrown either way.
-                _ = try? db.exec("ROLLBACK")
+                db.rollback()
                 throw error
             }
         }
@@ -298,7 +298,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
                 try writerLock.withLock { try writer.exec("COMMIT") }
                 return (result, tx.newHead)
             } catch {
-                writerLock.withLock { _ = try? writer.exec("ROLLBACK") }
+                writerLock.withLock { writer.rollback() }
                 throw error
             }
         }

@@ -114,7 +114,7 @@ public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
                 }
                 try db.exec("COMMIT")
             } catch {
-                try? db.exec("ROLLBACK")
+                db.rollback()
                 throw error
             }
             return User(id: id, identities: [identity], data: data, disabled: false)
@@ -200,7 +200,7 @@ public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
                 try run("DELETE FROM users WHERE id = ?") { $0.bind(1, id) }
                 try db.exec("COMMIT")
             } catch {
-                try? db.exec("ROLLBACK")
+                db.rollback()
                 throw error
             }
         }
@@ -214,7 +214,7 @@ public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
                 try run("UPDATE users SET sessions_valid_after = ? WHERE id = ?") { $0.bind(1, validAfter); $0.bind(2, userId) }
                 try db.exec("COMMIT")
             } catch {
-                try? db.exec("ROLLBACK")
+                db.rollback()
                 throw error
             }
         }

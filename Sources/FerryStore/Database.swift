@@ -120,7 +120,7 @@ public final class Database: @unchecked Sendable {
             guard !closed else { return (false, []) }
             closed = true
             if transaction != nil {
-                try? store.writer.exec("ROLLBACK")
+                store.writer.rollback()
                 transaction = nil
                 store.releaseWriteLock(for: id)
             }
@@ -201,10 +201,10 @@ public final class Database: @unchecked Sendable {
                 if !log.isEmpty { store.notifyCommitListeners() }
                 return receipt
             } catch let r as PrecheckRejection {
-                try? store.writer.exec("ROLLBACK")
+                store.writer.rollback()
                 throw r.error
             } catch let e as FerryError {
-                try? store.writer.exec("ROLLBACK")
+                store.writer.rollback()
                 // A version rolled back may be another process's next one.
                 store.forgetOwnCommits()
                 throw FerryError(e.code == .duplicatePrimaryKey ? .io : e.code, "the commit failed and was rolled back: \(e.message)")
@@ -494,7 +494,7 @@ public final class Database: @unchecked Sendable {
             if let changes { try store.logChanges(changes) }
             try store.commitAndPublish(store.hasObservers ? changes : nil)
         } catch {
-            try? store.writer.exec("ROLLBACK")
+            store.writer.rollback()
             store.forgetOwnCommits()
             throw error
         }

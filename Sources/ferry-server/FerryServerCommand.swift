@@ -89,8 +89,15 @@ struct FerryServerCommand: AsyncParsableCommand {
                     portLogger.error("cannot write the port file \(tmp) (listening on port \(port))")
                     return
                 }
-                _ = try? FileManager.default.replaceItemAt(URL(fileURLWithPath: portFile), withItemAt: URL(fileURLWithPath: tmp))
-                if !FileManager.default.fileExists(atPath: portFile) { try? FileManager.default.moveItem(atPath: tmp, toPath: portFile) }
+                do {
+                    if FileManager.default.fileExists(atPath: portFile) {
+                        _ = try FileManager.default.replaceItemAt(URL(fileURLWithPath: portFile), withItemAt: URL(fileURLWithPath: tmp))
+                    } else {
+                        try FileManager.default.moveItem(atPath: tmp, toPath: portFile)
+                    }
+                } catch {
+                    portLogger.error("cannot write the port file \(portFile) (listening on port \(port)): \(error)")
+                }
             }
             try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
         } catch let e as ServerStartError {

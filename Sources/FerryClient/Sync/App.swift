@@ -173,6 +173,16 @@ public final class App: @unchecked Sendable {
         l(level, message())
     }
 
+    /// Runs `body`; a failure is logged as a warning with what it costs (`cost`) and gives nil.
+    /// For the reads and writes the library can carry on without, each call saying why.
+    @discardableResult
+    func attempt<T>(_ what: @autoclosure () -> String, cost: @autoclosure () -> String, _ body: () throws -> T) -> T? {
+        do { return try body() } catch {
+            log(.warn, "\(what()) failed: \(error); \(cost())")
+            return nil
+        }
+    }
+
     func report(_ error: SyncError, session: SyncSession) {
         log(error.isFatal ? .error : .warn, "sync error \(error.code) on \(session.path): \(error.message)")
         errorHandler?(session, error)
@@ -336,7 +346,10 @@ public final class App: @unchecked Sendable {
             loop.post { completion(.failure(e)) }
             return
         }
-        let downloadedOnce = (try? session.database.syncValue(Self.downloadedOnceKey)) != nil
+        // Unreadable counts as never downloaded: the open then waits for a download (the safe side).
+        let downloadedOnce = attempt("\(path): reading whether it was downloaded once", cost: "the open waits for a download") {
+            try session.database.syncValue(Self.downloadedOnceKey)
+        } != nil
         let wait = options.downloadBeforeOpen == .always || (options.downloadBeforeOpen == .once && !downloadedOnce)
         guard wait else {
             loop.post { completion(.success(session)) }
@@ -360,10 +373,16 @@ public final class App: @unchecked Sendable {
                     session.close()
                     return finish.deliver(.failure(error))
                 }
-                if options.downloadBeforeOpen == .once { try? session.database.setSyncValue(Self.downloadedOnceKey, [1]) }
+                if options.downloadBeforeOpen == .once {
+                    self.attempt("\(path): recording that it was downloaded once", cost: "the next open waits for a download again") {
+                        try session.database.setSyncValue(Self.downloadedOnceKey, [1])
+                    }
+                }
                 finish.deliver(.success(session))
             }
-            let version = (try? session.subscriptions().version) ?? 0
+            let version = attempt("\(path): reading its subscription set", cost: "the open waits only for the server's answer") {
+                try session.subscriptions().version
+            } ?? 0
             // No subscription set yet: nothing syncs down (SPEC F-REQSUB), so the open waits
             // only for the server to answer, not for a set that may never come.
             guard version > 0 else { return session.waitForDownload(done) }

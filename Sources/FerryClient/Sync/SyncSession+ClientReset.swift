@@ -61,7 +61,13 @@ extension SyncSession {
         guard var run = reset, let id = sessionId else { return }
         run.ident = ident
         run.salt = salt
-        guard let set = try? SubscriptionSet.load(database), set.version > 0 else {
+        let set: SubscriptionSet
+        do { set = try SubscriptionSet.load(database) } catch {
+            // Not "no subscriptions": that would take an empty server state as the file's.
+            reset = run
+            return resetFailed(run, error)
+        }
+        guard set.version > 0 else {
             // No subscriptions: the server's state for this file is empty.
             reset = run
             return finishClientReset(serverVersion: 0)
@@ -96,7 +102,10 @@ extension SyncSession {
     func abandonClientReset() {
         guard reset != nil else { return }
         reset = nil
-        try? database.clearStagedResetDownload()
+        do { try database.clearStagedResetDownload() } catch {
+            // Costs only the space: the next reset clears the staging before it stages.
+            app.log(.warn, "\(path): cannot clear an abandoned client reset's staged download: \(error)")
+        }
     }
 
     /// The fresh download is complete: apply it, then sync on as the new client file.
@@ -140,9 +149,10 @@ extension SyncSession {
             dropSnapshot()
             return resetFailed(run, error)
         }
-        guard let meta = try? database.syncMetadata() else {
+        let meta: SyncMetadata
+        do { meta = try database.syncMetadata() } catch {
             dropSnapshot()
-            return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the sync state of \(path) after its client reset", isFatal: true, action: .applicationBug))
+            return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the sync state of \(path) after its client reset: \(error)", isFatal: true, action: .applicationBug))
         }
         acknowledged = meta.acknowledged
         lastUploaded = meta.acknowledged

@@ -30,7 +30,12 @@ extension SyncSession {
         _ = try database.receiptStatus(receipt)
         let posted = app.loop.post { [self] in
             let waiter = ReceiptWaiter(receipt: receipt, target: target, done: done)
-            if let status = try? database.receiptStatus(receipt), waiter.isMet(by: status) { return done(.success(status)) }
+            do {
+                let status = try database.receiptStatus(receipt)
+                if waiter.isMet(by: status) { return done(.success(status)) }
+            } catch {
+                return done(.failure(error as? FerryError ?? FerryError(.io, "cannot read receipt \(receipt): \(error)")))
+            }
             if let f = fatal { return done(.failure(f.asFerryError)) }
             if closed { return done(.failure(FerryError(.closed, "the sync session is closed"))) }
             receiptWaiters.append(waiter)

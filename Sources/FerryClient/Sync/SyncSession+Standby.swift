@@ -41,11 +41,14 @@ extension SyncSession {
         app.log(.info, "\(path): this process is now the sync agent")
         // What the previous agent read of the file is this process's to read again: the
         // acknowledged version and the unsynced count may have moved while it synced.
-        if let meta = try? database.syncMetadata() {
+        let meta = app.attempt("\(path): reading the sync state the previous agent left", cost: "uploads start from this process's last view of it") {
+            try database.syncMetadata()
+        }
+        if let meta {
             acknowledged = max(acknowledged, meta.acknowledged)
             database.startReceiptSession(acknowledged: acknowledged)
         }
-        try? countLocalChanges()
+        app.attempt("\(path): counting the unsynced changes", cost: "progress counts them from the next commit") { try countLocalChanges() }
         if !paused { app.attach(self) }
     }
 }

@@ -541,14 +541,15 @@ public final class SyncSession: @unchecked Sendable {
     }
 
     func subscriptionCompleted(_ version: UInt64) {
-        guard version > 0, var set = try? SubscriptionSet.load(database), set.version == version, set.state != .complete else {
-            checkSubscriptionWaiters()
-            return
-        }
-        set.state = .complete
         // What the data reflects first: a crash between the two leaves the set pending, and
         // the next connection only asks for it again.
         do {
+            var set = try SubscriptionSet.load(database)
+            guard version > 0, set.version == version, set.state != .complete else {
+                checkSubscriptionWaiters()
+                return
+            }
+            set.state = .complete
             try set.saveAsReflected(database)
             try set.save(database)
         } catch {
@@ -558,15 +559,30 @@ public final class SyncSession: @unchecked Sendable {
     }
 
     private func subscriptionFailed(_ message: String) {
-        guard var set = try? SubscriptionSet.load(database), set.version == sentQueryVersion else { return }
-        set.state = .error
-        set.errorMessage = message
-        try? set.save(database)
+        do {
+            var set = try SubscriptionSet.load(database)
+            guard set.version == sentQueryVersion else { return }
+            set.state = .error
+            set.errorMessage = message
+            try set.save(database)
+        } catch {
+            return fail(SyncError(code: ProtocolError.Code.local, message: "cannot record that the server rejected subscription set \(sentQueryVersion) of \(path) (\(message)): \(error)",
+                                  isFatal: true, action: .applicationBug))
+        }
         checkSubscriptionWaiters()
     }
 
     private func checkSubscriptionWaiters() {
-        guard let set = try? SubscriptionSet.load(database) else { return }
+        let set: SubscriptionSet
+        do { set = try SubscriptionSet.load(database) } catch {
+            // A wait that cannot read the set would never be answered: it fails with the reason.
+            let e = FerryError(.io, "cannot read the subscription set of \(path): \(error)")
+            app.log(.error, e.message)
+            let waiting = subscriptionWaiters
+            subscriptionWaiters.removeAll()
+            for w in waiting { w.done(e) }
+            return
+        }
         subscriptionWaiters.removeAll { w in
             if set.version > w.version || (set.version == w.version && set.state == .complete) { w.done(nil); return true }
             if set.version == w.version && set.state == .error {

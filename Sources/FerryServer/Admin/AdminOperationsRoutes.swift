@@ -160,8 +160,10 @@ struct AdminOperationsRoutes {
         return id
     }
 
+    /// The entry's details as the JSON the server stored; text that is not JSON (an entry
+    /// written by an older server, or damaged) is shown as the string it is, never hidden.
     static func details(_ e: SyncLogEntry) -> StoredJSON {
-        (try? JSONDecoder().decode(StoredJSON.self, from: Data(e.details.utf8))) ?? .object([])
+        do { return try JSONDecoder().decode(StoredJSON.self, from: Data(e.details.utf8)) } catch { return .string(e.details) }
     }
 }
 

@@ -41,7 +41,19 @@ struct ConsoleRoutes {
     }
 }
 
-/// The console's files, as Swift strings (one file each: `ConsoleAssets-html.swift`,
-/// `-css`, `-js`, `-svg`): SwiftPM resources would need a bundle next to the executable,
-/// and a copied `ferry-server` binary would lose its console.
-enum ConsoleAssets {}
+/// The console's files, edited as the HTML, CSS, JavaScript and SVG they are in
+/// `Admin/Console/` and compiled into the binary by SwiftPM (`.embedInCode` in Package.swift):
+/// a bundle of resources would have to sit next to the executable, and a copied `ferry-server`
+/// would lose its console.
+enum ConsoleAssets {
+    /// The one page (`/admin`, `/admin/`): the shell, the sign-in form and the confirmation dialog.
+    static let page = text(PackageResources.index_html)
+    /// The look (`/admin/console.css`).
+    static let style = text(PackageResources.console_css)
+    /// Everything the console does (`/admin/console.js`): reads the admin API with the token.
+    static let script = text(PackageResources.console_js)
+    /// The icon (`/admin/favicon.svg`).
+    static let icon = text(PackageResources.favicon_svg)
+
+    private static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+}

@@ -110,6 +110,7 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
         } else if host.filter({ $0 == ":" }).count == 1, let colon = host.firstIndex(of: ":") {
             host = host[..<colon]
         }
+        // Not an IP address: nil is the answer, not a lost error.
         return try? SocketAddress(ipAddress: String(host), port: 0)
     }
 }

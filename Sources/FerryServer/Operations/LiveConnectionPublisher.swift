@@ -23,6 +23,8 @@ struct LiveConnectionPublisher: Sendable {
             }
             do { try await Task.sleep(for: interval) } catch { break }
         }
-        try? await storage.publishConnections(node: node, [], nowMilliseconds: SyncLogRecorder.nowMilliseconds())
+        do { try await storage.publishConnections(node: node, [], nowMilliseconds: SyncLogRecorder.nowMilliseconds()) } catch {
+            logger.warning("cannot clear this node's published connections on shutdown (they expire with their heartbeat): \(error)")
+        }
     }
 }

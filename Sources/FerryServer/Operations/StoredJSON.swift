@@ -59,6 +59,7 @@ enum StoredJSON: Sendable, Equatable, Codable {
     }
 
     init(from decoder: any Decoder) throws {
+        // Each `try?` below asks what kind of JSON value this is; a no moves on to the next kind.
         if let keyed = try? decoder.container(keyedBy: Key.self) {
             self = .object(try keyed.allKeys.sorted { $0.stringValue < $1.stringValue }.map { ($0.stringValue, try keyed.decode(StoredJSON.self, forKey: $0)) })
             return
@@ -69,6 +70,7 @@ enum StoredJSON: Sendable, Equatable, Codable {
             self = .array(items)
             return
         }
+        // One value: the `try?` below ask which kind, as above.
         let single = try decoder.singleValueContainer()
         if single.decodeNil() { self = .null }
         else if let b = try? single.decode(Bool.self) { self = .bool(b) }

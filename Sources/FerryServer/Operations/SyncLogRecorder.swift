@@ -53,6 +53,7 @@ final class SyncLogRecorder: Sendable {
 
     init(node: String, storage: any OperationsStorage, retention: SyncLogRetention, metrics: ServerMetrics, logger: Logger, capacity: Int = 10_000,
          gatherWindow: Duration = SyncLogRecorder.defaultGatherWindow,
+         // Task.sleep throws only when cancelled: the wait is over then too.
          sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) }) {
         self.node = node
         self.storage = storage
@@ -107,6 +108,7 @@ final class SyncLogRecorder: Sendable {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             gate.withLock { $0 = c }
             Task { await self.flush(); open() }
+            // Throws only when cancelled; the gate opens either way.
             Task { try? await Task.sleep(for: limit); open() }
         }
     }

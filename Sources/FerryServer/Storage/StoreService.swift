@@ -18,6 +18,7 @@ struct StoreService: Service {
         let publishing = Task { await publisher?.run() }
         let delivering = Task { await triggers?.run() }
         let integrating = Task { await sqlWrites?.run() }
+        // Throws only when the task is cancelled, which is a shutdown as well.
         try? await gracefulShutdown()
         // A SQL transaction cut short stays in the inbox (taken out only by its commit).
         integrating.cancel()

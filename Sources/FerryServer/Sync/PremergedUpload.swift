@@ -44,6 +44,8 @@ struct PremergedUpload: Sendable {
         // The head first: objects read after it are at least as new.
         let readHead = try await storage.syncState().headVersion
         let acknowledged = max(known, try await storage.clientFile(clientFile)?.acknowledgedClientVersion ?? 0)
+        // A merge ahead is only an early start: whatever fails here fails again in the upload's
+        // own turn under the lock, which reports it. So do the two `try?` below.
         guard let integration = try? UploadIntegration(session: session, clientFile: clientFile, user: user, view: view, app: app,
                                                        schema: schema, acknowledged: acknowledged, decoded: changesets) else { return nil }
         let keys = integration.keys

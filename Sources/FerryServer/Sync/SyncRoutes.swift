@@ -102,6 +102,7 @@ struct SyncRoutes {
         let body = "{\"error\":\(jsonString(error.message)),\"error_code\":\(jsonString(error.code))}"
         let response = RawHTTPResponse.make(status: error.status.code, reason: error.status.reasonPhrase,
                                             contentType: "application/json", body: body)
+        // The channel may have closed meanwhile: the refusal then has nobody to reach.
         try? await channel.eventLoop.submit {
             try channel.pipeline.syncOperations.handler(type: ConnectionGuard.self).answerRefusedUpgrade(response)
         }.get()

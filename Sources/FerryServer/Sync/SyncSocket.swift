@@ -63,6 +63,7 @@ struct SyncSocket<Hub: SyncConnectionHub>: Sendable {
             let error = ProtocolError(session: 0, code: ProtocolError.Code.tooManyConnections,
                                       message: "the user has \(most) sync connections open, the most allowed; close one or try again later",
                                       tryAgain: true, action: .transient)
+            // The connection is refused either way; a client already gone cannot be told why.
             try? await write(ByteBuffer(bytes: ProtocolCodec.encode(.error(error))))
             return
         }

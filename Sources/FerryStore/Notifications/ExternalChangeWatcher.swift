@@ -92,11 +92,15 @@ final class ExternalChangeWatcher: @unchecked Sendable {
         do {
             let v = try connection.dataVersion()
             guard v != dataVersion else { return }
-            dataVersion = v
+            // The positions move only once what they cover is published: a look that fails
+            // (a busy or closing file) is done again whole at the next tick.
+            var (lastHistory, lastChangeLog) = (self.lastHistory, self.lastChangeLog)
             var changes = CommittedChanges([])
             var foreignWrites = false
             try connection.exec("BEGIN")
-            defer { try? connection.exec("COMMIT") }
+            // A read transaction: ending it only releases the read lock, so it cannot fail in a
+            // way that matters (the next BEGIN would report a connection that went bad).
+            defer { connection.rollback() }
             let h = try connection.statement("SELECT version, changeset FROM __ferry_history WHERE version > ? ORDER BY version")
             h.bind(1, Int64(bitPattern: lastHistory))
             while try h.step() {
@@ -104,6 +108,9 @@ final class ExternalChangeWatcher: @unchecked Sendable {
                 lastHistory = max(lastHistory, version)
                 if store.takeOwn(history: version) { continue }
                 foreignWrites = true
+                // A changeset that does not decode (a damaged file) never will: reading it again
+                // cannot help. Its objects' observers miss this change; the upload path, which
+                // decodes the same row, reports the damage as an error.
                 if let cs = try? ChangesetCodec.decode(h.blob(1)) { changes.merge(CommittedChanges(cs.instructions)) }
             }
             h.resetKeepingBindings()
@@ -114,10 +121,12 @@ final class ExternalChangeWatcher: @unchecked Sendable {
                     let seq = UInt64(bitPattern: l.int64(0))
                     lastChangeLog = max(lastChangeLog, seq)
                     if store.takeOwn(changeLog: seq) { continue }
+                    // As above: a row that does not decode never will.
                     if let logged = try? ChangeLogCodec.decode(l.blob(1)) { changes.merge(logged) }
                 }
                 l.resetKeepingBindings()
             }
+            (self.lastHistory, self.lastChangeLog, dataVersion) = (lastHistory, lastChangeLog, v)
             store.publishExternal(changes)
             if foreignWrites { store.notifyCommitListeners() }
         } catch {

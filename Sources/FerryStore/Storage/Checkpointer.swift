@@ -64,6 +64,8 @@ final class Checkpointer: @unchecked Sendable {
                 return stopping
             }
             if stop { return }
+            // A passive checkpoint that fails (busy, or the file closing) only leaves pages in
+            // the WAL: the next request copies them, and a commit past the hard limit does.
             try? connection.exec("PRAGMA wal_checkpoint(PASSIVE)")
         }
     }

@@ -53,7 +53,7 @@ extension Database {
             // Before anything is read, so the copy gets room for the nonces and tags.
             if newKey != nil, let db = reader.db { _ = fcipher_reserve(db) }
             try guardian.exec("BEGIN IMMEDIATE")
-            defer { try? guardian.exec("ROLLBACK") }
+            defer { guardian.rollback() }
             let meta = try reader.statement("SELECT count(*) FROM sqlite_master WHERE name = '__ferry_meta'")
             guard try meta.step(), meta.int64(0) == 1 || !requireFerryFile else {
                 meta.reset()

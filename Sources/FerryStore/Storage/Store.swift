@@ -305,7 +305,7 @@ final class Store: @unchecked Sendable {
             }
             return (active, kept, synced || p.marked)
         } catch {
-            try? w.exec("ROLLBACK")
+            w.rollback()
             throw error
         }
     }

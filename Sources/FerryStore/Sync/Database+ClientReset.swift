@@ -28,6 +28,7 @@ extension Database {
         do {
             return try resetToServerState(target: target, recover: recover, discardReason: discardReason)
         } catch {
+            // Only space is at stake: the next reset clears the staging before it stages.
             try? clearStagedResetDownload()
             throw error
         }
@@ -93,7 +94,7 @@ extension Database {
             history.resetKeepingBindings()
             var deviceRows: [ObjectKeyRef: [FerryValue]] = [:]
             for ref in order {
-                if let ci = try? store.classIndex(named: ref.table), let row = try store.readRow(c, ci, key: ref.key) { deviceRows[ref] = row }
+                if let ci = store.schema.classIndex(named: ref.table), let row = try store.readRow(c, ci, key: ref.key) { deviceRows[ref] = row }
             }
 
             // The server's state replaces the synced data: each staged object is written over
@@ -179,7 +180,7 @@ extension Database {
                     report.entries.append(.init(objectType: ref.table, primaryKey: ref.key, outcome: .discarded, reason: discardReason))
                     continue
                 }
-                guard let ci = try? store.classIndex(named: ref.table) else {
+                guard let ci = store.schema.classIndex(named: ref.table) else {
                     report.entries.append(.init(objectType: ref.table, primaryKey: ref.key, outcome: .discarded,
                                                 reason: "its class is not in this database's schema"))
                     continue

@@ -55,6 +55,7 @@ extension Database {
             }
             if own { try commit() }
         } catch {
+            // Undoes what was written; the error thrown is the one that matters.
             if own { try? cancel() }
             throw error
         }

@@ -115,7 +115,8 @@ extension Database {
             let s = try c.statement("SELECT version, changeset FROM __ferry_history WHERE version > ? AND version <= ? ORDER BY version")
             s.bind(1, Int64(bitPattern: after)); s.bind(2, Int64(bitPattern: through))
             while try s.step() {
-                guard let cs = try? ChangesetCodec.decode(s.blob(1)) else { continue }
+                // Ferry wrote these rows: one that does not decode is a damaged file, said as such.
+                let cs = try ChangesetCodec.decode(s.blob(1))
                 let touched = Set(cs.instructions.map { ObjectKeyRef(table: $0.table, key: $0.key) })
                 let concerning = writes.filter { touched.contains(ObjectKeyRef(table: $0.objectType, key: $0.primaryKey)) }
                 if !concerning.isEmpty { found.append((UInt64(bitPattern: s.int64(0)), concerning)) }

@@ -49,7 +49,7 @@ extension Database {
                     COMMIT;
                     """)
             } catch {
-                try? copy.exec("ROLLBACK")
+                copy.rollback()
                 throw error
             }
         } catch {

@@ -1,9 +1,3 @@
-// console.js of the admin console, served by ConsoleRoutes. Edit the text between the quotes as
-// the JS it is: it is a raw string, so nothing in it is escaped or interpolated.
-
-extension ConsoleAssets {
-    /// The script (`/admin/console.js`): sign-in, hash routes, the pages, every datum from the admin API.
-    static let script = #"""
 // The Ferry admin console: one page, hash routes, every datum from the admin API.
 // Data is only ever put into the page as text (textContent, text nodes, attribute values set
 // with setAttribute on our own attributes): never as HTML.
@@ -1137,5 +1131,3 @@ extension ConsoleAssets {
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
   else start();
 })();
-"""#
-}
