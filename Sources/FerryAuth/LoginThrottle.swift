@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 
 /// Slows password guessing: per account (the normalized email) and per client address, a few
@@ -49,7 +50,7 @@ final class LoginThrottle: @unchecked Sendable {
     }
 
     private let limits: AuthLimits
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var accounts: [String: Entry] = [:]
     private var addresses: [String: Entry] = [:]
     /// In arrival order.

@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 
 /// Bounds how many users one client address can create (anonymous logins and email
@@ -11,7 +12,7 @@ final class SignupLimit: @unchecked Sendable {
     }
 
     private let limits: AuthLimits
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     /// Only addresses whose bucket is not full: a full bucket is the same as no entry.
     private var buckets: [String: Bucket] = [:]
 

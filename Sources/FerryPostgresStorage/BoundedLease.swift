@@ -61,7 +61,7 @@ private final class Handoff: @unchecked Sendable {
         case leased
         case released
     }
-    private let lock = NIOLock()
+    private let lock = ThreadLock()
     private var state: State = .waiting(nil)
     private var releaseWaiter: CheckedContinuation<Void, Never>?
     private var releasedEarly = false

@@ -48,7 +48,7 @@ struct CollectedRows: Sendable {
 
 /// Resumes a continuation once, whichever of the query and the watch answers first.
 private final class AnswerOnce: @unchecked Sendable {
-    private let lock = NIOLock()
+    private let lock = ThreadLock()
     private var continuation: CheckedContinuation<CollectedRows, Error>?
     private var pending: Result<CollectedRows, Error>?
     private var done = false

@@ -1,3 +1,4 @@
+import FerryCore
 import FerrySyncStorage
 import Foundation
 import Logging
@@ -16,7 +17,7 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     private let client: PostgresClient
     private let logger: Logger
     private let pollInterval: Duration
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private let broadcast: FeedBroadcast
     private var tasks: [Task<Void, Never>] = []
     /// Whether the last poll failed (to log a failure and the recovery once, not every tick).

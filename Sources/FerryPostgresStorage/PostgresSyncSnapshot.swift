@@ -10,7 +10,7 @@ final class PostgresSyncSnapshot: SyncSnapshot, @unchecked Sendable {
     private let connection: PostgresConnection
     private let logger: Logger
     let version: UInt64
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var ended = false
 
     init(connection: PostgresConnection, logger: Logger, version: UInt64) {

@@ -18,7 +18,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
     private let feed: PostgresChangeFeed
     private let stopClient: @Sendable () async -> Void
     private let turn = TurnQueue()
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var closed = false
     /// Objects written since the planner's statistics were last refreshed (see
     /// `analyzeAfterBulkWrites`).

@@ -18,7 +18,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
 
     private let connection: PostgresConnection
     private let logger: Logger
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var _newHead: UInt64
     private var _written = 0
     private var _failed = false

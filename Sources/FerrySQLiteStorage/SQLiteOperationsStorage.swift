@@ -8,7 +8,7 @@ import FerrySyncStorage
 /// Calls run on the blocking-read threads, off Swift's cooperative pool.
 public final class SQLiteOperationsStorage: OperationsStorage, TriggerStorage, @unchecked Sendable {
     private let db: SQLiteConnection
-    private let lock = ServerLock()
+    private let lock = ThreadLock()
     private var closed = false
     private let path: String
 

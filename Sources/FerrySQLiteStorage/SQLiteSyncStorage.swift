@@ -9,9 +9,9 @@ import FerrySyncStorage
 /// snapshots open a connection each. Its change feed is in-process.
 public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     private let writer: SQLiteConnection
-    private let writerLock = ServerLock()
+    private let writerLock = ThreadLock()
     private let reader: SQLiteConnection
-    private let readerLock = ServerLock()
+    private let readerLock = ThreadLock()
     private var readerClosed = false
     private let turn = TurnQueue()
     private let path: String
@@ -333,12 +333,12 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
 /// The inside of one SQLite write transaction (see `SyncStorage.writeTransaction`).
 final class SQLiteWriteTransaction: SyncWriteTransaction, @unchecked Sendable {
     private let db: SQLiteConnection
-    private let lock: ServerLock
+    private let lock: ThreadLock
     /// Moved by each `write` that stores objects (only on the transaction's task).
     private(set) var headVersion: UInt64
     var newHead: UInt64 { headVersion }
 
-    init(db: SQLiteConnection, lock: ServerLock, headVersion: UInt64) {
+    init(db: SQLiteConnection, lock: ThreadLock, headVersion: UInt64) {
         self.db = db
         self.lock = lock
         self.headVersion = headVersion

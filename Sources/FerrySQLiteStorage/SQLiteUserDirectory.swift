@@ -7,7 +7,7 @@ import Foundation
 /// hashes, API key hashes and refresh-token hashes survive restarts, so devices stay logged in.
 public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
     private let db: SQLiteConnection
-    private let lock = ServerLock()
+    private let lock = ThreadLock()
 
     public init(path: String) throws {
         db = try SQLiteConnection(creatingAt: path, description: "the server's user store \(path)")

@@ -39,7 +39,7 @@ public final class Database: @unchecked Sendable {
     public let schema: Schema
     public let scheduler: NotificationScheduler
     private let store: Store
-    private let lock = Lock()
+    private let lock = ThreadLock()
     private var closed = false
     /// The write transaction's instructions so far; nil when there is none.
     private var transaction: TransactionLog?

@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 
 /// The subscribers of a change feed and what it knows: every `signals()` stream starts with the
@@ -6,7 +7,7 @@ import Foundation
 /// a store only this process writes (the embedded SQLite store publishes after each commit);
 /// PostgreSQL's feed publishes into one what its listener and timer read.
 public final class FeedBroadcast: ChangeFeed, @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var latest: FeedSignal
     private var continuations: [UUID: AsyncStream<FeedSignal>.Continuation] = [:]
     private var closed = false

@@ -1,3 +1,4 @@
+import FerryCore
 import ArgumentParser
 import FerryServer
 import Foundation
@@ -132,7 +133,7 @@ enum FerryServerMain {
 
 /// The server's error, handed from its task to the main thread.
 private final class LockedFailure: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var error: Error?
     func set(_ e: Error) { lock.withLock { error = e } }
     func get() -> Error? { lock.withLock { error } }

@@ -1,9 +1,10 @@
+import FerryCore
 import Foundation
 
 /// A one-shot signal: a pool thread opens it, a test awaits it (or a pool thread blocks on
 /// it), so tests wait on events instead of sleeping.
 final class Gate: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var isOpen = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
     private let semaphore = DispatchSemaphore(value: 0)
@@ -65,7 +66,7 @@ func within<T: Sendable>(_ seconds: Double, _ what: String, _ operation: @escapi
 
 /// Resumes a continuation once, with whichever answer comes first.
 private final class Answer<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var continuation: CheckedContinuation<T, any Error>?
     private var given = false
     private var after: (@Sendable () -> Void)?

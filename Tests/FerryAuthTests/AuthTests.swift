@@ -8,7 +8,7 @@ import Testing
 
 /// A clock tests can move.
 final class TestClock: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var date = Date(timeIntervalSince1970: 1_800_000_000)
     var now: Date { lock.withLock { date } }
     func advance(_ seconds: TimeInterval) { lock.withLock { date = date.addingTimeInterval(seconds) } }

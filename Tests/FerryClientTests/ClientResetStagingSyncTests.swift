@@ -21,7 +21,7 @@ struct ClientResetStagingSyncTests {
             /// The Items the host could see meanwhile.
             var items: Int
         }
-        private let lock = NSLock()
+        private let lock = ThreadLock()
         private var steps: [Step] = []
         private var cut = false
         private var rowsAfterCut: [Int] = []

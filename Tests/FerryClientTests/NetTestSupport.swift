@@ -11,7 +11,7 @@ import Testing
 /// A value that arrives later from another thread (a loop-thread callback), awaited with a
 /// deadline instead of a sleep.
 final class Arrival<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var value: Value?
     private var waiter: CheckedContinuation<Value?, Never>?
 
@@ -92,7 +92,7 @@ final class WebSocketRecorder: WebSocketDelegate, @unchecked Sendable {
         case closed(FerryError?, handshakeStatus: Int?, handshakeBody: [UInt8], closeCode: UInt16?)
     }
 
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var events: [Event] = []
     private var waiter: (CheckedContinuation<Event?, Never>, UUID)?
 

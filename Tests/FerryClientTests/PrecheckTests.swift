@@ -211,14 +211,14 @@ struct PrecheckTests {
 
 /// What the precheck handler received, in order.
 final class Findings: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var items: [(writes: [CompensatingWrite], committed: Bool)] = []
     func add(_ writes: [CompensatingWrite], _ committed: Bool) { lock.withLock { items.append((writes, committed)) } }
     var all: [(writes: [CompensatingWrite], committed: Bool)] { lock.withLock { items } }
 }
 
 final class Locked<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var value: Value
     init(_ value: Value) { self.value = value }
     func get() -> Value { lock.withLock { value } }

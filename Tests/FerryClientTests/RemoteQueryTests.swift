@@ -216,7 +216,7 @@ struct RemoteQueryTests {
 }
 
 final class LockedResults: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var results: [Result<[ExtendedJSON.Document], FerryError>] = []
     func append(_ r: Result<[ExtendedJSON.Document], FerryError>) { lock.withLock { results.append(r) } }
     var all: [Result<[ExtendedJSON.Document], FerryError>] { lock.withLock { results } }
@@ -234,7 +234,7 @@ final class ScriptedHTTPServer: @unchecked Sendable {
 
     let port: Int
     private let listener: Int32
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var recorded: [Request] = []
 
     var requests: [Request] { lock.withLock { recorded } }

@@ -9,7 +9,7 @@ import Glibc
 /// Events delivered on the loop thread (connection states, progress reports), recorded so a
 /// test can wait for the one it expects, with a timeout.
 final class EventLog<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var items: [T] = []
     private var waiters: [(predicate: ([T]) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = []
 

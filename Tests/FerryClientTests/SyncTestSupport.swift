@@ -177,7 +177,7 @@ final class TestDevice: @unchecked Sendable {
 }
 
 final class ErrorLog: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var errors: [SyncError] = []
     private var waiters: [(Int, CheckedContinuation<Void, Never>)] = []
     func add(_ e: SyncError) {

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryServer
 import Foundation
 import Logging
@@ -8,7 +9,7 @@ import Testing
 @Suite("Server: JSON logs")
 struct JSONLogTests {
     final class Lines: @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = ThreadLock()
         private var lines: [String] = []
         func add(_ line: String) { lock.withLock { lines.append(line) } }
         var all: [String] { lock.withLock { lines } }

@@ -1,3 +1,4 @@
+import FerryCore
 import FerrySyncStorage
 import Foundation
 import Testing
@@ -10,7 +11,7 @@ import Testing
 struct SyncLogRecorderTests {
     /// A store whose writes wait at a gate the test opens, or fail.
     final class GatedStore: OperationsStorage, @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = ThreadLock()
         private var entries: [SyncLogEntry] = []
         private var open = false
         private var gate: [CheckedContinuation<Void, Never>] = []

@@ -1,8 +1,9 @@
+import FerryCore
 import Foundation
 
 /// A first-come, first-served lock for tasks: waiting suspends the task, never a thread.
 final class AsyncTurn: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var held = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
 

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryAuth
 import FerrySyncStorage
 import Foundation
@@ -30,7 +31,7 @@ protocol StorePlace: Sendable {
 
 /// Runs an async action at most once.
 final class Once: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var action: (@Sendable () async -> Void)?
 
     init(_ action: @escaping @Sendable () async -> Void) { self.action = action }

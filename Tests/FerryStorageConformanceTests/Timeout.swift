@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 
 struct TimedOut: Error, CustomStringConvertible {
@@ -28,7 +29,7 @@ func within<T: Sendable>(_ seconds: Double, _ what: String, _ operation: @escapi
 
 /// Resumes a continuation once, with whichever answer comes first.
 private final class Answer<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var continuation: CheckedContinuation<T, any Error>?
     private var given = false
     private var after: (@Sendable () -> Void)?

@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 import Testing
 import FerrySyncStorage
@@ -34,7 +35,7 @@ struct TurnQueueTests {
 
 /// Values added from tasks, and a wait (polling, bounded) for how many arrived.
 final class Arrivals: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var items: [Int] = []
     var values: [Int] { lock.withLock { items } }
     func add(_ n: Int) { lock.withLock { items.append(n) } }

@@ -8,7 +8,7 @@ import Glibc
 
 /// Collects summaries from callbacks, thread-safely.
 final class Collector: @unchecked Sendable {
-    private let lock = Lock()
+    private let lock = ThreadLock()
     private var items: [ChangeSummary] = []
     func add(_ s: ChangeSummary) { lock.withLock { items.append(s) } }
     var all: [ChangeSummary] { lock.withLock { items } }

@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -89,7 +90,7 @@ public final class WebhookReceiver: Sendable {
 /// A value behind a lock (the test support's own: it depends on no Ferry module).
 final class Locked<Value>: @unchecked Sendable {
     private var value: Value
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     init(_ value: Value) { self.value = value }
     func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         lock.lock()

@@ -348,8 +348,8 @@ public final class App: @unchecked Sendable {
         }
         // Unreadable counts as never downloaded: the open then waits for a download (the safe side).
         let downloadedOnce = attempt("\(path): reading whether it was downloaded once", cost: "the open waits for a download") {
-            try session.database.syncValue(Self.downloadedOnceKey)
-        } != nil
+            try session.database.syncValue(Self.downloadedOnceKey) != nil
+        } ?? false
         let wait = options.downloadBeforeOpen == .always || (options.downloadBeforeOpen == .once && !downloadedOnce)
         guard wait else {
             loop.post { completion(.success(session)) }

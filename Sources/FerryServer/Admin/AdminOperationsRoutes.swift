@@ -93,7 +93,7 @@ struct AdminOperationsRoutes {
                 throw APIError(status: .notFound, code: "UserNotFound", message: "no user \(id)")
             }
             try await directory.deleteUser(id: id)
-            try await hub.userDeleted(id)
+            try await hub.admin.userDeleted(id)
             await events.record(kind: "user_deleted", userId: id, message: "user deleted by an admin")
             return .noContent
         }
@@ -104,7 +104,7 @@ struct AdminOperationsRoutes {
                 throw APIError(status: .notFound, code: "UserNotFound", message: "no user \(id)")
             }
             try await directory.revokeSessions(userId: id, validAfter: Int64(Date().timeIntervalSince1970.rounded(.down)))
-            try await hub.sessionsRevoked(id)
+            try await hub.admin.sessionsRevoked(id)
             await events.record(kind: "sessions_revoked", userId: id, message: "sessions revoked by an admin")
             return .noContent
         }

@@ -44,7 +44,7 @@ struct AdminRoutes {
             try admin.authorize(request, context)
             let id = try userId(context)
             try await directory.setDisabled(userId: id, true)
-            try await hub.userDisabled(id)
+            try await hub.admin.userDisabled(id)
             await events.record(kind: "user_disabled", userId: id, message: "user disabled by an admin")
             return .noContent
         }
@@ -64,19 +64,19 @@ struct AdminRoutes {
         // or 409 when the action does not apply to the state sync is in.
         group.post("sync/terminate") { request, context -> StatusJSON in
             try admin.authorize(request, context)
-            return StatusJSON(mode: try await syncAction { try await hub.terminateSync() }, connections: hub.status.connections)
+            return StatusJSON(mode: try await syncAction { try await hub.admin.terminate() }, connections: hub.status.connections)
         }
         group.post("sync/enable") { request, context -> StatusJSON in
             try admin.authorize(request, context)
-            return StatusJSON(mode: try await syncAction { try await hub.enableSync() }, connections: hub.status.connections)
+            return StatusJSON(mode: try await syncAction { try await hub.admin.enable() }, connections: hub.status.connections)
         }
         group.post("sync/pause") { request, context -> StatusJSON in
             try admin.authorize(request, context)
-            return StatusJSON(mode: try await syncAction { try await hub.pauseSync() }, connections: hub.status.connections)
+            return StatusJSON(mode: try await syncAction { try await hub.admin.pause() }, connections: hub.status.connections)
         }
         group.post("sync/resume") { request, context -> StatusJSON in
             try admin.authorize(request, context)
-            return StatusJSON(mode: try await syncAction { try await hub.resumeSync() }, connections: hub.status.connections)
+            return StatusJSON(mode: try await syncAction { try await hub.admin.resume() }, connections: hub.status.connections)
         }
         group.get("logs") { request, context -> LogsJSON in
             try admin.authorize(request, context)
@@ -90,7 +90,7 @@ struct AdminRoutes {
     private func syncAction(_ action: () async throws -> SyncState) async throws -> SyncState.Mode {
         do {
             return try await action().mode
-        } catch let conflict as SyncHub.SyncStateConflict {
+        } catch let conflict as SyncAdministration.Conflict {
             throw APIError(status: .conflict, code: "SyncStateConflict", message: "\(conflict.message) (sync is \(conflict.mode.rawValue))")
         }
     }

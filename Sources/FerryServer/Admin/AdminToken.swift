@@ -1,3 +1,4 @@
+import FerryCore
 import FerryAuth
 import Foundation
 import Hummingbird
@@ -73,7 +74,7 @@ final class AdminFailureThrottle: @unchecked Sendable {
 
     private let limits: Limits
     private let now: @Sendable () -> Date
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var entries: [String: Entry] = [:]
 
     init(limits: Limits = Limits(), now: @escaping @Sendable () -> Date = { Date() }) {

@@ -1,3 +1,4 @@
+import FerryCore
 import FerrySyncStorage
 
 /// The sync connections this node has open, with what an operator asks about each (user, SDK,

@@ -1,3 +1,4 @@
+import FerryCore
 import CoreMetrics
 import Metrics
 import Prometheus

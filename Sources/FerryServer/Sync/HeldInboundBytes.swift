@@ -1,3 +1,5 @@
+import FerryCore
+
 
 /// One connection's share of the `InboundBudget`: what its reader took for messages not yet
 /// processed. Everything still held goes back when the connection ends (`releaseAll`), and a

@@ -1,3 +1,5 @@
+import FerryCore
+
 
 /// The bytes of client sync messages the whole server holds at once, whether still arriving
 /// (a message is collected from its frames before it can be decoded) or decoded and waiting

@@ -1,3 +1,5 @@
+import FerryCore
+
 
 /// A small bounded queue between one connection's reader and its processor: the reader keeps
 /// reading the socket (and so notices at once when the client goes away) while the hub works on

@@ -1,3 +1,5 @@
+import FerryCore
+
 /// The bytes queued to be sent on every sync connection together, bounded
 /// (`ConnectionLimits.maxQueuedBytesTotal`, issue 22, point 9). Each connection is bounded on
 /// its own (`ConnectionOutbox`), but nothing bounded their sum: 20 WebSockets that never read

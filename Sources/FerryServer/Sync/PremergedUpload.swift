@@ -11,7 +11,7 @@ import FerrySyncStorage
 /// commit only stamps the real version and writes, so the lock is held for what orders the
 /// app's history and not for the merge. When something moved (another upload to the same
 /// objects committed in between), the upload is merged again outside the lock, a bounded
-/// number of times (`SyncHub.maxPremerges`), then under it: a user whose objects are busy
+/// number of times (`UploadPipeline.maxPremerges`), then under it: a user whose objects are busy
 /// costs its own uploads, not everyone's.
 ///
 /// The outcome does not depend on the version it was merged at: the merge compares versions

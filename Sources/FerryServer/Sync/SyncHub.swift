@@ -56,10 +56,11 @@ actor SyncHub {
     /// recorded as an event) queued the reset's new BIND behind 1,405 of them, over 30 s in a
     /// loaded test run (issue 22, point 11). At most `maxSessionsPerConnection` per connection.
     private var refusedBinds: [UInt64: Set<UInt64>] = [:]
-    /// Uploads that arrive together share one storage transaction; each group's commits are
-    /// fanned out, in version order, before any of its uploaders hears back.
-    private lazy var commits = GroupCommit<UploadAttempt>(storage: storage, schema: schema) { [weak self] group in
-        await self?.fanOut(group.compactMap { if case .committed(let c) = $0 { c } else { nil } })
+    /// Where every write is merged and committed (`UploadPipeline`); each group's commits come
+    /// back to `fanOut` before any of its writers hears back.
+    private lazy var pipeline = UploadPipeline(app: app, schema: schema, storage: storage, limits: limits, telemetry: telemetry,
+                                               recentCommits: recentCommits, beforeUploadMerge: beforeUploadMerge) { [weak self] group in
+        await self?.fanOut(group)
     }
     /// What this node's latest upload commits wrote (`RecentCommits`): an upload merged while
     /// its connection's previous upload committed checks its reads against it, not the store.
@@ -151,101 +152,8 @@ actor SyncHub {
         }
     }
 
-    /// An admin action that does not apply to the sync state as it is (the admin API's 409).
-    struct SyncStateConflict: Error {
-        let mode: SyncState.Mode
-        let message: String
-    }
-
-    /// Admin: stops sync for everyone, on every node. Devices keep their data and retry until
-    /// sync is enabled. Kept in storage: a restart does not undo it. Allowed while paused (the
-    /// pause becomes a terminate: an enable, with a new sync identity, is needed then).
-    @discardableResult
-    func terminateSync() async throws -> SyncState {
-        let before = try await storage.syncState().mode
-        let state = try await storage.setSyncEnabled(false)
-        apply(state)
-        if before != .terminated {
-            await events.record(kind: "sync_terminated", userId: nil,
-                                message: before == .paused ? "sync terminated by an admin while paused" : "sync terminated by an admin")
-        }
-        return state
-    }
-
-    /// Admin: enables sync again with a new sync identity: every device known before must
-    /// reset (its next BIND is answered with a client-reset error). Refused while paused (a
-    /// resume keeps the devices' data; to start a new identity, terminate first).
-    @discardableResult
-    func enableSync() async throws -> SyncState {
-        let current = try await storage.syncState()
-        switch current.mode {
-        case .enabled:
-            apply(current)
-            return current
-        case .paused:
-            throw SyncStateConflict(mode: .paused, message: Self.enableWhilePausedMessage)
-        case .terminated:
-            break
-        }
-        let state = try await storage.setSyncEnabled(true)
-        apply(state)
-        if state.mode == .paused { throw SyncStateConflict(mode: .paused, message: Self.enableWhilePausedMessage) }
-        await events.record(kind: "sync_enabled", userId: nil, message: "sync enabled by an admin; known client files were forgotten")
-        return state
-    }
-
-    static let enableWhilePausedMessage = "sync is paused: resume it (POST /api/admin/v1/sync/resume) to keep the devices' data, "
-        + "or terminate it first (POST /api/admin/v1/sync/terminate) to start a new sync identity with enable"
-
-    /// Admin: stops sync for everyone, on every node, like a terminate, but keeps the sync
-    /// identity and every client file: a resume lets devices carry on (they keep their data
-    /// and their local writes meanwhile, retrying with their backoff). Kept in storage.
-    /// Pausing a paused app changes nothing; a terminated one is refused.
-    @discardableResult
-    func pauseSync() async throws -> SyncState {
-        let before = try await storage.syncState().mode
-        let state = try await storage.setSyncPaused(true)
-        let changed = before == .enabled && state.mode == .paused
-        apply(state)
-        switch state.mode {
-        case .terminated:
-            throw SyncStateConflict(mode: .terminated, message: "sync is terminated: only an enable restarts it (with a new sync identity); a pause applies to enabled sync")
-        case .paused:
-            if changed { await events.record(kind: "sync_paused", userId: nil, message: "sync paused by an admin; devices keep their data and wait for a resume") }
-        case .enabled:
-            // Resumed or enabled by another admin between the store's change and this answer.
-            break
-        }
-        return state
-    }
-
-    /// Admin: starts sync again after a pause with the same sync identity: devices reconnect,
-    /// upload what they wrote while paused and download what they missed, without a reset.
-    /// Refused unless paused.
-    @discardableResult
-    func resumeSync() async throws -> SyncState {
-        let before = try await storage.syncState()
-        guard before.mode == .paused else {
-            apply(before)
-            throw SyncStateConflict(mode: before.mode, message: before.mode == .enabled
-                ? "sync is not paused: it is enabled already"
-                : "sync is terminated, not paused: a terminate cannot be resumed; enable starts sync with a new sync identity (every device resets)")
-        }
-        let state = try await storage.setSyncPaused(false)
-        apply(state)
-        guard state.mode == .enabled else {
-            throw SyncStateConflict(mode: state.mode, message: "sync was terminated by another admin meanwhile: enable starts sync with a new sync identity")
-        }
-        await events.record(kind: "sync_resumed", userId: nil, message: "sync resumed by an admin; client files were kept")
-        return state
-    }
-
-    /// Admin: a user was disabled (in the user directory): this node ends the user's
-    /// connections, and every other node does when it hears the state revision move.
-    func userDisabled(_ userId: String) async throws {
-        disconnect(userId: userId)
-        try await storage.bumpStateRevision()
-    }
+    /// The admin's actions on sync and on users' connections (`SyncAdministration`).
+    nonisolated var admin: SyncAdministration { SyncAdministration(hub: self, storage: storage, events: events) }
 
     // MARK: The change feed
 
@@ -266,7 +174,7 @@ actor SyncHub {
     /// Acts on the stored sync state: a terminate or a pause ends every connection of this
     /// node. A state older than the one acted on (an answer that lost a race with the change
     /// feed) is ignored.
-    private func apply(_ state: SyncState) {
+    func apply(_ state: SyncState) {
         guard state.revision >= stateRevision else { return }
         stateRevision = state.revision
         knownHead = max(knownHead, state.headVersion)
@@ -280,31 +188,14 @@ actor SyncHub {
         }
     }
 
-    /// Admin: a user's sessions were revoked (in the user directory): this node ends the user's
-    /// connections, and every other node ends those opened before the revocation when it
-    /// hears the state revision move.
-    func sessionsRevoked(_ userId: String) async throws {
-        disconnect(userId: userId, message: Self.sessionsRevokedMessage)
-        try await storage.bumpStateRevision()
-    }
-
-    static let sessionsRevokedMessage = "the user's sessions were revoked by an admin; log in again"
-
     /// Ends the user's connections opened in or before `second` (seconds since the epoch): a
     /// device that logged in again after a revocation keeps its new connection.
     private func disconnect(userId: String, openedBySecond second: Int64) {
         for c in connections.values where c.userId == userId {
             guard let opened = telemetry.live.connection(c.id)?.connectedSinceMilliseconds, opened / 1000 <= second else { continue }
-            c.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.unauthorized, message: Self.sessionsRevokedMessage, tryAgain: false, action: .logOutUser)))
+            c.send(.error(ProtocolError(session: 0, code: ProtocolError.Code.unauthorized, message: SyncAdminRules.sessionsRevokedMessage, tryAgain: false, action: .logOutUser)))
             closeConnection(c)
         }
-    }
-
-    /// Admin: a user was deleted from the directory: ended here, and on every other node when
-    /// it hears the state revision move (the user is no longer found).
-    func userDeleted(_ userId: String) async throws {
-        disconnect(userId: userId, message: "the user was deleted")
-        try await storage.bumpStateRevision()
     }
 
     /// Ends the connections of users an admin disabled (possibly through another node).
@@ -585,10 +476,6 @@ actor SyncHub {
 
     // MARK: BIND
 
-    /// The action of a client-reset error: without recovery when the sync configuration
-    /// disables it (`is_recovery_mode_disabled`), so the device discards or asks its host.
-    private var resetAction: ErrorAction { app.sync.recoveryDisabled ? .clientResetNoRecovery : .clientReset }
-
     private func bind(_ outbox: ConnectionOutbox, _ id: UInt64, _ ident: UInt64, _ salt: UInt64, _ lastServerVersion: UInt64) async throws {
         let key = SessionKey(connection: outbox.id, session: id)
         guard sessions[key] == nil else { throw SessionFailure(id, ProtocolError.Code.sessionAlreadyBound, "session \(id) is already bound on this connection", .protocolViolation) }
@@ -606,27 +493,24 @@ actor SyncHub {
             bindVersion = 0
             outbox.send(.ident(session: id, clientFileIdent: record.ident, clientFileSalt: record.salt))
         } else {
-            guard let r = try await storage.clientFile(ident), r.salt == salt else {
-                throw SessionFailure(id, ProtocolError.Code.badClientFile, "the server does not know client file \(ident): the device must reset", resetAction,
-                                     trigger: .unknownClientFile)
-            }
-            guard r.userId == outbox.userId else {
-                throw SessionFailure(id, ProtocolError.Code.badClientFile, "client file \(ident) belongs to another user", .protocolViolation)
-            }
-            // A file offline longer than the client maximum offline time: the server no longer
-            // keeps what it would need to sync it (SPEC F-RESET), so it is forgotten and reset.
-            let now = ServerClock.secondsSinceEpoch()
-            let maxOfflineDays = app.sync.clientMaxOfflineDays
-            if maxOfflineDays > 0, r.lastSeen > 0, now - r.lastSeen > maxOfflineDays * 86_400 {
-                try await storage.forgetClientFile(ident)
-                throw SessionFailure(id, ProtocolError.Code.badClientFile, "client file \(ident) was last seen \((now - r.lastSeen) / 86_400) days ago, longer than the client maximum offline time of \(maxOfflineDays) days: the device must reset", resetAction,
-                                     trigger: .maxOfflineTime)
-            }
+            // The facts the policy (`BindRules`) decides on: the stored file, and the head as
+            // storage has it when the device claims more than this node heard of.
+            let stored = try await storage.clientFile(ident)
             if lastServerVersion > knownHead { knownHead = max(knownHead, try await storage.syncState().headVersion) }
-            guard lastServerVersion <= knownHead else {
-                throw SessionFailure(id, ProtocolError.Code.badClientFile, "the client has server version \(lastServerVersion), newer than the server's \(knownHead): the device must reset", resetAction,
-                                     trigger: .serverVersionAhead)
+            let now = ServerClock.secondsSinceEpoch()
+            let known = stored.map { BindRules.KnownFile(saltMatches: $0.salt == salt, sameUser: $0.userId == outbox.userId, lastSeen: $0.lastSeen) }
+            switch BindRules.decide(ident: ident, file: known, lastServerVersion: lastServerVersion, head: knownHead,
+                                    now: now, maxOfflineDays: app.sync.clientMaxOfflineDays) {
+            case .bind:
+                break
+            case .refuse(let message):
+                throw SessionFailure(id, ProtocolError.Code.badClientFile, message, .protocolViolation)
+            case .reset(let reason, let message):
+                if reason == .maxOfflineTime { try await storage.forgetClientFile(ident) }
+                throw SessionFailure(id, ProtocolError.Code.badClientFile, message, BindRules.resetAction(recoveryDisabled: app.sync.recoveryDisabled),
+                                     trigger: reason)
             }
+            guard let r = stored else { return }  // not reached: a file the server lacks is a reset
             // Stored only once checked: a version past the head would pin what the server keeps
             // for the file (issue 22, point 8).
             try await storage.clientFileBound(ident, at: now, serverVersion: lastServerVersion)
@@ -753,29 +637,6 @@ actor SyncHub {
 
     // MARK: UPLOAD
 
-    /// What an upload's transaction returns to the hub.
-    private struct Committed: Sendable {
-        /// The uploading session.
-        let origin: SessionKey
-        let integration: UploadIntegration
-        let outcome: UploadIntegration.Outcome
-        /// The head before and after the transaction.
-        let before: UInt64
-        let after: UInt64
-        /// Whether the merge made outside the lock was committed (not merged again under it).
-        let premerged: Bool
-    }
-
-    /// What an upload's turn in a group's transaction did: committed, or found that what its
-    /// merge read outside the lock has moved (it merges again and takes the next group).
-    private enum UploadAttempt: Sendable {
-        case committed(Committed)
-        case stale
-    }
-
-    /// How many times an upload is merged outside the write lock before it is merged under it.
-    static let maxPremerges = 3
-
     /// Returns the compensating writes (already sent to the client).
     private func upload(_ outbox: ConnectionOutbox, _ id: UInt64, _ prepared: PreparedUpload) async throws -> [CompensatingWrite] {
         let s = try session(outbox, id)
@@ -794,7 +655,7 @@ actor SyncHub {
         var keys: [ObjectKey] = []
         for d in changesets { if case .success(let c) = d.changeset { keys += c.instructions.map { ObjectKey(table: $0.table, key: $0.key) } } }
         let integrationStarted = ContinuousClock.now
-        let committed = try await commitUpload(from: SessionKey(connection: outbox.id, session: id), clientFile: clientFile, user: user,
+        let committed = try await pipeline.commit(from: SessionKey(connection: outbox.id, session: id), clientFile: clientFile, user: user,
                                                view: view, known: known, changesets: changesets, keys: keys, ahead: ahead)
         // Only now is it durable.
         telemetry.metrics.uploadIntegrated(since: integrationStarted)
@@ -834,100 +695,16 @@ actor SyncHub {
         var keys: [ObjectKey] = []
         for d in decoded { if case .success(let c) = d.changeset { keys += c.instructions.map { ObjectKey(table: $0.table, key: $0.key) } } }
         // Connection 0 is never a real one: the fan-out sends to every session concerned.
-        let committed = try await commitUpload(from: SessionKey(connection: 0, session: 0), clientFile: clientFile, user: user, view: view,
+        let committed = try await pipeline.commit(from: SessionKey(connection: 0, session: 0), clientFile: clientFile, user: user, view: view,
                                                known: 0, changesets: decoded, keys: keys, ahead: nil, rules: rules,
                                                refuseCompensated: refuseCompensated, captured: captured)
         knownHead = max(knownHead, committed.after)
         return (committed.outcome, committed.after)
     }
 
-    /// Merges and validates an upload, then commits it: a large upload (`SyncLimits.
-    /// premergeFromInstructions`) is merged first, off the hub and outside the app's write
-    /// lock, beside other users' uploads (`PremergedUpload`); a small one under it. The
-    /// version is assigned and the upload made durable in a storage transaction under the
-    /// lock, with the uploads that arrived meanwhile (`GroupCommit`). When what the merge read
-    /// moved before the lock, it merges again; the last try merges under the lock. The group's
-    /// fan-out ran before this returns. `ahead`: the merge `prepareAhead` made before the
-    /// upload's turn, taken as the first try.
-    /// `rules`: the app whose rules judge the writes (a server key's: everything allowed).
-    private func commitUpload(from origin: SessionKey, clientFile: UInt64, user: UserContext, view: SessionView, known: UInt64,
-                              changesets: [UploadIntegration.Decoded], keys: [ObjectKey], ahead: PremergedUpload?,
-                              rules: AppConfiguration? = nil, refuseCompensated: Bool = false,
-                              captured: (transaction: Int64, keys: [ObjectKey])? = nil) async throws -> Committed {
-        let (app, schema, storage, recentCommits) = (rules ?? self.app, self.schema, self.storage, self.recentCommits)
-        var ahead = ahead
-        // Small uploads are merged under the lock: their merge costs less than the read outside it.
-        let outside = keys.count >= limits.premergeFromInstructions
-        var tries = 0
-        while true {
-            tries += 1
-            let lastTry = !outside || tries >= Self.maxPremerges
-            let premerged: PremergedUpload?
-            let wasAhead = ahead != nil
-            if let made = ahead {
-                (premerged, ahead) = (made, nil)
-            } else if outside {
-                premerged = try await PremergedUpload.make(storage: storage, session: origin.session, clientFile: clientFile, user: user, view: view,
-                                                           app: app, schema: schema, known: known, changesets: changesets, beforeMerge: beforeUploadMerge)
-            } else {
-                premerged = nil
-            }
-            // A merge made outside the lock read its objects already; under the lock it reads
-            // them again only if the head moved meanwhile (`isCurrent`), so the group does not
-            // read them ahead (on PostgreSQL that second read halved a bulk upload's rate).
-            let reads = GroupCommit<UploadAttempt>.Reads(clientFile: clientFile, keys: premerged == nil ? keys : [])
-            let attempt = try await commits.commit(reads: reads) { tx -> UploadAttempt in
-                // The durable acknowledgement, not the session's copy: another session of the same
-                // file (a reconnect racing an upload still in flight on another connection or
-                // node) may have moved it. Nothing is applied twice.
-                let acknowledged = max(known, try await tx.clientFile(clientFile)?.acknowledgedClientVersion ?? 0)
-                let before = tx.headVersion
-                let integration: UploadIntegration
-                let outcome: UploadIntegration.Outcome
-                var used = false
-                if let premerged, try await premerged.isCurrent(acknowledged: acknowledged, head: before, untouched: { keys, read, head in
-                    recentCommits.withLock { $0.untouched(keys, after: read, through: head) }
-                }, stored: {
-                    try await tx.objects(premerged.keys, schema: schema)
-                }) {
-                    integration = premerged.integration
-                    outcome = premerged.outcome(at: before + 1)
-                    used = true
-                } else if premerged != nil, !lastTry {
-                    return .stale
-                } else {
-                    integration = try UploadIntegration(session: origin.session, clientFile: clientFile, user: user, view: view, app: app, schema: schema,
-                                                        acknowledged: acknowledged, decoded: changesets)
-                    let stored = try await tx.objects(integration.keys, schema: schema)
-                    outcome = try integration.integrate(stored: stored, version: before + 1)
-                }
-                // A caller that must not be half-applied (a user's Data API write): the whole
-                // write fails before anything of it is written (`GroupCommit`: a job's own
-                // failure leaves the group's other jobs alone).
-                if refuseCompensated, !outcome.compensating.isEmpty {
-                    throw SessionFailure(origin.session, ProtocolError.Code.compensatingWrite,
-                                         outcome.compensating.map { "\($0.objectType) \($0.primaryKey.keyText): \($0.reason)" }.joined(separator: "; "), .warning)
-                }
-                // Checked last: a job's failure must leave nothing written in the group's
-                // transaction, and taking the captured writes is this job's only other write.
-                if let captured, !(try await tx.consumeCapturedWrites(transaction: captured.transaction, restoring: captured.keys)) {
-                    throw SessionFailure(origin.session, Self.capturedWritesGoneCode, "the SQL writes of transaction \(captured.transaction) were integrated already", .warning)
-                }
-                let after = try await tx.write(objects: outcome.toStore, absent: outcome.absentToStore, clientFile: clientFile,
-                                               clientVersion: outcome.lastClientVersion)
-                return .committed(Committed(origin: origin, integration: integration, outcome: outcome, before: before, after: after, premerged: used))
-            }
-            if premerged != nil {
-                let used = if case .committed(let c) = attempt { c.premerged } else { false }
-                telemetry.metrics.premerge(ahead: wasAhead, used: used)
-            }
-            if case .committed(let committed) = attempt { return committed }
-        }
-    }
-
     /// Fans out one group's commits in version order (`GroupCommit` calls it after the group's
     /// transaction committed, before answering its uploaders).
-    private func fanOut(_ group: [Committed]) {
+    private func fanOut(_ group: [UploadPipeline.Committed]) {
         recentCommits.withLock { recent in
             for c in group { recent.record(before: c.before, after: c.after, written: c.outcome.entries.keys) }
         }
@@ -943,7 +720,7 @@ actor SyncHub {
     ///
     /// Only the sessions the fan-out index names are visited; the others follow the chain
     /// (`SessionRegistry`). Sessions that get the same instructions share their encoding.
-    private func fanOut(_ committed: Committed, origin: SessionKey) {
+    private func fanOut(_ committed: UploadPipeline.Committed, origin: SessionKey) {
         let (before, after) = (committed.before, committed.after)
         sessions.breakChain(at: before)
         // The uploader is answered by `respond`, from the version before its commit: it owes
@@ -989,7 +766,7 @@ actor SyncHub {
     /// exactly at the version before the commit; else (another node committed meanwhile, or a
     /// catch-up is running) from storage, after the session's turn, so it never skips a
     /// version.
-    private func respond(to key: SessionKey, _ committed: Committed) async {
+    private func respond(to key: SessionKey, _ committed: UploadPipeline.Committed) async {
         guard await acquire(key) else { return }
         defer { releaseAndCatchUp(key) }
         guard let s = sessions[key], !s.outbox.isClosed else { return }

@@ -1,3 +1,4 @@
+import FerryCore
 import FerrySyncStorage
 
 /// What the admin API tells about sync (`GET /api/admin/v1/sync`: whether it is enabled,

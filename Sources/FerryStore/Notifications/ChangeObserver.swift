@@ -28,11 +28,11 @@ public final class ChangeObserver: @unchecked Sendable {
     private var callback: ((ChangeSummary) -> Void)?
 
     /// Guards `pending` and `cancelled`.
-    private let stateLock = Lock()
+    private let stateLock = ThreadLock()
     private var pending = CommittedChanges([])
     private var cancelled = false
     /// Held while the callback runs, so `cancel()` from another thread waits for it to finish.
-    private let deliveryLock = Lock()
+    private let deliveryLock = ThreadLock()
     private var deliveringThread: UInt = 0
     /// The last reported state: result keys in order, or whether the object existed.
     private var lastKeys: [FerryValue] = []

@@ -22,7 +22,7 @@ final class ExternalChangeWatcher: @unchecked Sendable {
 
     private weak var store: Store?
     private let connection: SQLiteConnection
-    private let lock = Lock()
+    private let lock = ThreadLock()
     private var stopping = false
     private var thread = pthread_t()
     private var started = false

@@ -6,7 +6,7 @@ import Glibc
 /// Delivers notifications on the host's thread: work queues up, a pipe becomes readable,
 /// and `deliver()` runs the queue on whichever thread calls it.
 public final class PollingScheduler: NotificationScheduler, @unchecked Sendable {
-    private let lock = Lock()
+    private let lock = ThreadLock()
     private var queue: [@Sendable () -> Bool] = []
     private var signalled = false
     /// The read end, which the host polls; the write end is written once per wake-up.

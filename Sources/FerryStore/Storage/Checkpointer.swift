@@ -15,7 +15,7 @@ final class Checkpointer: @unchecked Sendable {
     static let limit: Int32 = 16000
 
     private let connection: SQLiteConnection
-    private let lock = Lock()
+    private let lock = ThreadLock()
     private var requested = false
     private var stopping = false
     private var thread = pthread_t()

@@ -12,7 +12,7 @@ import Glibc
 enum MemoryFiles {
     static let directory = "/dev/shm"
     nonisolated(unsafe) private static var counter: UInt64 = 0
-    private static let lock = Lock()
+    private static let lock = ThreadLock()
 
     static var isAvailable: Bool { access(directory, W_OK | X_OK) == 0 }
 

@@ -20,7 +20,7 @@ final class Store: @unchecked Sendable {
     private(set) var layouts: [TableLayout]
     let writer: SQLiteConnection
     let reader: SQLiteConnection
-    let readerLock = Lock()
+    let readerLock = ThreadLock()
     /// The sync agent's upload and settle marks for write receipts (`Database+Receipts`).
     let receipts = ReceiptWatermarks()
     /// Held while this process is the file's sync agent (SPEC F-MULTIPROC); guarded by `state`.
@@ -49,7 +49,7 @@ final class Store: @unchecked Sendable {
 
     /// Guards the write lock's owner and the observers. (`lastTimestamp` belongs to whoever
     /// holds the write lock.)
-    let state = Lock()
+    let state = ThreadLock()
     private var writeOwner: ObjectIdentifier?
     private var writeOwnerThread: UInt = 0
     private var observers: [ObjectIdentifier: ChangeObserver] = [:]

@@ -8,7 +8,7 @@ import Glibc
 /// parent and is never shared with the child.
 final class StoreRegistry: @unchecked Sendable {
     static let shared = StoreRegistry()
-    private let lock = Lock()
+    private let lock = ThreadLock()
     private var stores: [String: Store] = [:]
 
     /// The store for a location, opened if needed, with one more handle counted.

@@ -1,10 +1,11 @@
+import FerryCore
 /// What the sync agent knows of its receipts beyond the file, shared by every handle of the
 /// store: how far it has uploaded and how far the server's answers are settled. Kept in
 /// memory on purpose: the file already says what is acknowledged, and writing these on every
 /// upload would cost a durable transaction each. After a restart an upload the server never
 /// answered reads `local` again until the session sends it again.
 final class ReceiptWatermarks: @unchecked Sendable {
-    private let lock = Lock()
+    private let lock = ThreadLock()
     /// The last history version sent to the server (0: none this run).
     private var uploaded: UInt64 = 0
     /// The last history version whose answer is complete: acknowledged, and any compensating
