@@ -85,7 +85,7 @@ public actor InMemoryUserDirectory: UserDirectory {
 
     public func createUser(identity: Identity, data: [String: FerryValue]) -> User {
         if let existing = user(identity: identity) { return existing }
-        let id = ObjectId.generate(secondsSinceEpoch: UInt32(truncatingIfNeeded: Int(Date().timeIntervalSince1970))).description
+        let id = ObjectId.generate(secondsSinceEpoch: WallClock.system.objectIdSeconds()).description
         let u = User(id: id, identities: [identity], data: data, disabled: false)
         users[id] = u
         byIdentity[identity] = id

@@ -31,7 +31,7 @@ public func ferry_strerror(_ code: Int32) -> UnsafePointer<CChar>! {
 public func ferry_object_id_generate(_ out: UnsafeMutablePointer<ferry_value_t>!) -> Int32 {
     ferryCall {
         let out = try required(out, "out")
-        let oid = ObjectId.generate(secondsSinceEpoch: FerryClock.seconds())
+        let oid = ObjectId.generate(secondsSinceEpoch: WallClock.system.objectIdSeconds())
         var v = ferry_value_t()
         v.type = 7
         v.u.object_id = oid.bytes

@@ -146,7 +146,7 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     public func newClientFile(userId: String) async throws -> ClientFileRecord {
         let salt = UInt64.random(in: 1...UInt64(Int64.max))
-        let now = ServerClock.secondsSinceEpoch()
+        let now = Int(WallClock.system.secondsSinceEpoch())
         let ident = try await withConnection("creating a client file for user \(userId)") { connection -> Int64 in
             let rows = try await connection.guardedQuery("""
                 INSERT INTO client_files (salt, user_id, last_seen, bound_version)

@@ -80,7 +80,7 @@ public final class PostgresUserDirectory: UserDirectory, Sendable {
     /// the user that won.
     public func createUser(identity: Identity, data: [String: FerryValue]) async throws -> User {
         if let existing = try await user(identity: identity) { return existing }
-        let id = ObjectId.generate(secondsSinceEpoch: UInt32(truncatingIfNeeded: Int(Date().timeIntervalSince1970))).description
+        let id = ObjectId.generate(secondsSinceEpoch: WallClock.system.objectIdSeconds()).description
         let created: Bool
         do {
             try await PostgresFailure.run("creating a user for a \(identity.provider) identity") {

@@ -81,7 +81,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
                 let idents = pairs.map { Int64(bitPattern: $0.key) }, versions = pairs.map { Int64(bitPattern: $0.value) }
                 try await PostgresFailure.run("recording \(acks.count) client files' versions") {
                     try await connection.guardedQuery("""
-                        UPDATE client_files c SET acked = greatest(c.acked, u.v), last_seen = \(Int64(ServerClock.secondsSinceEpoch()))
+                        UPDATE client_files c SET acked = greatest(c.acked, u.v), last_seen = \(Int64(Int(WallClock.system.secondsSinceEpoch())))
                         FROM unnest(\(idents)::bigint[], \(versions)::bigint[]) AS u(i, v) WHERE c.ident = u.i
                         """, logger: logger)
                 }

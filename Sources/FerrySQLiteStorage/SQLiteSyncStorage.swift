@@ -219,7 +219,7 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     public func newClientFile(userId: String) async throws -> ClientFileRecord {
         try await write { db in
             let salt = UInt64.random(in: 1...UInt64(Int64.max))
-            let now = ServerClock.secondsSinceEpoch()
+            let now = Int(WallClock.system.secondsSinceEpoch())
             let s = try db.statement("""
                 INSERT INTO client_files (salt, user_id, last_seen, bound_version)
                 VALUES (?, ?, ?, (SELECT value FROM meta WHERE key = 'server_version')) RETURNING ident
@@ -383,7 +383,7 @@ final class SQLiteWriteTransaction: SyncWriteTransaction, @unchecked Sendable {
             try v.run()
             let c = try db.statement("UPDATE client_files SET acked = max(acked, ?), last_seen = ? WHERE ident = ?")
             defer { c.reset() }
-            c.bind(1, Int64(bitPattern: clientVersion)); c.bind(2, Int64(ServerClock.secondsSinceEpoch())); c.bind(3, Int64(bitPattern: clientFile))
+            c.bind(1, Int64(bitPattern: clientVersion)); c.bind(2, Int64(Int(WallClock.system.secondsSinceEpoch()))); c.bind(3, Int64(bitPattern: clientFile))
             try c.run()
             headVersion = version
             return version

@@ -105,7 +105,7 @@ public final class SQLiteUserDirectory: UserDirectory, @unchecked Sendable {
             if let id = try text("SELECT user_id FROM identities WHERE provider = ? AND provider_user_id = ?", {
                 $0.bind(1, identity.provider); $0.bind(2, identity.providerUserId)
             }), let u = try load(id) { return u }
-            let id = ObjectId.generate(secondsSinceEpoch: UInt32(truncatingIfNeeded: Int(Date().timeIntervalSince1970))).description
+            let id = ObjectId.generate(secondsSinceEpoch: WallClock.system.objectIdSeconds()).description
             try db.exec("BEGIN IMMEDIATE")
             do {
                 try run("INSERT INTO users (id, data) VALUES (?, ?)") { $0.bind(1, id); $0.bind(2, blob: Self.encode(data)) }

@@ -175,7 +175,7 @@ struct DataAPIWriteTests {
                 let json = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
                 return (json?["document"] as? [String: Any])?["itemName"] as? String
             }
-            let now = UploadClock.nanosecondsSinceEpoch()
+            let now = WallClock.system.nanosecondsSinceEpoch()
             // 1. The device's write arrives last but was made earlier (10 s before): the
             //    backend's value stays.
             try await deviceSets("device, earlier", at: now - 10_000_000_000)
@@ -185,7 +185,7 @@ struct DataAPIWriteTests {
             #expect(try await stored() == "backend")
             // 3. A device write made without having seen it (its base is older) is concurrent
             //    with it, and was made later (0.5 s ahead): the device's value wins.
-            try await deviceSets("device, later", at: UploadClock.nanosecondsSinceEpoch() + 500_000_000)
+            try await deviceSets("device, later", at: WallClock.system.nanosecondsSinceEpoch() + 500_000_000)
             let oracle = "device, later"
             #expect(try await stored() == oracle)
             // Every replica: a second device of the user bootstraps the same value.

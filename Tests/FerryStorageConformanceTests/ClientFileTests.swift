@@ -10,7 +10,7 @@ struct ClientFileTests {
     func newClientFilesAreReadBackAndCountedPerUser(_ backend: Backend) async throws {
         try await backend.withStore { store in
             let s = store.storage
-            let before = ServerClock.secondsSinceEpoch()
+            let before = Int(WallClock.system.secondsSinceEpoch())
             let a = try await s.newClientFile(userId: "u1")
             let b = try await s.newClientFile(userId: "u1")
             let c = try await s.newClientFile(userId: "u2")
@@ -19,7 +19,7 @@ struct ClientFileTests {
             #expect(a.salt != 0 && b.salt != 0 && a.salt != b.salt)
             #expect(a.userId == "u1" && c.userId == "u2")
             #expect(a.acknowledgedClientVersion == 0 && a.subscriptionVersion == 0 && a.subscriptions.isEmpty)
-            #expect(a.lastSeen >= before && a.lastSeen <= ServerClock.secondsSinceEpoch())
+            #expect(a.lastSeen >= before && a.lastSeen <= Int(WallClock.system.secondsSinceEpoch()))
             #expect(try await s.clientFile(a.ident) == a)
             #expect(try await s.clientFile(c.ident) == c)
             #expect(try await s.clientFile(c.ident + b.ident + a.ident + 1000) == nil)

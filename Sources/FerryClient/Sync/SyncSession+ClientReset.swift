@@ -248,11 +248,7 @@ extension SyncSession {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func secondsSinceEpoch() -> Int {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return ts.tv_sec
-    }
+    private static func secondsSinceEpoch() -> Int { Int(WallClock.system.secondsSinceEpoch()) }
 
     private func resetFailed(_ run: ClientResetRun, _ error: Error) {
         // The next try downloads again; what this one staged would only take space.

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryAppConfig
 import FerryAuth
 import FerrySyncStorage
@@ -103,7 +104,7 @@ struct AdminOperationsRoutes {
             guard try await directory.user(id: id) != nil else {
                 throw APIError(status: .notFound, code: "UserNotFound", message: "no user \(id)")
             }
-            try await directory.revokeSessions(userId: id, validAfter: Int64(Date().timeIntervalSince1970.rounded(.down)))
+            try await directory.revokeSessions(userId: id, validAfter: WallClock.system.secondsSinceEpoch())
             try await hub.admin.sessionsRevoked(id)
             await events.record(kind: "sessions_revoked", userId: id, message: "sessions revoked by an admin")
             return .noContent

@@ -9,6 +9,13 @@ enum ISOTime {
         return f.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
     }
 
+    /// Whole seconds, without the fraction (`2026-11-26T13:39:51Z`): the event log's times.
+    static func string(seconds: Int64) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime]
+        return f.string(from: Date(timeIntervalSince1970: Double(seconds)))
+    }
+
     static func milliseconds(_ text: String) -> Int64? {
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 import Logging
 
@@ -21,7 +22,7 @@ actor ServerEventLog {
     static let maxMessageBytes = 2_048
 
     func record(kind: String, userId: String?, message: String) {
-        entries.append(Entry(time: ISO8601DateFormatter().string(from: Date()), kind: kind, user_id: userId.map { excerpt($0, limit: 256) },
+        entries.append(Entry(time: ISOTime.string(seconds: WallClock.system.secondsSinceEpoch()), kind: kind, user_id: userId.map { excerpt($0, limit: 256) },
                              message: excerpt(message, limit: Self.maxMessageBytes)))
         if entries.count > capacity { entries.removeFirst(entries.count - capacity) }
     }

@@ -136,7 +136,7 @@ actor BackendWrites {
     /// with the compensating-write code and the seeds' reasons).
     /// `basedOn`: the server version the instructions were made on (list positions count
     /// there); nil: the head now.
-    func write(as caller: DataAPICaller, _ instructions: [Instruction], timestamp: Int64 = UploadClock.nanosecondsSinceEpoch(),
+    func write(as caller: DataAPICaller, _ instructions: [Instruction], timestamp: Int64 = WallClock.system.nanosecondsSinceEpoch(),
                basedOn: UInt64? = nil) async throws -> BackendWriteResult {
         switch caller {
         case .key(let key):

@@ -32,7 +32,7 @@ public struct JSONLogHandler: LogHandler {
         if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
         if let extra = event.metadata { all.merge(extra) { _, new in new } }
         var members: [(String, StoredJSON)] = [
-            ("time", .string(ISOTime.string(milliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded())))),
+            ("time", .string(ISOTime.string(milliseconds: WallClock.system.millisecondsSinceEpoch()))),
             ("level", .string(event.level.rawValue)),
             ("label", .string(label)),
             ("message", .string(event.message.description)),

@@ -220,5 +220,5 @@ final class SyncLogRecorder: Sendable {
         wake?.resume()
     }
 
-    static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    static func nowMilliseconds() -> Int64 { WallClock.system.millisecondsSinceEpoch() }
 }

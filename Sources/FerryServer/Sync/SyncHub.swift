@@ -497,7 +497,7 @@ actor SyncHub {
             // storage has it when the device claims more than this node heard of.
             let stored = try await storage.clientFile(ident)
             if lastServerVersion > knownHead { knownHead = max(knownHead, try await storage.syncState().headVersion) }
-            let now = ServerClock.secondsSinceEpoch()
+            let now = Int(WallClock.system.secondsSinceEpoch())
             let known = stored.map { BindRules.KnownFile(saltMatches: $0.salt == salt, sameUser: $0.userId == outbox.userId, lastSeen: $0.lastSeen) }
             switch BindRules.decide(ident: ident, file: known, lastServerVersion: lastServerVersion, head: knownHead,
                                     now: now, maxOfflineDays: app.sync.clientMaxOfflineDays) {

@@ -18,9 +18,8 @@ enum UploadClock {
 
     /// The stamp of a changeset from `fileIdent` with the client's `timestamp`, merged when the
     /// server's clock reads `now` (nanoseconds since the Unix epoch).
-    static func stamp(_ timestamp: Int64, fileIdent: UInt64, now: Int64 = nanosecondsSinceEpoch()) -> Stamp {
+    static func stamp(_ timestamp: Int64, fileIdent: UInt64, now: Int64 = WallClock.system.nanosecondsSinceEpoch()) -> Stamp {
         Stamp(timestamp: min(timestamp, now &+ allowedSkew), fileIdent: fileIdent)
     }
 
-    static func nanosecondsSinceEpoch() -> Int64 { Int64(Date().timeIntervalSince1970 * 1e9) }
 }

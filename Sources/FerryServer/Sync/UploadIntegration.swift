@@ -168,7 +168,7 @@ struct UploadIntegration: Sendable {
 
     /// Merges and validates the fresh changesets into `stored` (the states `keys` named, as
     /// read in the transaction) as server version `version`.
-    func integrate(stored: [ObjectKey: StoredObject], version: UInt64, now: Int64 = UploadClock.nanosecondsSinceEpoch()) throws -> Outcome {
+    func integrate(stored: [ObjectKey: StoredObject], version: UInt64, now: Int64 = WallClock.system.nanosecondsSinceEpoch()) throws -> Outcome {
         var outcome = Outcome(lastClientVersion: acknowledged)
         var validators: [String: WriteValidator] = [:]
         for (upload, changeset) in fresh {

@@ -79,7 +79,7 @@ struct ViewEvaluation: @unchecked Sendable {
 
     /// The first pass: every DOWNLOAD of the bootstrap, encoded and spooled, within the deadline.
     private func measure(_ newView: SessionView, from snapshot: any SyncSnapshot) async throws -> BootstrapSpool {
-        let deadline = Date().addingTimeInterval(limits.viewEvaluationSeconds)
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(limits.viewEvaluationSeconds * 1000)))
         var visited = 0
         let outbox = self.outbox, limits = self.limits
         var chunks = DownloadChunker()
@@ -88,7 +88,7 @@ struct ViewEvaluation: @unchecked Sendable {
             visited += 1
             guard visited % Self.checkEvery == 0 else { return }
             if outbox.isClosed { throw ConnectionGone(afterInstall: false) }
-            if Date() > deadline { throw SubscriptionError("the subscription set took longer than \(Int(limits.viewEvaluationSeconds)) s to evaluate; make its queries narrower") }
+            if ContinuousClock.now > deadline { throw SubscriptionError("the subscription set took longer than \(Int(limits.viewEvaluationSeconds)) s to evaluate; make its queries narrower") }
         }) { i in
             if let c = chunks.add(i) { spool.append(c) }
         }

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryAppConfig
 import FerrySyncStorage
 import Foundation
@@ -44,7 +45,7 @@ struct TriggerAdminRoutes {
             try admin.authorize(request, context)
             let head = try await storage.syncState().headVersion
             let states = Dictionary(try await store.triggerStates().map { ($0.name, $0) }) { a, _ in a }
-            let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+            let now = WallClock.system.millisecondsSinceEpoch()
             return ListJSON(head: head, triggers: app.triggers.map { t in
                 let s = states[t.name]
                 return TriggerJSON(name: t.name, class: t.className, operation_types: t.operations.map(\.rawValue).sorted(), match: t.match, url: t.url,

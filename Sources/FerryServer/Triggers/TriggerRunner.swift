@@ -82,7 +82,7 @@ final class TriggerRunner: Sendable {
     func wake(_ name: String) { alarms[name]?.ring() }
 
     private static func milliseconds(_ d: Duration) -> Int64 { d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000 }
-    private static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    private static func nowMilliseconds() -> Int64 { WallClock.system.millisecondsSinceEpoch() }
 
     private func deliver(_ t: Trigger) async {
         let alarm = alarms[t.name]!
@@ -189,7 +189,7 @@ final class TriggerRunner: Sendable {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "Ferry-Trigger", value: t.name)
-        request.headers.add(name: "Ferry-Signature", value: TriggerEvents.signature(body: body, secret: t.secret, time: Int64(Date().timeIntervalSince1970)))
+        request.headers.add(name: "Ferry-Signature", value: TriggerEvents.signature(body: body, secret: t.secret, time: WallClock.system.secondsSinceEpoch()))
         request.body = .bytes(ByteBuffer(bytes: body))
         let response: HTTPClientResponse
         do { response = try await client.execute(request, timeout: .milliseconds(Self.milliseconds(timing.requestTimeout))) } catch {

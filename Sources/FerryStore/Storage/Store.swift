@@ -437,7 +437,7 @@ final class Store: @unchecked Sendable {
             // before every earlier one, so the write fails instead.
             if try s.step() { lastTimestamp = try ChangesetCodec.decode(s.blob(0)).timestamp }
         }
-        lastTimestamp = max(Clock.nanosecondsSinceEpoch(), lastTimestamp + 1)
+        lastTimestamp = max(WallClock.system.nanosecondsSinceEpoch(), lastTimestamp + 1)
         return lastTimestamp
     }
 
