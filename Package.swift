@@ -108,21 +108,22 @@ let package = Package(
             "FerryServer", "FerryAuth", "FerrySyncStorage", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         /// Helpers the test targets share (not shipped): child processes started without
-        /// Foundation's `Process`, a webhook receiver for the trigger tests.
-        .target(name: "FerryTestSupport", dependencies: [.product(name: "Hummingbird", package: "hummingbird")], path: "Tests/Support"),
+        /// Foundation's `Process`, deadlines (`within`, `poll`), a webhook receiver for the
+        /// trigger tests.
+        .target(name: "FerryTestSupport", dependencies: ["FerryCore", .product(name: "Hummingbird", package: "hummingbird")], path: "Tests/Support"),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
         .testTarget(name: "FerryAppConfigTests", dependencies: ["FerryAppConfig"]),
         .testTarget(name: "FerryServerTests", dependencies: [
             "FerryServer", "FerryTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "FerryAuthTests", dependencies: [
-            "FerryAuth", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
+            "FerryAuth", "FerryTestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
         ]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerrySQLite", "FerryClient"]),
         /// One suite run against every storage backend (PostgreSQL when FERRY_TEST_POSTGRES_URL
         /// names a database the tests may empty).
         .testTarget(name: "FerryStorageConformanceTests", dependencies: [
-            "FerryCore", "FerryAuth", "FerrySyncStorage", "FerrySQLiteStorage", "FerryPostgresStorage",
+            "FerryCore", "FerryTestSupport", "FerryAuth", "FerrySyncStorage", "FerrySQLiteStorage", "FerryPostgresStorage",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -7,16 +7,6 @@ import Darwin
 import FerryCore // the fuzz build compiles this file into one module with FerryCore's sources
 #endif
 
-/// Identifies an object across classes.
-public struct ObjectKey: Hashable, Sendable {
-    public var table: String
-    public var key: FerryValue
-    public init(table: String, key: FerryValue) {
-        self.table = table
-        self.key = key
-    }
-}
-
 extension ObjectKey {
     /// Objects with their keys encoded (`ValueCodec`, as the stores keep them), in the stores'
     /// key order: class name, then encoded key, both compared as bytes (SQLite's and

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import FerryAppConfig
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import FerryClient
 import FerryCore
 import FerryServer
@@ -20,12 +21,7 @@ struct OperationsClusterTests {
     /// Calls until `done` is true, for at most `seconds` (another node publishes its
     /// connections and writes its sync log a moment later).
     static func eventually(seconds: Double = 30, _ what: String, _ done: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try await done() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("timed out waiting for \(what)")
+        if try await !poll(seconds: seconds, every: .milliseconds(50), done) { Issue.record("timed out waiting for \(what)") }
     }
 
     /// GET /metrics with the admin token.

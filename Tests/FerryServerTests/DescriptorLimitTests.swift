@@ -26,12 +26,7 @@ struct DescriptorLimitTests {
 
     /// Polls `body` (a file the child writes) until it is true or `seconds` pass.
     static func eventually(seconds: Double, _ body: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if body() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return body()
+        await poll(seconds: seconds, body)
     }
 
     @Test func atTheLimitTheServerPausesAcceptingLogsItAndRecovers() async throws {

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import FerryCore
 import FerrySQLiteStorage
 import FerrySyncStorage
@@ -29,11 +30,7 @@ struct GroupCommitTests {
 
     /// Waits (polling, at most `seconds`) until `condition` holds.
     func eventually(_ seconds: Double = 10, _ condition: () -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            guard Date() < deadline else { throw CancellationError() }
-            try await Task.sleep(for: .milliseconds(2))
-        }
+        guard await poll(seconds: seconds, every: .milliseconds(2), condition) else { throw TimedOut(what: "a group-commit condition") }
     }
 
     @Test func uploadsQueuedDuringACommitShareTheNextTransactionEachAtItsOwnVersion() async throws {

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import FerryCore
 import Foundation
 import Testing
@@ -90,11 +91,6 @@ enum AdminCall {
     /// Calls until `done` accepts the answer, for at most `seconds`: what a device did reaches
     /// the sync log a moment after the device heard back.
     static func eventually(seconds: Double = 30, _ what: String, _ attempt: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try await attempt() { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        Issue.record("timed out waiting for \(what)")
+        if try await !poll(seconds: seconds, attempt) { Issue.record("timed out waiting for \(what)") }
     }
 }

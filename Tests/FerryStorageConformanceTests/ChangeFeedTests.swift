@@ -1,3 +1,4 @@
+import FerryTestSupport
 import FerryCore
 import FerrySyncStorage
 import Testing

@@ -41,10 +41,10 @@ extension Database {
 
     /// The objects a transaction's instructions touched, before and after (see `ObjectWrite`).
     func objectWrites(_ instructions: [Instruction], store: Store) throws -> [ObjectWrite] {
-        var seen: Set<ObjectKeyRef> = []
+        var seen: Set<ObjectKey> = []
         var out: [ObjectWrite] = []
         for i in instructions {
-            guard seen.insert(ObjectKeyRef(table: i.table, key: i.key)).inserted,
+            guard seen.insert(ObjectKey(table: i.table, key: i.key)).inserted,
                   let ci = store.schema.classIndex(named: i.table) else { continue }
             let before = try store.read { try store.readRow($0, ci, key: i.key) }
             let after = try store.readRow(store.writer, ci, key: i.key)

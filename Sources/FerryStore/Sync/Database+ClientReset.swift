@@ -74,17 +74,17 @@ extension Database {
             let latest = try Self.latestVersion(c)
 
             // The unsynced changes, grouped by object, and each object's state on the device.
-            var order: [ObjectKeyRef] = []
-            var unsynced: [ObjectKeyRef: [Instruction]] = [:]
+            var order: [ObjectKey] = []
+            var unsynced: [ObjectKey: [Instruction]] = [:]
             // Per unsynced changeset, the objects it wrote: its write receipt's fate follows theirs.
-            var receipts: [(version: UInt64, objects: Set<ObjectKeyRef>)] = []
+            var receipts: [(version: UInt64, objects: Set<ObjectKey>)] = []
             let history = try c.statement("SELECT version, changeset FROM __ferry_history WHERE version > ? ORDER BY version")
             history.bind(1, Int64(bitPattern: acknowledged))
             while try history.step() {
                 report.unsyncedChangesets += 1
-                var objects: Set<ObjectKeyRef> = []
+                var objects: Set<ObjectKey> = []
                 for i in try ChangesetCodec.decode(history.blob(1)).instructions {
-                    let ref = ObjectKeyRef(table: i.table, key: i.key)
+                    let ref = ObjectKey(table: i.table, key: i.key)
                     if unsynced[ref] == nil { order.append(ref) }
                     unsynced[ref, default: []].append(i)
                     objects.insert(ref)
@@ -92,7 +92,7 @@ extension Database {
                 receipts.append((UInt64(bitPattern: history.int64(0)), objects))
             }
             history.resetKeepingBindings()
-            var deviceRows: [ObjectKeyRef: [FerryValue]] = [:]
+            var deviceRows: [ObjectKey: [FerryValue]] = [:]
             for ref in order {
                 if let ci = store.schema.classIndex(named: ref.table), let row = try store.readRow(c, ci, key: ref.key) { deviceRows[ref] = row }
             }
@@ -185,8 +185,8 @@ extension Database {
                                                 reason: "its class is not in this database's schema"))
                     continue
                 }
-                let (instructions, entry) = try Self.recover(ref, ops, device: deviceRows[ref], current: try store.readRow(c, ci, key: ref.key),
-                                                             layout: store.layout(ci))
+                let (instructions, entry) = ResetRecovery.recover(ref, ops, device: deviceRows[ref], current: try store.readRow(c, ci, key: ref.key),
+                                                                  schema: store.layout(ci).objectSchema)
                 recovered += instructions
                 report.entries.append(entry)
             }
@@ -228,68 +228,5 @@ extension Database {
         }
         recordResetPeak(peak)
         return report
-    }
-
-    /// The instructions that put one object's unsynced changes on top of the server's state,
-    /// and the report's entry for it.
-    private static func recover(_ ref: ObjectKeyRef, _ ops: [Instruction], device: [FerryValue]?, current: [FerryValue]?,
-                                layout: TableLayout) throws -> ([Instruction], ClientResetReport.Entry) {
-        func entry(_ outcome: ClientResetReport.Outcome, _ reason: String) -> ClientResetReport.Entry {
-            .init(objectType: ref.table, primaryKey: ref.key, outcome: outcome, reason: reason)
-        }
-        let createdHere = ops.contains { if case .create = $0 { return true } else { return false } }
-        guard let device else {
-            if current != nil { return ([.erase(table: ref.table, key: ref.key)], entry(.recovered, "deleted on this device")) }
-            return ([], entry(.recovered, createdHere ? "created and deleted on this device: nothing to upload" : "deleted on this device and on the server"))
-        }
-        guard let current else {
-            if createdHere {
-                return ([.create(table: ref.table, key: ref.key, fields: layout.fields(of: device))], entry(.recovered, "created on this device and not yet synced"))
-            }
-            return ([], entry(.discarded, "deleted on the server: the device's updates to it are discarded"))
-        }
-        // Both have it: the device's writes win field by field.
-        let os = layout.objectSchema
-        var written: Set<Int> = []
-        var adds: [Int: Int64] = [:]
-        for op in ops {
-            switch op {
-            case .create, .erase:
-                // Created (or deleted and created again) here: every field is the device's.
-                written.formUnion(os.properties.indices.filter { $0 != layout.primaryKeyIndex })
-            case let .set(_, _, field, _), let .listInsert(_, _, field, _, _), let .listSet(_, _, field, _, _),
-                 let .listErase(_, _, field, _), let .listClear(_, _, field):
-                if let p = os.propertyIndex(named: field) { written.insert(p) }
-            case let .addInteger(_, _, field, delta):
-                if let p = os.propertyIndex(named: field) { adds[p, default: 0] &+= delta }
-            }
-        }
-        var out: [Instruction] = []
-        var fields: [String] = []
-        for p in written.sorted() where device[p] != current[p] {
-            let name = os.properties[p].name
-            fields.append(name)
-            if os.properties[p].isList {
-                out.append(.listClear(table: ref.table, key: ref.key, field: name))
-                if case .list(let items) = device[p] {
-                    for (i, v) in items.enumerated() { out.append(.listInsert(table: ref.table, key: ref.key, field: name, index: i, value: v)) }
-                }
-            } else {
-                out.append(.set(table: ref.table, key: ref.key, field: name, value: device[p]))
-            }
-        }
-        for (p, delta) in adds.sorted(by: { $0.key < $1.key }) where !written.contains(p) && delta != 0 {
-            fields.append(os.properties[p].name)
-            out.append(.addInteger(table: ref.table, key: ref.key, field: os.properties[p].name, delta: delta))
-        }
-        if fields.isEmpty { return ([], entry(.recovered, "the server already has the device's changes")) }
-        return (out, entry(.recovered, "the device's updates applied over the server's: " + fields.joined(separator: ", ")))
-    }
-}
-
-extension TableLayout {
-    /// A row as create fields (every property but the primary key).
-    func fields(of row: [FerryValue]) -> [FieldValue] {
-        objectSchema.properties.indices.filter { $0 != primaryKeyIndex }.map { FieldValue(name: objectSchema.properties[$0].name, value: row[$0]) }
     }
 }

@@ -117,8 +117,8 @@ extension Database {
             while try s.step() {
                 // Ferry wrote these rows: one that does not decode is a damaged file, said as such.
                 let cs = try ChangesetCodec.decode(s.blob(1))
-                let touched = Set(cs.instructions.map { ObjectKeyRef(table: $0.table, key: $0.key) })
-                let concerning = writes.filter { touched.contains(ObjectKeyRef(table: $0.objectType, key: $0.primaryKey)) }
+                let touched = Set(cs.instructions.map { ObjectKey(table: $0.table, key: $0.key) })
+                let concerning = writes.filter { touched.contains(ObjectKey(table: $0.objectType, key: $0.primaryKey)) }
                 if !concerning.isEmpty { found.append((UInt64(bitPattern: s.int64(0)), concerning)) }
             }
             s.resetKeepingBindings()
@@ -177,30 +177,24 @@ extension Database {
     /// as such. One that wrote an object whose changes the reset discarded is rejected, with
     /// those objects' report entries as its compensating writes; the others were recovered
     /// into the changeset `recoveredVersion` and from now on read that changeset's state.
-    static func settleReceiptsOfReset(_ c: SQLiteConnection, _ changesets: [(version: UInt64, objects: Set<ObjectKeyRef>)],
+    static func settleReceiptsOfReset(_ c: SQLiteConnection, _ changesets: [(version: UInt64, objects: Set<ObjectKey>)],
                                       entries: [ClientResetReport.Entry], recoveredVersion: UInt64) throws {
         guard !changesets.isEmpty else { return }
         try createTables(c)
         let reject = try c.statement("INSERT OR REPLACE INTO \(rejectionsTable) (version, info, read) VALUES (?, ?, 0)")
         let alias = try c.statement("INSERT OR REPLACE INTO \(aliasesTable) (version, target) VALUES (?, ?)")
-        // Indexed by object: a device that kept writing holds thousands of unsynced changesets
-        // and as many entries, and comparing every pair stalled the reset (and a core) for
-        // a minute in a debug build.
-        var discardedByObject: [ObjectKeyRef: [(order: Int, entry: ClientResetReport.Entry)]] = [:]
-        for (order, entry) in entries.enumerated() where entry.outcome == .discarded {
-            discardedByObject[ObjectKeyRef(table: entry.objectType, key: entry.primaryKey), default: []].append((order, entry))
-        }
-        for (version, objects) in changesets {
-            let discarded = discardedByObject.isEmpty ? [] : objects.flatMap { discardedByObject[$0] ?? [] }.sorted { $0.order < $1.order }.map(\.entry)
-            if !discarded.isEmpty {
-                let writes = discarded.map { CompensatingWrite(objectType: $0.objectType, primaryKey: $0.primaryKey, reason: "discarded by a client reset: \($0.reason)") }
+        for (version, fate) in ResetRecovery.receiptFates(changesets, entries: entries, recoveredVersion: recoveredVersion) {
+            switch fate {
+            case .rejected(let writes):
                 reject.bind(1, Int64(bitPattern: version)); reject.bind(2, blob: RejectionCodec.encode(writes))
                 try reject.run()
                 reject.resetKeepingBindings()
-            } else if recoveredVersion > 0 {
-                alias.bind(1, Int64(bitPattern: version)); alias.bind(2, Int64(bitPattern: recoveredVersion))
+            case .follows(let target):
+                alias.bind(1, Int64(bitPattern: version)); alias.bind(2, Int64(bitPattern: target))
                 try alias.run()
                 alias.resetKeepingBindings()
+            case .unchanged:
+                break
             }
         }
         try trimRejections(c, bound: maxRejectedReceipts)

@@ -189,15 +189,15 @@ extension Database {
             // downloaded objects they touch; without any, nothing needs tracking.
             let latest = try Self.latestVersion(c)
             let hasLocal = latest > ack
-            var touched: Set<ObjectKeyRef> = []
+            var touched: Set<ObjectKey> = []
             var classes: [String: Int] = [:]
             var applied: [Instruction] = []
             let observed = store.hasObservers
             // The device's recent writes by object, and the states before the download of the
             // objects it touches that have some (read once, before their first instruction).
-            var recent: [ObjectKeyRef: [LocalWrite]] = [:]
-            var before: [(ObjectKeyRef, Int, [FerryValue]?)] = []
-            var seen: Set<ObjectKeyRef> = []
+            var recent: [ObjectKey: [LocalWrite]] = [:]
+            var before: [(ObjectKey, Int, [FerryValue]?)] = []
+            var seen: Set<ObjectKey> = []
             var positions = FieldPositions()
             // Rows straight from the decoder when nothing below needs the instructions: no
             // local change to apply again (`hasLocal`), no write to capture (`floor`), no
@@ -221,7 +221,7 @@ extension Database {
                     // The device's own history: undecodable, the file is damaged (not skipped:
                     // the reverts it would capture would be wrong).
                     for i in try ChangesetCodec.decode(s.blob(1)).instructions {
-                        recent[ObjectKeyRef(table: i.table, key: i.key), default: []].append(LocalWrite(version: v, instruction: i))
+                        recent[ObjectKey(table: i.table, key: i.key), default: []].append(LocalWrite(version: v, instruction: i))
                     }
                 }
                 s.resetKeepingBindings()
@@ -234,11 +234,11 @@ extension Database {
                     ci = found
                 }
                 if !recent.isEmpty {
-                    let ref = ObjectKeyRef(table: i.table, key: i.key)
+                    let ref = ObjectKey(table: i.table, key: i.key)
                     if recent[ref] != nil, seen.insert(ref).inserted { before.append((ref, ci, try store.readRow(c, ci, key: i.key))) }
                 }
                 guard try store.applyServerInstruction(i, classIndex: ci, on: c, positions: &positions) else { continue }
-                if hasLocal { touched.insert(ObjectKeyRef(table: i.table, key: i.key)) }
+                if hasLocal { touched.insert(ObjectKey(table: i.table, key: i.key)) }
                 if observed { applied.append(i) }
             }
             if hasLocal && !touched.isEmpty {
@@ -247,7 +247,7 @@ extension Database {
                 var local: [Instruction] = []
                 while try s.step() { local += try ChangesetCodec.decode(s.blob(0)).instructions }
                 s.resetKeepingBindings()
-                for i in local where touched.contains(ObjectKeyRef(table: i.table, key: i.key)) {
+                for i in local where touched.contains(ObjectKey(table: i.table, key: i.key)) {
                     // A local change that no longer applies (its object erased by the server)
                     // is dropped here; the server decides its fate when it is uploaded.
                     if case .create = i, let ci = store.schema.classIndex(named: i.table), try store.readRow(c, ci, key: i.key) != nil {
@@ -445,11 +445,6 @@ struct FieldPositions {
         positions = fields.map { os.propertyIndex(named: $0.name) }
         return positions
     }
-}
-
-struct ObjectKeyRef: Hashable {
-    let table: String
-    let key: FerryValue
 }
 
 /// The owner of one sync write transaction (the store's write lock is held per owner).

@@ -1,5 +1,3 @@
-import FerryCore
-
 /// What a client reset did with the device's unsynced changes (SPEC F-NOLOSS): one entry per
 /// object the unsynced changes touched, saying whether they were recovered (and will be
 /// uploaded) or discarded, and why. No other sync SDK says this; a host can show it, log it,

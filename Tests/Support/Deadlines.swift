@@ -1,15 +1,21 @@
 import FerryCore
 import Foundation
 
-struct TimedOut: Error, CustomStringConvertible {
-    let what: String
-    var description: String { "timed out: \(what)" }
+// Deadlines for tests, shared by the test targets instead of copied: `within` turns a hang into
+// a failure; `poll` waits for a state nothing signals (a file a child writes, a log line
+// another node records a moment later), checking at an interval, for at most a deadline.
+// Where an event exists, tests wait on it instead.
+
+public struct TimedOut: Error, CustomStringConvertible {
+    public let what: String
+    public init(what: String) { self.what = what }
+    public var description: String { "timed out: \(what)" }
 }
 
 /// `operation`'s result, or `TimedOut` after `seconds` (generous: it only turns a hang into a
 /// failure, it measures nothing). The operation runs in a task of its own, so even one that
 /// ignores cancellation cannot hold the test.
-func within<T: Sendable>(_ seconds: Double, _ what: String, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+public func within<T: Sendable>(_ seconds: Double, _ what: String, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
     let answer = Answer<T>()
     return try await withCheckedThrowingContinuation { continuation in
         answer.set(continuation)
@@ -55,4 +61,16 @@ private final class Answer<T: Sendable>: @unchecked Sendable {
         c?.resume(with: result)
         f?()
     }
+}
+
+/// Checks `condition` every `interval` until it holds (true) or `seconds` pass (false, after one
+/// last check). For states that nothing signals; a test that has an event waits on it instead.
+@discardableResult
+public func poll(seconds: Double, every interval: Duration = .milliseconds(20), _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        do { try await Task.sleep(for: interval) } catch { break }
+    }
+    return try await condition()
 }
