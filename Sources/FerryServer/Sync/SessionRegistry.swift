@@ -54,6 +54,14 @@ final class SessionRegistry {
         }
     }
 
+    /// Decides again whether an idle session follows the chain (as writing it back through the
+    /// subscript does): after a fan-out skipped it, it joins once it owes nothing and has every
+    /// commit up to the chain's start. Named, so that the call does not read as a no-op.
+    func reconsiderChain(_ key: SessionKey) {
+        guard let s = self[key] else { return }
+        self[key] = s
+    }
+
     /// Re-registers a session's view with the fan-out index (after it changed).
     func reindex(_ key: SessionKey) {
         guard let s = sessions[key] else { return }

@@ -2,13 +2,13 @@ import FerryCore
 
 /// One object a write transaction changed: as it was when the transaction began (nil: it did
 /// not exist) and as the commit leaves it (nil: deleted), values in `objectSchema` order.
-public struct ObjectWrite: Sendable {
-    public let objectSchema: ObjectSchema
-    public let key: FerryValue
-    public let before: [FerryValue]?
-    public let after: [FerryValue]?
+package struct ObjectWrite: Sendable {
+    package let objectSchema: ObjectSchema
+    package let key: FerryValue
+    package let before: [FerryValue]?
+    package let after: [FerryValue]?
 
-    public init(objectSchema: ObjectSchema, key: FerryValue, before: [FerryValue]?, after: [FerryValue]?) {
+    package init(objectSchema: ObjectSchema, key: FerryValue, before: [FerryValue]?, after: [FerryValue]?) {
         self.objectSchema = objectSchema
         self.key = key
         self.before = before
@@ -22,7 +22,7 @@ public struct ObjectWrite: Sendable {
 /// what it did; with one, the commit reads each written object twice (the last commit's
 /// state through the reader, the new one through the writer): there is no capture on the
 /// write path.
-public protocol CommitCheck: AnyObject, Sendable {
+package protocol CommitCheck: AnyObject, Sendable {
     /// A rejection fails the commit (strict) instead of only being reported (warn).
     var rejectsCommit: Bool { get }
     /// The would-be compensating writes of a transaction (empty: it passes). Called inside the
@@ -37,7 +37,7 @@ public protocol CommitCheck: AnyObject, Sendable {
 extension Database {
     /// Installs (or with nil removes) the check every commit on this handle's file runs, from
     /// any handle of this process.
-    public func setCommitCheck(_ check: (any CommitCheck)?) { storeForSync.setCommitCheck(check) }
+    package func setCommitCheck(_ check: (any CommitCheck)?) { storeForSync.setCommitCheck(check) }
 
     /// The objects a transaction's instructions touched, before and after (see `ObjectWrite`).
     func objectWrites(_ instructions: [Instruction], store: Store) throws -> [ObjectWrite] {

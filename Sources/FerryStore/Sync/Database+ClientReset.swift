@@ -6,11 +6,11 @@ import FerrySQLite
 /// for what changed, and a crash at any point leaves either the old file or the reset one.
 extension Database {
     /// The identity and version a reset file continues from: what the fresh bind gave.
-    public struct ResetTarget: Sendable {
-        public var clientFileIdent: UInt64
-        public var clientFileSalt: UInt64
-        public var serverVersion: UInt64
-        public init(clientFileIdent: UInt64, clientFileSalt: UInt64, serverVersion: UInt64) {
+    package struct ResetTarget: Sendable {
+        package var clientFileIdent: UInt64
+        package var clientFileSalt: UInt64
+        package var serverVersion: UInt64
+        package init(clientFileIdent: UInt64, clientFileSalt: UInt64, serverVersion: UInt64) {
             self.clientFileIdent = clientFileIdent
             self.clientFileSalt = clientFileSalt
             self.serverVersion = serverVersion
@@ -22,7 +22,7 @@ extension Database {
     /// staged first, as the sync engine stages a download as it arrives. For tests and small
     /// states; the engine never holds a whole fresh state.
     @discardableResult
-    public func resetToServerState(_ fresh: [Instruction], target: ResetTarget, recover: Bool, discardReason: String) throws -> ClientResetReport {
+    package func resetToServerState(_ fresh: [Instruction], target: ResetTarget, recover: Bool, discardReason: String) throws -> ClientResetReport {
         try clearStagedResetDownload()
         try stageResetDownload([ChangesetCodec.encode(Changeset(timestamp: 0, instructions: fresh))])
         do {
@@ -63,7 +63,7 @@ extension Database {
     /// throws `schemaMismatch` and changes nothing: such a reset needs the manual path. A
     /// staged changeset that does not decode throws `corrupt`.
     @discardableResult
-    public func resetToServerState(target: ResetTarget, recover: Bool, discardReason: String) throws -> ClientResetReport {
+    package func resetToServerState(target: ResetTarget, recover: Bool, discardReason: String) throws -> ClientResetReport {
         var report = ClientResetReport(recovered: recover, entries: [], unsyncedChangesets: 0)
         var peak = 0
         try writingStoreChanges { c in

@@ -14,7 +14,7 @@ extension Database {
     /// How many rejected receipts a file keeps at most. Past it, the oldest ones the host has
     /// read are dropped first, then the oldest; a receipt at or before the newest dropped one
     /// then reads as expired (`notFound`). Acknowledged receipts take no room at all.
-    public static let maxRejectedReceipts = 1024
+    package static let maxRejectedReceipts = 1024
 
     static let rejectionsTable = "__ferry_receipt_rejections"
 
@@ -70,33 +70,33 @@ extension Database {
     }
 
     /// Sync engine: history versions through `v` were sent to the server.
-    public func noteReceiptsUploaded(through v: UInt64) { storeForSync.receipts.noteUploaded(through: v) }
+    package func noteReceiptsUploaded(through v: UInt64) { storeForSync.receipts.noteUploaded(through: v) }
 
     /// Sync engine: the server's answers through `v` are complete (acknowledged, and any
     /// compensating write for them recorded).
-    public func noteReceiptsSettled(through v: UInt64) { storeForSync.receipts.noteSettled(through: v) }
+    package func noteReceiptsSettled(through v: UInt64) { storeForSync.receipts.noteSettled(through: v) }
 
     /// Sync engine: whether a host has asked about a receipt of this store (read a state or
     /// waited on one): only then are the server's answers settled with MARKs.
-    public var receiptsWanted: Bool { storeForSync.receipts.isInterested }
+    package var receiptsWanted: Bool { storeForSync.receipts.isInterested }
 
     /// Sync engine: `listener` runs, on the asking thread, when a host first asks about a
     /// receipt of this store; nil removes `owner`'s.
-    public func setReceiptInterestListener(_ owner: AnyObject, _ listener: (@Sendable () -> Void)?) {
+    package func setReceiptInterestListener(_ owner: AnyObject, _ listener: (@Sendable () -> Void)?) {
         storeForSync.receipts.setInterestListener(ObjectIdentifier(owner), listener)
     }
 
     /// Sync engine: the last history version whose answer is complete (nil: none this run).
-    public var receiptsSettled: UInt64? { storeForSync.receipts.snapshot().settled }
+    package var receiptsSettled: UInt64? { storeForSync.receipts.snapshot().settled }
 
     /// Sync engine: a session starts; what the file says is acknowledged is settled.
-    public func startReceiptSession(acknowledged: UInt64) { storeForSync.receipts.resetSettled(to: acknowledged) }
+    package func startReceiptSession(acknowledged: UInt64) { storeForSync.receipts.resetSettled(to: acknowledged) }
 
     /// Records a compensating write (error 231) against the receipts of the changesets in
     /// `after+1...through` (the acknowledgement it follows) that wrote a named object; each
     /// gets the writes of the objects it wrote. Returns the rejected receipts.
     @discardableResult
-    public func recordRejection(_ writes: [CompensatingWrite], after: UInt64, through: UInt64,
+    package func recordRejection(_ writes: [CompensatingWrite], after: UInt64, through: UInt64,
                                 bound: Int = Database.maxRejectedReceipts) throws -> [UInt64] {
         guard through > after, !writes.isEmpty else { return [] }
         let read = storeForSync.receipts.takeRead()

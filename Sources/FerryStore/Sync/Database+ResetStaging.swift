@@ -8,7 +8,7 @@ import FerryCore
 extension Database {
     /// Appends the changesets of one DOWNLOAD message of a reset's fresh state, in order, in one
     /// transaction. The caller has checked that they decode.
-    public func stageResetDownload(_ changesets: [[UInt8]]) throws {
+    package func stageResetDownload(_ changesets: [[UInt8]]) throws {
         try writingStore { c in
             try c.exec(ResetDownloadStaging.createSQL)
             let s = try c.statement("INSERT INTO __ferry_reset_download (changeset) VALUES (?)")
@@ -24,7 +24,7 @@ extension Database {
 
     /// Removes every staged changeset. Writes only when something is staged, so calling it at
     /// the start of every reset run (and at every session start) costs a read.
-    public func clearStagedResetDownload() throws {
+    package func clearStagedResetDownload() throws {
         guard try stagedResetChangesetCount() > 0 else { return }
         try writingStore { c in
             try c.exec("DELETE FROM __ferry_reset_download")
@@ -33,7 +33,7 @@ extension Database {
     }
 
     /// How many changesets of a reset's download are staged in the file.
-    public func stagedResetChangesetCount() throws -> Int {
+    package func stagedResetChangesetCount() throws -> Int {
         try readingStore { c in try ResetDownloadStaging.count(c) }
     }
 }

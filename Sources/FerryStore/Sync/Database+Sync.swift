@@ -3,22 +3,22 @@ import FerrySQLite
 
 /// A synced file's sync state, kept in the file itself so it survives restarts and crashes
 /// together with the data it describes.
-public struct SyncMetadata: Sendable, Equatable {
+package struct SyncMetadata: Sendable, Equatable {
     /// The server's identity for this file (0 until the server assigned one).
-    public var clientFileIdent: UInt64 = 0
-    public var clientFileSalt: UInt64 = 0
+    package var clientFileIdent: UInt64 = 0
+    package var clientFileSalt: UInt64 = 0
     /// The last server version integrated here.
-    public var serverVersion: UInt64 = 0
+    package var serverVersion: UInt64 = 0
     /// The last local version (history version) the server made durable.
-    public var acknowledged: UInt64 = 0
+    package var acknowledged: UInt64 = 0
 }
 
 /// A local changeset waiting for upload.
-public struct PendingChangeset: Sendable {
-    public var version: UInt64
+package struct PendingChangeset: Sendable {
+    package var version: UInt64
     /// The server version the change was made on (what the device had integrated then).
-    public var base: UInt64
-    public var bytes: [UInt8]
+    package var base: UInt64
+    package var bytes: [UInt8]
 }
 
 /// The sync engine's access to a database: its metadata, the local changes to upload, and
@@ -27,7 +27,7 @@ public struct PendingChangeset: Sendable {
 extension Database {
     private static let metaKeys = ["sync.ident", "sync.salt", "sync.server_version", "sync.acknowledged"]
 
-    public func syncMetadata() throws -> SyncMetadata {
+    package func syncMetadata() throws -> SyncMetadata {
         try readingStore { c in
             var m = SyncMetadata()
             let s = try c.statement("SELECT key, value FROM __ferry_meta WHERE key LIKE 'sync.%'")
@@ -47,7 +47,7 @@ extension Database {
     }
 
     /// Stores the identity the server gave this file.
-    public func setClientFile(ident: UInt64, salt: UInt64) throws {
+    package func setClientFile(ident: UInt64, salt: UInt64) throws {
         try writingStore { c in
             try Self.putMeta(c, "sync.ident", ident)
             try Self.putMeta(c, "sync.salt", salt)
@@ -56,7 +56,7 @@ extension Database {
     }
 
     /// A value kept for the sync engine in the file (e.g. the subscription sets), by key.
-    public func syncValue(_ key: String) throws -> [UInt8]? {
+    package func syncValue(_ key: String) throws -> [UInt8]? {
         try readingStore { c in
             let s = try c.statement("SELECT value FROM __ferry_meta WHERE key = ?")
             defer { s.resetKeepingBindings() }
@@ -65,7 +65,7 @@ extension Database {
         }
     }
 
-    public func setSyncValue(_ key: String, _ value: [UInt8]) throws {
+    package func setSyncValue(_ key: String, _ value: [UInt8]) throws {
         try writingStore { c in
             let s = try c.statement("INSERT OR REPLACE INTO __ferry_meta (key, value) VALUES (?, ?)")
             defer { s.resetKeepingBindings() }
@@ -76,7 +76,7 @@ extension Database {
     }
 
     /// The local changesets after `version`, oldest first, up to about `maxBytes` (at least one).
-    public func pendingChangesets(after version: UInt64, maxBytes: Int = 1 << 20) throws -> [PendingChangeset] {
+    package func pendingChangesets(after version: UInt64, maxBytes: Int = 1 << 20) throws -> [PendingChangeset] {
         try readingStore { c in
             // The base of a changeset is the server version of the last integration before
             // its commit (an indexed lookup per changeset).
@@ -102,7 +102,7 @@ extension Database {
 
     /// The versions and byte sizes of the local changesets after `version`, oldest first (the
     /// upload progress counts them without reading them).
-    public func pendingChangesetSizes(after version: UInt64) throws -> [(version: UInt64, bytes: UInt64)] {
+    package func pendingChangesetSizes(after version: UInt64) throws -> [(version: UInt64, bytes: UInt64)] {
         try readingStore { c in
             let s = try c.statement("SELECT version, length(changeset) FROM __ferry_history WHERE version > ? ORDER BY version")
             defer { s.resetKeepingBindings() }
@@ -114,7 +114,7 @@ extension Database {
     }
 
     /// The newest local version (0 when nothing was ever written).
-    public func latestLocalVersion() throws -> UInt64 {
+    package func latestLocalVersion() throws -> UInt64 {
         try readingStore { c in
             let s = try c.statement("SELECT COALESCE(MAX(version), 0) FROM __ferry_history")
             defer { s.resetKeepingBindings() }
@@ -130,7 +130,7 @@ extension Database {
     /// version when `completesVersion` (the last message of a batch: a partial bootstrap must
     /// not claim the version). Returns the number of instructions integrated.
     @discardableResult
-    public func integrate(_ objects: [Instruction], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64) throws -> Int {
+    package func integrate(_ objects: [Instruction], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64) throws -> Int {
         _ = try integrate(objects, serverVersion: serverVersion, completesVersion: completesVersion, acknowledged: acknowledged, capturingWritesAfter: nil)
         return objects.count
     }
@@ -140,7 +140,7 @@ extension Database {
     /// what the device had: its state before and after, and those writes. A revert of a
     /// compensating write is such a download; the sync session keeps the captures until the
     /// error 231 that follows it says which objects were reverted.
-    public func integrate(_ objects: [Instruction], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64,
+    package func integrate(_ objects: [Instruction], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64,
                           capturingWritesAfter floor: UInt64?) throws -> [RevertCapture] {
         try integrate(.decoded(objects), serverVersion: serverVersion, completesVersion: completesVersion, acknowledged: acknowledged,
                       capturingWritesAfter: floor)
@@ -152,7 +152,7 @@ extension Database {
     /// per object (issue 23: a bootstrap's integration spent a quarter of its time building and
     /// dropping them); otherwise they are decoded first. A changeset that does not decode
     /// throws `MalformedDownload` and nothing of the download is integrated.
-    public func integrate(changesets: [[UInt8]], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64,
+    package func integrate(changesets: [[UInt8]], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64,
                           capturingWritesAfter floor: UInt64?) throws -> [RevertCapture] {
         try integrate(.encoded(changesets), serverVersion: serverVersion, completesVersion: completesVersion, acknowledged: acknowledged,
                       capturingWritesAfter: floor)
@@ -323,9 +323,9 @@ extension Database {
 
 /// A download whose changesets do not decode: the server broke the protocol (the session
 /// ends with error 212); nothing of the download was integrated.
-public struct MalformedDownload: Error, CustomStringConvertible {
-    public let reason: String
-    public var description: String { "a malformed changeset: \(reason)" }
+package struct MalformedDownload: Error, CustomStringConvertible {
+    package let reason: String
+    package var description: String { "a malformed changeset: \(reason)" }
 }
 
 extension Database {

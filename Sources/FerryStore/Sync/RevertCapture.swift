@@ -5,15 +5,15 @@ import FerryCore
 /// again), and those local writes. The sync session keeps the latest capture of each object
 /// until an error 231 names it (the server sends a revert's download just before the error),
 /// then turns it into a `RevertedObject`.
-public struct RevertCapture: Sendable {
+package struct RevertCapture: Sendable {
     let objectSchema: ObjectSchema
-    public let primaryKey: FerryValue
+    package let primaryKey: FerryValue
     let before: [FerryValue]?
     let after: [FerryValue]?
     /// The device's writes to the object after the capture's floor, oldest first.
     let writes: [LocalWrite]
 
-    public var objectType: String { objectSchema.name }
+    package var objectType: String { objectSchema.name }
 
     init(objectSchema: ObjectSchema, primaryKey: FerryValue, before: [FerryValue]?, after: [FerryValue]?, writes: [LocalWrite]) {
         self.objectSchema = objectSchema
@@ -25,7 +25,7 @@ public struct RevertCapture: Sendable {
 
     /// The same object captured again by a later download before the error arrived: the
     /// device's state before the first, after the last.
-    public func followed(by later: RevertCapture) -> RevertCapture {
+    package func followed(by later: RevertCapture) -> RevertCapture {
         var writes = self.writes
         let known = Set(writes.map(\.version))
         writes += later.writes.filter { !known.contains($0.version) }
@@ -34,7 +34,7 @@ public struct RevertCapture: Sendable {
     }
 
     /// What the revert took: nil when the object ends as it was (nothing was lost).
-    public var reverted: RevertedObject? {
+    package var reverted: RevertedObject? {
         let pk = objectSchema.primaryKeyIndex
         let props = objectSchema.properties
         switch (before, after) {

@@ -1,0 +1,61 @@
+import FerryAppConfig
+import FerryCore
+import FerrySyncStorage
+
+/// A session's BIND: a new client file gets its identity (IDENT); a known one is bound when the
+/// bind policy (`BindRules`, FerryCore) says so, or refused with the reset it calls for. The
+/// session starts with the view its data reflects (the last set the server completed for it).
+/// Runs isolated to the hub, whose state it moves; the hub holds the state, this type the logic.
+enum SessionBinding {
+    static func bind(_ hub: isolated SyncHub, _ outbox: ConnectionOutbox, _ id: UInt64, _ ident: UInt64, _ salt: UInt64, _ lastServerVersion: UInt64) async throws {
+        let key = SessionKey(connection: outbox.id, session: id)
+        guard hub.sessions[key] == nil else { throw SessionFailure(id, ProtocolError.Code.sessionAlreadyBound, "session \(id) is already bound on this connection", .protocolViolation) }
+        guard hub.sessions.keys(onConnection: outbox.id).count < hub.limits.maxSessionsPerConnection else {
+            throw SessionFailure(id, ProtocolError.Code.tooManySessions, "the connection has \(hub.limits.maxSessionsPerConnection) sessions bound, the most allowed; close a synced database first", .applicationBug)
+        }
+        let record: ClientFileRecord
+        var bindVersion = lastServerVersion
+        if ident == 0 {
+            // Bounded per user: a device that binds new files in a loop only churns its own.
+            if try await hub.storage.clientFileCount(userId: outbox.userId) >= hub.limits.maxClientFilesPerUser {
+                try await hub.storage.forgetLeastRecentClientFile(userId: outbox.userId)
+            }
+            record = try await hub.storage.newClientFile(userId: outbox.userId)
+            bindVersion = 0
+            outbox.send(.ident(session: id, clientFileIdent: record.ident, clientFileSalt: record.salt))
+        } else {
+            // The facts the policy (`BindRules`) decides on: the stored file, and the head as
+            // storage has it when the device claims more than this node heard of.
+            let stored = try await hub.storage.clientFile(ident)
+            if lastServerVersion > hub.knownHead { hub.knownHead = max(hub.knownHead, try await hub.storage.syncState().headVersion) }
+            let now = Int(WallClock.system.secondsSinceEpoch())
+            let known = stored.map { BindRules.KnownFile(saltMatches: $0.salt == salt, sameUser: $0.userId == outbox.userId, lastSeen: $0.lastSeen) }
+            switch BindRules.decide(ident: ident, file: known, lastServerVersion: lastServerVersion, head: hub.knownHead,
+                                    now: now, maxOfflineDays: hub.app.sync.clientMaxOfflineDays) {
+            case .bind:
+                break
+            case .refuse(let message):
+                throw SessionFailure(id, ProtocolError.Code.badClientFile, message, .protocolViolation)
+            case .reset(let reason, let message):
+                if reason == .maxOfflineTime { try await hub.storage.forgetClientFile(ident) }
+                throw SessionFailure(id, ProtocolError.Code.badClientFile, message, BindRules.resetAction(recoveryDisabled: hub.app.sync.recoveryDisabled),
+                                     trigger: reason)
+            }
+            guard let r = stored else { return }  // not reached: a file the server lacks is a reset
+            // Stored only once checked: a version past the head would pin what the server keeps
+            // for the file (issue 22, point 8).
+            try await hub.storage.clientFileBound(ident, at: now, serverVersion: lastServerVersion)
+            record = r
+        }
+        guard !outbox.isClosed, hub.sessions[key] == nil else { return }
+        var s = ServerSession(outbox: outbox, id: id, clientFile: record.ident, view: .empty(user: outbox.user), delivered: bindVersion)
+        s.acknowledged = record.acknowledgedClientVersion
+        // The view the client's data reflects: the last set the server completed for it.
+        if case .success(let v) = SessionView.make(record.subscriptions, user: outbox.user, app: hub.app, schema: hub.schema) { s.view = v }
+        s.subscriptionVersion = record.subscriptionVersion
+        s.subscriptions = record.subscriptions
+        hub.sessions[key] = s
+        if outbox.sendsWriteRules { outbox.send(.writeRules(session: id, rules: hub.app.publishedWriteRules(for: outbox.user, schema: hub.schema))) }
+        hub.telemetry.sessionBound(outbox, session: id, clientFile: record.ident, newFile: ident == 0, serverVersion: bindVersion)
+    }
+}
