@@ -20,7 +20,7 @@ mkdir -p build/fuzz
 if [ ! -x "$binary" ] || [ -n "$(find Sources/FerryCore fuzz/FuzzEntry.swift $all_targets $extra_sources -newer "$binary" -print -quit)" ]; then
   echo "building the fuzz binary (every target)"
   rm -f "$binary"  # a failed build must not leave the old binary to be run
-  swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FerryFuzz \
+  swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FerryFuzz -package-name ferry \
     $core_sources $extra_sources $all_targets fuzz/FuzzEntry.swift -o "$binary" 2>&1 | grep -v "Cannot export local symbol" || true
   [ -x "$binary" ] || { echo "fuzz/run.sh: the fuzz binary did not build" >&2; exit 1; }
 fi

@@ -76,7 +76,6 @@ public struct SyncConfiguration: Sendable, Equatable {
     }
 }
 
-/// A JSON value, for the parts of the configuration Ferry keeps as they are.
-public indirect enum JSONValue: Sendable, Equatable {
-    case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
-}
+/// A JSON value, for the parts of the configuration Ferry keeps as they are: FerryCore's one
+/// JSON type.
+public typealias JSONValue = JSON

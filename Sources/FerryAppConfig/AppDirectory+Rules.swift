@@ -83,11 +83,12 @@ extension AppDirectory {
         switch try json(v, file) {
         case .null: return .value(.null)
         case .bool(let b): return .value(.bool(b))
-        case .number(let d): return .value(d.rounded() == d && abs(d) < 9.0e15 ? .int(Int64(d)) : .double(d))
+        case .int(let i): return .value(.int(i))
+        case .double(let d): return .value(.double(d))
         case .string(let s): return .value(.string(s))
         case .object(let o):
             // Not 24 hex digits: the object is not an ObjectId literal, and is read as a document.
-            if o.count == 1, case .string(let hex)? = o["$oid"], let oid = try? ObjectId(hex: hex) { return .value(.objectId(oid)) }
+            if o.count == 1, case .string(let hex)? = JSON.object(o)["$oid"], let oid = try? ObjectId(hex: hex) { return .value(.objectId(oid)) }
             throw AppConfigurationError(file: file, "\(what): only {\"$oid\": ...} is supported as an object value")
         case .array:
             throw AppConfigurationError(file: file, "\(what): a list is not a value here; use $in")

@@ -184,10 +184,14 @@ public enum AppDirectory {
         switch v {
         case is NSNull: return .null
         case let n as NSNumber where isJSONBool(n): return .bool(n.boolValue)
-        case let n as NSNumber: return .number(n.doubleValue)
+        case let n as NSNumber:
+            // Integral and within Int64: an integer, as FerryCore's parser reads one.
+            let d = n.doubleValue
+            return d.rounded() == d && abs(d) < 9.0e15 ? .int(n.int64Value) : .double(d)
         case let s as String: return .string(s)
         case let a as [Any]: return .array(try a.map { try json($0, file) })
-        case let o as [String: Any]: return .object(try o.mapValues { try json($0, file) })
+        // JSONSerialization keeps no member order: the keys are sorted, so a file reads alike every time.
+        case let o as [String: Any]: return .object(try o.keys.sorted().map { ($0, try json(o[$0] as Any, file)) })
         default: throw AppConfigurationError(file: file, "unexpected JSON value \(v)")
         }
     }

@@ -261,7 +261,7 @@ struct DataAPIValuesTests {
         #expect(try DataAPIValues.value(.object([("$binary", .object([("base64", .string("AP8=")), ("subType", .string("00"))]))])) == .binary([0, 255]))
         #expect(try DataAPIValues.value(.object([("$date", .object([("$numberLong", .string("-1500"))]))]))
                 == .timestamp(try Timestamp(seconds: -2, nanoseconds: 500_000_000)))
-        for bad: StoredJSON in [.object([("$oid", .string("zz"))]), .object([("a", .int(1)), ("b", .int(2))]), .object([("$date", .string("yesterday"))]),
+        for bad: JSON in [.object([("$oid", .string("zz"))]), .object([("a", .int(1)), ("b", .int(2))]), .object([("$date", .string("yesterday"))]),
                                 .object([("$numberLong", .string("1e3"))]), .object([("$what", .null)])] {
             #expect(throws: DataAPIValues.Invalid.self) { _ = try DataAPIValues.value(bad) }
         }

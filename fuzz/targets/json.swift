@@ -1,7 +1,6 @@
 // Fuzz target: JSON.parse, which reads every auth answer (login, refresh) the client gets
 // over HTTP. Checks that no input traps, and that a parsed document's strings re-encode and
 // parse back to the same strings.
-// fuzz-sources: Sources/FerryClient/Sync/JSON.swift
 public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     guard let parsed = try? JSON.parse(bytes) else { return 0 }

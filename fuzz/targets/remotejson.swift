@@ -3,7 +3,7 @@
 // value read from JSON writes out as a query argument that reads back to the same value
 // (NaN aside: it equals nothing); and that a date the reader accepts writes back to the same
 // instant.
-// fuzz-sources: Sources/FerryClient/Sync/JSON.swift Sources/FerryClient/Sync/ExtendedJSON.swift
+// fuzz-sources: Sources/FerryClient/Sync/ExtendedJSON.swift
 public func fuzzRemoteJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     _ = try? ExtendedJSON.findPage(bytes)

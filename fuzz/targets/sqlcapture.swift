@@ -2,7 +2,7 @@
 // SQL tables' triggers (sql_inbox rows: whatever a backend put in the tables, so hostile).
 // Checks that no input traps, and that every object a decoded transaction touches is among
 // the keys a refusal would put back.
-// fuzz-sources: Sources/FerryPostgresStorage/SQLWriteDecoding.swift Sources/FerrySyncStorage/ObjectKey.swift
+// fuzz-sources: Sources/FerryPostgresStorage/SQLWriteDecoding.swift Sources/FerrySyncStorage/ObjectKey+StorageOrder.swift
 private let captureSchema: Schema = {
     let every = [
         Property(name: "_id", type: .objectId, isPrimaryKey: true),

@@ -1,3 +1,4 @@
+import FerryCore
 /// How a user logs in, by auth provider (the seeds' `Credentials`).
 public enum Credentials: Sendable {
     case anonymous

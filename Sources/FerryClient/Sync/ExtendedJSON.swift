@@ -15,9 +15,8 @@ import FerryCore // the fuzz build compiles this file into one module with Ferry
 /// lengths are bounded, every error is a thrown `FerryError(.corrupt)`, nothing traps.
 public enum ExtendedJSON {
     /// JSON as read, numbers kept exact: an integer lexeme is an Int64, never a Double.
-    public indirect enum Raw: Sendable {
-        case null, bool(Bool), int(Int64), double(Double), string(String), array([Raw]), object([(String, Raw)])
-    }
+    /// A JSON value with its numbers exact: FerryCore's `JSON`.
+    public typealias Raw = JSON
 
     /// One document of a `find` answer: its text as the server sent it, and its fields
     /// decoded, in the document's order.
@@ -45,15 +44,15 @@ public enum ExtendedJSON {
     static let maxNumberLength = 128
 
     public static func parse(_ bytes: [UInt8]) throws -> Raw {
-        var p = JSONParser(bytes: bytes)
-        let v = try p.exactValue(depth: 0)
+        var p = JSONParser(bytes: bytes, maxDepth: maxDepth)
+        let v = try p.value(depth: 0)
         p.skipSpace()
         guard p.i == bytes.count else { throw p.fail("trailing characters") }
         return v
     }
 
     public static func findPage(_ bytes: [UInt8]) throws -> FindPage {
-        var p = JSONParser(bytes: bytes)
+        var p = JSONParser(bytes: bytes, maxDepth: maxDepth)
         var documents: [Document]?
         var next: String?
         try p.members { p, key in
@@ -68,7 +67,7 @@ public enum ExtendedJSON {
                 while true {
                     p.skipSpace()
                     let start = p.i
-                    let raw = try p.exactValue(depth: 2)
+                    let raw = try p.value(depth: 2)
                     let text = String(decoding: p.bytes[start..<p.i], as: UTF8.self)
                     guard case .object(let members) = raw else { throw p.fail("a document is not an object") }
                     out.append(Document(text: text, fields: try members.map { (name, v) in
@@ -85,10 +84,10 @@ public enum ExtendedJSON {
                     return
                 }
             case "next":
-                guard case .string(let s) = try p.exactValue(depth: 1) else { throw p.fail("next is not a string") }
+                guard case .string(let s) = try p.value(depth: 1) else { throw p.fail("next is not a string") }
                 next = s
             default:
-                _ = try p.exactValue(depth: 1)
+                _ = try p.value(depth: 1)
             }
         }
         p.skipSpace()
@@ -344,95 +343,5 @@ public enum ExtendedJSON {
             i += 4
         }
         return out
-    }
-}
-
-extension JSONParser {
-    /// A JSON value with its numbers exact (see `ExtendedJSON.Raw`).
-    mutating func exactValue(depth: Int) throws -> ExtendedJSON.Raw {
-        guard depth < ExtendedJSON.maxDepth else { throw fail("nested too deeply") }
-        skipSpace()
-        guard i < bytes.count else { throw fail("unexpected end") }
-        switch bytes[i] {
-        case UInt8(ascii: "{"):
-            var members: [(String, ExtendedJSON.Raw)] = []
-            try self.members { p, key in members.append((key, try p.exactValue(depth: depth + 1))) }
-            return .object(members)
-        case UInt8(ascii: "["):
-            i += 1
-            var items: [ExtendedJSON.Raw] = []
-            skipSpace()
-            if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
-            while true {
-                items.append(try exactValue(depth: depth + 1))
-                skipSpace()
-                guard i < bytes.count else { throw fail("unexpected end") }
-                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-                guard bytes[i] == UInt8(ascii: "]") else { throw fail("expected ',' or ']'") }
-                i += 1
-                return .array(items)
-            }
-        case UInt8(ascii: "\""): return .string(try string())
-        case UInt8(ascii: "t"): i += 4; guard i <= bytes.count, bytes[i - 4..<i].elementsEqual("true".utf8) else { throw fail("unexpected characters") }; return .bool(true)
-        case UInt8(ascii: "f"): i += 5; guard i <= bytes.count, bytes[i - 5..<i].elementsEqual("false".utf8) else { throw fail("unexpected characters") }; return .bool(false)
-        case UInt8(ascii: "n"): i += 4; guard i <= bytes.count, bytes[i - 4..<i].elementsEqual("null".utf8) else { throw fail("unexpected characters") }; return .null
-        default: return try exactNumber()
-        }
-    }
-
-    /// The members of the object at `i`: `body` reads each member's value after its key.
-    mutating func members(_ body: (inout JSONParser, String) throws -> Void) throws {
-        skipSpace()
-        guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { throw fail("expected an object") }
-        i += 1
-        skipSpace()
-        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return }
-        while true {
-            skipSpace()
-            guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a key") }
-            let k = try string()
-            skipSpace()
-            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-            i += 1
-            try body(&self, k)
-            skipSpace()
-            guard i < bytes.count else { throw fail("unexpected end") }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            guard bytes[i] == UInt8(ascii: "}") else { throw fail("expected ',' or '}'") }
-            i += 1
-            return
-        }
-    }
-
-    /// JSON's number grammar, strictly: an integer lexeme is an exact Int64 (out of range is
-    /// an error, never a rounded double); a fraction or an exponent makes a finite double.
-    mutating func exactNumber() throws -> ExtendedJSON.Raw {
-        let start = i
-        func isDigit(_ at: Int) -> Bool { at < bytes.count && bytes[at] >= 0x30 && bytes[at] <= 0x39 }
-        if i < bytes.count, bytes[i] == UInt8(ascii: "-") { i += 1 }
-        guard isDigit(i) else { throw fail("bad number") }
-        if bytes[i] == 0x30 { i += 1 } else { while isDigit(i) { i += 1 } }
-        var integer = true
-        if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
-            integer = false
-            i += 1
-            guard isDigit(i) else { throw fail("bad number") }
-            while isDigit(i) { i += 1 }
-        }
-        if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
-            integer = false
-            i += 1
-            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
-            guard isDigit(i) else { throw fail("bad number") }
-            while isDigit(i) { i += 1 }
-        }
-        guard i - start <= ExtendedJSON.maxNumberLength else { throw fail("number too long") }
-        let text = String(decoding: bytes[start..<i], as: UTF8.self)
-        if integer {
-            guard let v = Int64(text) else { throw fail("integer out of the 64-bit range") }
-            return .int(v)
-        }
-        guard let d = Double(text), d.isFinite else { throw fail("number out of the double range") }
-        return .double(d)
     }
 }

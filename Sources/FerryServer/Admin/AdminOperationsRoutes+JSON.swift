@@ -1,3 +1,4 @@
+import FerryCore
 import Hummingbird
 
 /// The answers of the admin API's operations part, in the contract's snake_case. Optional
@@ -50,7 +51,7 @@ extension AdminOperationsRoutes {
         var node: String
         var connection_id: UInt64
         var message: String
-        var details: StoredJSON
+        var details: JSON
     }
     struct SyncLogJSON: ResponseEncodable {
         var entries: [EntryJSON]

@@ -163,12 +163,12 @@ struct AdminOperationsRoutes {
 
     /// The entry's details as the JSON the server stored; text that is not JSON (an entry
     /// written by an older server, or damaged) is shown as the string it is, never hidden.
-    static func details(_ e: SyncLogEntry) -> StoredJSON {
-        do { return try JSONDecoder().decode(StoredJSON.self, from: Data(e.details.utf8)) } catch { return .string(e.details) }
+    static func details(_ e: SyncLogEntry) -> JSON {
+        do { return try JSON.parse(Array(e.details.utf8)) } catch { return .string(e.details) }
     }
 }
 
-extension StoredJSON {
+extension JSON {
     /// A string member of an object.
     subscript(key: String) -> String? {
         guard case .object(let members) = self, let v = members.first(where: { $0.0 == key })?.1, case .string(let s) = v else { return nil }

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryAppConfig
 import Foundation
 
@@ -14,7 +15,7 @@ struct AdminSettings: Sendable {
 
     init(app: AppConfiguration, directory: String) {
         var files: [(String, String)] = []
-        var roles: [StoredJSON] = []
+        var roles: [JSON] = []
         let root = URL(fileURLWithPath: directory).standardizedFileURL
         let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])
         var paths: [String] = []
@@ -31,7 +32,7 @@ struct AdminSettings: Sendable {
             files.append((path, text))
             // A rules file: its roles, each with the collection it governs.
             if path.hasSuffix("/rules.json") || path == "default_rule.json" || path.hasSuffix("/default_rule.json"),
-               let rules = try? JSONDecoder().decode(StoredJSON.self, from: data), case .object(let members) = rules,
+               let rules = try? JSON.parse(Array(data)), case .object(let members) = rules,
                case .array(let list)? = members.first(where: { $0.0 == "roles" })?.1 {
                 let collection = rules["collection"] ?? (path.hasSuffix("default_rule.json") ? "(default)" : "")
                 for case .object(let role) in list {
@@ -39,11 +40,11 @@ struct AdminSettings: Sendable {
                 }
             }
         }
-        let body: StoredJSON = .object([
+        let body: JSON = .object([
             ("app_name", .string(app.name)),
             ("app_id", .string(app.appId)),
-            ("queryable_fields", .array(app.sync.queryableFields.map(StoredJSON.string))),
-            ("indexed_queryable_fields", .array(app.sync.indexedQueryableFields.map(StoredJSON.string))),
+            ("queryable_fields", .array(app.sync.queryableFields.map(JSON.string))),
+            ("indexed_queryable_fields", .array(app.sync.indexedQueryableFields.map(JSON.string))),
             ("roles", .array(roles)),
             ("max_offline_days", .int(Int64(app.sync.clientMaxOfflineDays))),
             ("recovery_mode", .string(app.sync.recoveryDisabled ? "disabled" : "recover_unsynced_changes")),

@@ -12,39 +12,39 @@ import Hummingbird
 extension DataAPIRoutes {
     struct InsertOneRequest: Decodable {
         var `class`: String
-        var document: StoredJSON
+        var document: JSON
     }
 
     struct InsertManyRequest: Decodable {
         var `class`: String
-        var documents: [StoredJSON]
+        var documents: [JSON]
     }
 
     struct UpdateOneRequest: Decodable {
         var `class`: String
-        var primaryKey: StoredJSON
-        var set: StoredJSON?
-        var inc: StoredJSON?
-        var push: StoredJSON?
-        var pull: StoredJSON?
+        var primaryKey: JSON
+        var set: JSON?
+        var inc: JSON?
+        var push: JSON?
+        var pull: JSON?
     }
 
     struct DeleteOneRequest: Decodable {
         var `class`: String
-        var primaryKey: StoredJSON
+        var primaryKey: JSON
     }
 
     /// One operation of a `transaction`: `action` names it, the rest is that action's body.
     struct Operation: Decodable {
         var action: String
         var `class`: String
-        var document: StoredJSON?
-        var documents: [StoredJSON]?
-        var primaryKey: StoredJSON?
-        var set: StoredJSON?
-        var inc: StoredJSON?
-        var push: StoredJSON?
-        var pull: StoredJSON?
+        var document: JSON?
+        var documents: [JSON]?
+        var primaryKey: JSON?
+        var set: JSON?
+        var inc: JSON?
+        var push: JSON?
+        var pull: JSON?
 
         /// Whether the update reads the object's lists first (`push`, `pull`).
         var readsLists: Bool { push != nil || pull != nil }
@@ -143,7 +143,7 @@ extension DataAPIRoutes {
         return result
     }
 
-    private func objectKey(_ className: String, _ json: StoredJSON) throws -> ObjectKey {
+    private func objectKey(_ className: String, _ json: JSON) throws -> ObjectKey {
         let os = try objectSchema(className)
         do { return ObjectKey(table: os.name, key: try DataAPIValues.primaryKey(json, of: os.primaryKey.type)) } catch let e as DataAPIValues.Invalid {
             throw bad("primaryKey: \(e.message)")
@@ -151,7 +151,7 @@ extension DataAPIRoutes {
     }
 
     /// Creates of whole documents: every property of the schema given or optional, none other.
-    private func insert(_ documents: [StoredJSON], into os: ObjectSchema) throws -> ([Instruction], [ObjectKey]) {
+    private func insert(_ documents: [JSON], into os: ObjectSchema) throws -> ([Instruction], [ObjectKey]) {
         guard !documents.isEmpty else { throw bad("no document to insert") }
         guard documents.count <= Self.maxLimit else { throw bad("at most \(Self.maxLimit) documents per call") }
         var instructions: [Instruction] = []

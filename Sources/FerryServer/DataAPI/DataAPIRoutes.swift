@@ -38,14 +38,14 @@ struct DataAPIRoutes {
     struct FindRequest: Decodable {
         var `class`: String
         var filter: String?
-        var arguments: [StoredJSON]?
+        var arguments: [JSON]?
         var limit: Int?
         var after: String?
     }
 
     struct FindOneRequest: Decodable {
         var `class`: String
-        var primaryKey: StoredJSON
+        var primaryKey: JSON
     }
 
     func add(to router: Router<ServerRequestContext>) {
@@ -104,7 +104,7 @@ struct DataAPIRoutes {
         case .key(let key): user = BackendWrites.userId(ofKey: key.name)
         case .user(let u): user = u.id
         }
-        var details: [(String, StoredJSON)] = [("action", .string(action)), ("status", .int(Int64(status.code)))]
+        var details: [(String, JSON)] = [("action", .string(action)), ("status", .int(Int64(status.code)))]
         var message = "Data API \(action): \(status.code)"
         if let written = call.written {
             details.append(("version", .int(Int64(bitPattern: written.version))))

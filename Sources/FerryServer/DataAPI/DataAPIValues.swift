@@ -131,7 +131,7 @@ enum DataAPIValues {
 
     /// A value given in a request (a query argument, a primary key). Plain JSON numbers are
     /// ints when whole, else doubles.
-    static func value(_ json: StoredJSON) throws -> FerryValue {
+    static func value(_ json: JSON) throws -> FerryValue {
         switch json {
         case .null: return .null
         case .bool(let b): return .bool(b)
@@ -234,7 +234,7 @@ enum DataAPIValues {
     /// A document's value for property `p`: a list for a list, null only where the schema
     /// allows it (an optional property, a link), a whole number for a double property taken
     /// as a double, otherwise exactly the property's type (a link: its target's key type).
-    static func field(_ json: StoredJSON, for p: Property) throws -> FerryValue {
+    static func field(_ json: JSON, for p: Property) throws -> FerryValue {
         let type = p.type == .link ? (p.linkKeyType ?? .string) : p.type
         if p.isList {
             guard case .array(let items) = json else { throw Invalid("a list property takes a JSON array") }
@@ -243,7 +243,7 @@ enum DataAPIValues {
         return try element(json, type: type, nullable: p.isOptional || p.type == .link)
     }
 
-    private static func element(_ json: StoredJSON, type: PropertyType, nullable: Bool) throws -> FerryValue {
+    private static func element(_ json: JSON, type: PropertyType, nullable: Bool) throws -> FerryValue {
         let v = try value(json)
         if case .null = v {
             guard nullable else { throw Invalid("null is not allowed: the property is required") }
@@ -256,7 +256,7 @@ enum DataAPIValues {
 
     /// A request's value as a primary key of `type`: a whole JSON number for an int key, the
     /// Extended JSON form for the others.
-    static func primaryKey(_ json: StoredJSON, of type: PropertyType) throws -> FerryValue {
+    static func primaryKey(_ json: JSON, of type: PropertyType) throws -> FerryValue {
         let v = try value(json)
         guard v.type == type else { throw Invalid("the primary key must be of type \(type), got \(v.type.map { "\($0)" } ?? "null or a list")") }
         return v

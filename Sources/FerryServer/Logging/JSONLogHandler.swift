@@ -31,7 +31,7 @@ public struct JSONLogHandler: LogHandler {
         var all = metadata
         if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
         if let extra = event.metadata { all.merge(extra) { _, new in new } }
-        var members: [(String, StoredJSON)] = [
+        var members: [(String, JSON)] = [
             ("time", .string(ISOTime.string(milliseconds: WallClock.system.millisecondsSinceEpoch()))),
             ("level", .string(event.level.rawValue)),
             ("label", .string(label)),
@@ -41,10 +41,10 @@ public struct JSONLogHandler: LogHandler {
         for (key, value) in all.sorted(by: { $0.key < $1.key }) {
             members.append((reserved.contains(key) ? "meta_" + key : key, Self.json(value)))
         }
-        sink(StoredJSON.object(members).text)
+        sink(JSON.object(members).text)
     }
 
-    static func json(_ value: Logger.Metadata.Value) -> StoredJSON {
+    static func json(_ value: Logger.Metadata.Value) -> JSON {
         switch value {
         case .string(let s): .string(s)
         case .stringConvertible(let c): .string(c.description)

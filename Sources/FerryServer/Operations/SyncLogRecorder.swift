@@ -66,9 +66,9 @@ final class SyncLogRecorder: Sendable {
     }
 
     /// Queues one entry; never waits. `details` is a JSON object.
-    func record(_ kind: SyncLogKind, userId: String, connection: UInt64, _ message: String, details: [(String, StoredJSON)] = []) {
+    func record(_ kind: SyncLogKind, userId: String, connection: UInt64, _ message: String, details: [(String, JSON)] = []) {
         let entry = SyncLogEntry(timeMilliseconds: Self.nowMilliseconds(), kind: kind, userId: userId, node: node, connectionId: connection,
-                                 message: excerpt(message, limit: ServerEventLog.maxMessageBytes), details: StoredJSON.object(details).text)
+                                 message: excerpt(message, limit: ServerEventLog.maxMessageBytes), details: JSON.object(details).text)
         let (accepted, wake) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
             guard !s.stopped, s.queue.count < capacity else { return (false, nil) }
             s.queue.append(entry)

@@ -12,7 +12,7 @@ extension SyncTelemetry {
         metrics.uploadReceived(changesets: changesets.count)
         guard let log else { return }
         let summary = UploadSummary(changesets, maxLines: Self.maxUploadLines)
-        var json: [StoredJSON] = summary.lines.map {
+        var json: [JSON] = summary.lines.map {
             .object([("client_version", .int(Int64(clamping: $0.version))), ("object_type", .string(excerpt($0.table))), ("operation", .string($0.operation)),
                      ("primary_key", .string(excerpt($0.key.keyText))), ("count", .int(Int64($0.count)))])
         }
@@ -86,6 +86,6 @@ extension SyncTelemetry {
         log?.record(.compensatingWrite, userId: outbox.userId, connection: outbox.id, cw.reason,
                     details: [("object_type", .string(excerpt(cw.objectType))), ("primary_key", .string(excerpt(cw.primaryKey.keyText))),
                               ("reason", .string(excerpt(cw.reason, limit: ServerEventLog.maxMessageBytes))),
-                              ("rule", .string(rule.rawValue)), ("role", CompensatingWriteRule.role(of: cw).map(StoredJSON.string) ?? .null)])
+                              ("rule", .string(rule.rawValue)), ("role", CompensatingWriteRule.role(of: cw).map(JSON.string) ?? .null)])
     }
 }

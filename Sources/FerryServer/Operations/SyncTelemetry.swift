@@ -22,7 +22,7 @@ struct SyncTelemetry: Sendable {
     func connectionOpened(_ outbox: ConnectionOutbox, sdk: String?) {
         live.opened(outbox.id, userId: outbox.userId, sdk: sdk, atMilliseconds: SyncLogRecorder.nowMilliseconds())
         log?.record(.connectionOpened, userId: outbox.userId, connection: outbox.id, "connection opened" + (sdk.map { " by \($0)" } ?? ""),
-                    details: [("sdk", sdk.map(StoredJSON.string) ?? .null)])
+                    details: [("sdk", sdk.map(JSON.string) ?? .null)])
     }
 
     func connectionClosed(_ outbox: ConnectionOutbox, reason: String) {
@@ -68,14 +68,14 @@ struct SyncTelemetry: Sendable {
         if error == nil { metrics.bootstrap(since: started) }
         // Bounded: a client chooses how many subscriptions it sends and how long they are.
         var queries = subscriptions.prefix(Self.maxListed).map {
-            StoredJSON.object([("name", .string(excerpt($0.name))), ("object_type", .string(excerpt($0.objectType))),
+            JSON.object([("name", .string(excerpt($0.name))), ("object_type", .string(excerpt($0.objectType))),
                                ("query", .string(excerpt($0.query, limit: 1000)))])
         }
         if subscriptions.count > Self.maxListed { queries.append(.object([("more", .int(Int64(subscriptions.count - Self.maxListed)))])) }
         log?.record(.subscriptionChanged, userId: outbox.userId, connection: outbox.id,
                     "subscription set \(version) of session \(session): " + (error.map { "error: \($0)" } ?? "complete"),
                     details: [("session", .int(Int64(clamping: session))), ("version", .int(Int64(clamping: version))), ("queries", .array(queries)),
-                              ("state", .string(error == nil ? "complete" : "error")), ("error", error.map(StoredJSON.string) ?? .null)])
+                              ("state", .string(error == nil ? "complete" : "error")), ("error", error.map(JSON.string) ?? .null)])
     }
 
     // MARK: Errors
