@@ -127,6 +127,11 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        /// The deterministic simulation: real client stores and the server's merge, a simulated
+        /// network and clock, one seed per run (issue 25).
+        .testTarget(name: "FerrySimulationTests", dependencies: [
+            "FerryCore", "FerryStore", "FerryServer", "FerryAppConfig", "FerrySyncStorage",
+        ]),
         /// The client's network stack and sync engine against a real in-process ferry-server.
         .testTarget(name: "FerryClientTests", dependencies: [
             "FerryClient", "FerryServer", "FerrySQLite", "FerryPostgresStorage", "FerryTestSupport",

@@ -42,7 +42,9 @@ phase "Swift tests"
 cluster_tests="FerryStorageConformanceTests|MultiNodeSyncTests|ClusterFaultTests|PostgresOutageTests|OperationsClusterTests|DataAPIClusterTests|TriggerClusterTests"
 # The randomized convergence test runs this many seeds (a failure prints its seed).
 # The fault-proxy convergence test runs this many seeded runs of random faults.
-FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} FERRY_FAULT_SEEDS=${FERRY_FAULT_SEEDS:-20} swift test --skip "$cluster_tests"
+# The deterministic simulation runs this many seeds (Tests/FerrySimulationTests; its line in the
+# log gives the count and the time; scripts/simulate.sh runs a million).
+FERRY_SIM_SEEDS=${FERRY_SIM_SEEDS:-10000} FERRY_CONVERGENCE_SEEDS=${FERRY_CONVERGENCE_SEEDS:-200} FERRY_FAULT_SEEDS=${FERRY_FAULT_SEEDS:-20} swift test --skip "$cluster_tests"
 phase "the cluster, multi-node and PostgreSQL outage tests"
 swift test --skip-build --filter "$cluster_tests"
 

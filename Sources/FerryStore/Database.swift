@@ -21,6 +21,9 @@ public struct DatabaseConfiguration: Sendable {
     /// The key of an encrypted file (docs/encryption.md): a new file is created encrypted, an
     /// existing one must have been encrypted with this key. Nil for an unencrypted file.
     public var encryptionKey: EncryptionKey?
+    /// The clock changesets are stamped with (nil: the system's). A simulation passes its own,
+    /// so a run replays exactly; the first open of a file sets it for every handle.
+    package var clock: WallClock?
 
     public init(location: Location, schema: Schema?, synced: Bool = false, readOnly: Bool = false, encryptionKey: EncryptionKey? = nil) {
         self.location = location
@@ -59,6 +62,7 @@ public final class Database: @unchecked Sendable {
         }
         let store = try StoreRegistry.shared.acquire(location, schema: configuration.schema, synced: configuration.synced,
                                                      key: configuration.encryptionKey, standby: configuration.allowStandby)
+        if let clock = configuration.clock { store.useClock(clock) }
         return Database(store: store, scheduler: scheduler, readOnly: configuration.readOnly)
     }
 

@@ -428,6 +428,11 @@ final class Store: @unchecked Sendable {
     }
 
 
+    /// The clock changesets are stamped with (`DatabaseConfiguration.clock`).
+    private var clock = WallClock.system
+
+    func useClock(_ c: WallClock) { state.withLock { clock = c } }
+
     /// A timestamp for a new changeset: the clock, but never at or before the previous one.
     func nextTimestamp() throws -> Int64 {
         if lastTimestamp == 0 {
@@ -437,7 +442,8 @@ final class Store: @unchecked Sendable {
             // before every earlier one, so the write fails instead.
             if try s.step() { lastTimestamp = try ChangesetCodec.decode(s.blob(0)).timestamp }
         }
-        lastTimestamp = max(WallClock.system.nanosecondsSinceEpoch(), lastTimestamp + 1)
+        let now = state.withLock { clock }.nanosecondsSinceEpoch()
+        lastTimestamp = max(now, lastTimestamp + 1)
         return lastTimestamp
     }
 

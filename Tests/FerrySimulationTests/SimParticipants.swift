@@ -1,0 +1,258 @@
+import FerryAppConfig
+import FerryCore
+@testable import FerryServer
+import FerryStore
+import FerrySyncStorage
+import Foundation
+
+enum ToServer: CustomStringConvertible {
+    case bind(ident: UInt64, salt: UInt64, lastServerVersion: UInt64)
+    case upload([UploadChangeset])
+    var description: String {
+        switch self {
+        case let .bind(i, _, v): return "BIND(file \(i), server version \(v))"
+        case .upload(let c): return "UPLOAD(local versions \(c.first?.clientVersion ?? 0)...\(c.last?.clientVersion ?? 0))"
+        }
+    }
+}
+
+enum ToDevice: CustomStringConvertible {
+    case ident(UInt64, salt: UInt64)
+    case download(serverVersion: UInt64, acknowledged: UInt64, [Instruction])
+    var description: String {
+        switch self {
+        case .ident(let i, _): return "IDENT(file \(i))"
+        case let .download(v, a, i): return "DOWNLOAD(server version \(v), acknowledged \(a), \(i.count) objects)"
+        }
+    }
+}
+
+/// The server side: the real merge and validation of uploads (`UploadIntegration`) over the
+/// stored states, versions assigned one commit at a time, and what each session is sent: from
+/// the version it has to the head, every object changed in between as it now is (or its
+/// erase), and to an uploader also every object its upload named, with its acknowledgement.
+/// A commit is durable when it is made (a crash loses only what was in flight).
+struct SimServer {
+    let app: AppConfiguration
+    let schema: Schema
+    let os: ObjectSchema
+    let clock: SimClock
+    let user = UserContext(id: "alice")
+    let view: SessionView
+    let layout: SimDoc.Layout
+    var objects: [ObjectKey: StoredObject] = [:]
+    var head: UInt64 = 0
+    /// The keys each version changed.
+    var changes: [(version: UInt64, keys: [ObjectKey])] = []
+    var files: [UInt64: (salt: UInt64, acknowledged: UInt64)] = [:]
+    var nextFile: UInt64 = 1
+    /// Per connected device: the client file it bound (0: not yet) and the version it has.
+    var sessions: [Int: (file: UInt64, delivered: UInt64)] = [:]
+
+    init(app: AppConfiguration, clock: SimClock) throws {
+        self.app = app
+        schema = try app.schema
+        os = try schema.objectSchema(named: "Doc") ?? { throw FerryError(.noSuchClass, "the convergence app has no Doc") }()
+        self.clock = clock
+        layout = try SimDoc.Layout(os)
+        view = try SessionView.make([Subscription(name: "all", objectType: "Doc", query: "TRUEPREDICATE")], user: user, app: app, schema: schema).get()
+    }
+
+    /// A document the server starts with (version 1 and on), as a backend's write would make it.
+    mutating func seed(key: String, doc: SimDoc) throws {
+        head += 1
+        let k = ObjectKey(table: "Doc", key: .string(key))
+        objects[k] = StoredObject(object: StampedObject(schema: os, key: .string(key), fields: [
+            FieldValue(name: "ownerId", value: .string(doc.owner)), FieldValue(name: "title", value: .string(doc.title)),
+            FieldValue(name: "counter", value: .int(doc.counter)), FieldValue(name: "rank", value: .int(doc.rank)),
+        ], stamp: Stamp(timestamp: 1, fileIdent: 0), version: head))
+        changes.append((head, [k]))
+    }
+
+    mutating func connected(_ device: Int) { sessions[device] = (0, 0) }
+    mutating func disconnected(_ device: Int) { sessions[device] = nil }
+    mutating func restart() { sessions = [:] }
+
+    mutating func receive(_ message: ToServer, from device: Int, devices: [SimDevice], failure: (String) -> Error) throws {
+        guard sessions[device] != nil else { return }
+        switch message {
+        case let .bind(ident, salt, lastServerVersion):
+            var file = ident
+            var delivered = lastServerVersion
+            if ident == 0 {
+                file = nextFile
+                nextFile += 1
+                let newSalt = file &* 0x9E37_79B9 | 1
+                files[file] = (newSalt, 0)
+                delivered = 0
+                devices[device].toDevice.append(.ident(file, salt: newSalt))
+            } else {
+                guard let f = files[ident], f.salt == salt else { throw failure("device \(device) bound client file \(ident), which the server never issued") }
+                guard lastServerVersion <= head else { throw failure("device \(device) claims server version \(lastServerVersion) past the head \(head)") }
+            }
+            sessions[device] = (file, delivered)
+            send(to: device, devices: devices, extras: [])
+        case .upload(let changesets):
+            guard let s = sessions[device], s.file != 0 else { throw failure("device \(device) uploaded before binding") }
+            let acknowledged = files[s.file]?.acknowledged ?? 0
+            let integration = try UploadIntegration(session: 1, clientFile: s.file, user: user, view: view, app: app, schema: schema,
+                                                    acknowledged: acknowledged, changesets: changesets)
+            var stored: [ObjectKey: StoredObject] = [:]
+            for k in integration.keys { if let o = objects[k] { stored[k] = o } }
+            let outcome = try integration.integrate(stored: stored, version: head + 1, now: clock.nanoseconds)
+            guard outcome.compensating.isEmpty else {
+                throw failure("the server refused writes every rule allows: \(outcome.compensating.map(\.reason))")
+            }
+            let written = outcome.toStore
+            if !written.isEmpty {
+                head += 1
+                for (k, o) in written { objects[k] = o }
+                changes.append((head, Array(written.keys)))
+            }
+            files[s.file]?.acknowledged = max(acknowledged, outcome.lastClientVersion)
+            send(to: device, devices: devices, extras: Set(outcome.entries.keys).union(integration.resend))
+            for other in sessions.keys.sorted() where other != device { send(to: other, devices: devices, extras: []) }
+        }
+    }
+
+    /// What a bound session is owed: everything changed after the version it has, and `extras`.
+    private mutating func send(to device: Int, devices: [SimDevice], extras: Set<ObjectKey>) {
+        guard let s = sessions[device], s.file != 0 else { return }
+        var keys = extras
+        for c in changes where c.version > s.delivered { keys.formUnion(c.keys) }
+        guard !keys.isEmpty || s.delivered < head else { return }
+        let instructions: [Instruction] = keys.sorted { "\($0.key)" < "\($1.key)" }.map { k in
+            objects[k]?.object?.fullState(os) ?? .erase(table: k.table, key: k.key)
+        }
+        sessions[device]?.delivered = head
+        devices[device].toDevice.append(.download(serverVersion: head, acknowledged: files[s.file]?.acknowledged ?? 0, instructions))
+    }
+
+    /// The live documents.
+    func docs() -> [String: SimDoc] {
+        var out: [String: SimDoc] = [:]
+        for (k, o) in objects {
+            guard case .string(let key) = k.key, let values = o.object?.values, let doc = SimDoc(row: values, layout) else { continue }
+            out[key] = doc
+        }
+        return out
+    }
+}
+
+/// A device: a real client store on in-memory SQLite, and the protocol as the sync session
+/// speaks it (bind, identity, uploads of the local changesets after the last one sent,
+/// integration of downloads with their acknowledgement). A second handle keeps the store
+/// alive across a crash of the first, as the file would stay on disk.
+final class SimDevice {
+    let index: Int
+    let configuration: DatabaseConfiguration
+    let scheduler: PollingScheduler
+    let layout: SimDoc.Layout
+    private let keeper: Database
+    private(set) var db: Database
+    var connected = false
+    var bound = false
+    var lastUploaded: UInt64 = 0
+    var toServer: [ToServer] = []
+    var toDevice: [ToDevice] = []
+
+    init(index: Int, name: String, schema: Schema, clock: SimClock) throws {
+        self.index = index
+        layout = try SimDoc.Layout(try schema.objectSchema(named: "Doc") ?? { throw FerryError(.noSuchClass, "no Doc") }())
+        var c = DatabaseConfiguration(location: .memory(name), schema: schema, synced: true)
+        c.clock = clock.wallClock
+        configuration = c
+        scheduler = try PollingScheduler()
+        keeper = try Database.open(c, scheduler: scheduler)
+        db = try Database.open(c, scheduler: scheduler)
+    }
+
+    func destroy() {
+        db.close()
+        keeper.close()
+    }
+
+    func connect() throws {
+        connected = true
+        let meta = try db.syncMetadata()
+        lastUploaded = meta.acknowledged
+        toServer = [.bind(ident: meta.clientFileIdent, salt: meta.clientFileSalt, lastServerVersion: meta.serverVersion)]
+        toDevice = []
+        bound = meta.clientFileIdent != 0
+    }
+
+    func disconnect() {
+        connected = false
+        bound = false
+        toServer = []
+        toDevice = []
+    }
+
+    /// A crash: the session's state is gone, the committed data stays.
+    func restart() throws {
+        db.close()
+        db = try Database.open(configuration, scheduler: scheduler)
+        lastUploaded = 0
+    }
+
+    func receive(_ message: ToDevice, failure: (String) -> Error) throws {
+        switch message {
+        case let .ident(ident, salt):
+            try db.setClientFile(ident: ident, salt: salt)
+            bound = true
+        case let .download(serverVersion, acknowledged, instructions):
+            let encoded = ChangesetCodec.encode(Changeset(timestamp: 0, instructions: instructions))
+            _ = try db.integrate(changesets: [encoded], serverVersion: serverVersion, completesVersion: true, acknowledged: acknowledged,
+                                 capturingWritesAfter: nil)
+        }
+    }
+
+    /// Sends what was committed after the last upload; false when there was nothing.
+    func uploadPending() throws -> Bool {
+        guard connected, bound else { return false }
+        let pending = try db.pendingChangesets(after: lastUploaded)
+        guard let last = pending.last else { return false }
+        toServer.append(.upload(pending.map { UploadChangeset(clientVersion: $0.version, lastIntegratedServerVersion: $0.base, changeset: $0.bytes) }))
+        lastUploaded = last.version
+        return true
+    }
+
+    func doc(_ key: String) throws -> SimDoc? {
+        try db.object(classIndex: 0, key: .string(key)).flatMap { SimDoc(row: $0, layout) }
+    }
+
+    func allDocs() throws -> [String: SimDoc] {
+        var out: [String: SimDoc] = [:]
+        for row in try db.query(classIndex: 0, query: "TRUEPREDICATE", arguments: []) {
+            guard case .string(let key) = row[layout.key], let doc = SimDoc(row: row, layout) else { continue }
+            out[key] = doc
+        }
+        return out
+    }
+
+    func unacknowledged() throws -> Int {
+        try db.pendingChangesets(after: try db.syncMetadata().acknowledged).count
+    }
+
+    func commit(_ ops: [(String, SimOp)]) throws {
+        try db.beginWrite()
+        do {
+            for (key, op) in ops {
+                let k = FerryValue.string(key)
+                switch op {
+                case .create(let d):
+                    try db.create(classIndex: 0, values: [(layout.key, k), (layout.owner, .string(d.owner)), (layout.title, .string(d.title)),
+                                                          (layout.counter, .int(d.counter)), (layout.rank, .int(d.rank))])
+                case .delete: try db.delete(classIndex: 0, key: k)
+                case .title(let t): try db.set(classIndex: 0, key: k, property: layout.title, value: .string(t))
+                case .rank(let r): try db.set(classIndex: 0, key: k, property: layout.rank, value: .int(r))
+                case .add(let n): try db.addInteger(classIndex: 0, key: k, property: layout.counter, delta: n)
+                }
+            }
+            _ = try db.commit()
+        } catch {
+            try? db.cancel()  // the error thrown is the one that matters
+            throw error
+        }
+    }
+}

@@ -1,0 +1,291 @@
+import FerryAppConfig
+import FerryCore
+@testable import FerryServer
+import FerryStore
+import FerrySyncStorage
+import Foundation
+
+/// A deterministic simulation of sync (issue 25, point 5, first part): one process, one seed, no
+/// sockets and no real time. Devices are real client stores (FerryStore's `Database` on
+/// in-memory SQLite: their write path, upload queue and download integration, which lays
+/// unacknowledged local changes over the server's state); the server is the real merge and
+/// validation (`UploadIntegration`) over the server's stored states; between them a simulated
+/// network of per-connection FIFO queues that the seed drives (delivery order across devices,
+/// disconnects, device and server crashes and restarts), and a simulated clock that stamps every
+/// changeset. Host work is random transactions of one to three operations: a device's own
+/// documents (create, set, add, delete) and documents every device shares (a title that the
+/// last writer sets, a counter every device adds to).
+///
+/// At every quiet point (every device connected and nothing left to send) it checks: every
+/// device holds exactly the server's documents; the server's documents are what a sequential
+/// oracle of the hosts' commits says (sim time orders every commit, and the merge's "later
+/// stamp wins" and "adds commute" agree with that order for these operations); nothing is left
+/// unacknowledged. A device crash loses no committed write (the oracle includes them all).
+///
+/// Not yet simulated (issue 25 leaves them to the session state machine): the client's
+/// `SyncSession` itself (this driver speaks the protocol the way it does), the hub's sessions and
+/// fan-out chain, subscriptions and views, permissions and reverts, receipts, progress, resets.
+final class Simulation {
+    struct Failure: Error, CustomStringConvertible {
+        let step: Int
+        let message: String
+        var description: String { "at step \(step): \(message)" }
+    }
+
+    let seed: UInt64
+    let stepLimit: Int
+    var rng: SimRandom
+    let clock = SimClock()
+    var server: SimServer
+    var devices: [SimDevice] = []
+    var oracle: [String: SimDoc] = [:]
+    var trace: [String] = []
+    var step = 0
+    static let deviceCount = 3
+    static let sharedKeys = ["s0", "s1"]
+
+    init(seed: UInt64, steps: Int, app: AppConfiguration) throws {
+        self.seed = seed
+        stepLimit = steps
+        rng = SimRandom(seed: seed)
+        server = try SimServer(app: app, clock: clock)
+        for key in Self.sharedKeys {
+            let doc = SimDoc(owner: "alice", title: "shared", counter: 0, rank: 0)
+            try server.seed(key: key, doc: doc)
+            oracle[key] = doc
+        }
+        for n in 0..<Self.deviceCount {
+            devices.append(try SimDevice(index: n, name: "sim-\(seed)-\(n)-\(UInt64.random(in: 0...UInt64.max))", schema: server.schema, clock: clock))
+        }
+    }
+
+    deinit { for d in devices { d.destroy() } }
+
+    func note(_ s: String) { trace.append("\(step): \(s)") }
+
+    /// Runs the seed's steps, then a final quiet point. Throws the first broken invariant.
+    func run() throws {
+        while step < stepLimit {
+            step += 1
+            clock.advance(by: 1_000_000)
+            try randomStep()
+        }
+        try quietPoint()
+    }
+
+    private func randomStep() throws {
+        let d = devices[rng.next(devices.count)]
+        switch rng.next(100) {
+        case 0..<35: try hostTransaction(on: d)
+        case 35..<55:
+            guard d.connected, !d.toServer.isEmpty else { return }
+            let m = d.toServer.removeFirst()
+            note("server receives \(m) from device \(d.index)")
+            try server.receive(m, from: d.index, devices: devices, failure: fail)
+        case 55..<75:
+            guard d.connected, !d.toDevice.isEmpty else { return }
+            let m = d.toDevice.removeFirst()
+            note("device \(d.index) receives \(m)")
+            try d.receive(m, failure: fail)
+        case 75..<85:
+            guard d.connected else { return }
+            if try d.uploadPending() { note("device \(d.index) uploads through local version \(d.lastUploaded)") }
+        case 85..<92:
+            guard !d.connected else { return }
+            note("device \(d.index) connects")
+            try d.connect()
+            server.connected(d.index)
+        case 92..<96:
+            guard d.connected else { return }
+            note("device \(d.index) loses its connection")
+            d.disconnect()
+            server.disconnected(d.index)
+        case 96..<98:
+            note("device \(d.index) crashes and restarts")
+            d.disconnect()
+            server.disconnected(d.index)
+            try d.restart()
+        case 98..<99:
+            note("the server crashes and restarts (what it committed stays)")
+            for x in devices where x.connected { x.disconnect() }
+            server.restart()
+        default:
+            note("a quiet point")
+            try quietPoint()
+        }
+    }
+
+    /// One to three operations in one transaction, recorded in the oracle at commit.
+    private func hostTransaction(on d: SimDevice) throws {
+        var ops: [(String, SimOp)] = []
+        var local: [String: SimDoc?] = [:]
+        func current(_ key: String) throws -> SimDoc? {
+            if let known = local[key] { return known }
+            let doc = try d.doc(key)
+            local[key] = doc
+            return doc
+        }
+        for _ in 0..<(1 + rng.next(3)) {
+            if rng.next(3) == 0 {
+                let key = Self.sharedKeys[rng.next(Self.sharedKeys.count)]
+                guard try current(key) != nil else { continue } // not downloaded yet
+                let op: SimOp = rng.next(2) == 0 ? .title("t\(step)-\(d.index)") : .add(Int64(rng.next(7)) - 3)
+                ops.append((key, op))
+                var doc = try current(key)
+                op.apply(to: &doc)
+                local[key] = doc
+            } else {
+                let key = "d\(d.index)-\(rng.next(3))"
+                let doc = try current(key)
+                let op: SimOp
+                if doc == nil {
+                    op = .create(SimDoc(owner: "alice", title: "n\(step)", counter: Int64(rng.next(10)), rank: Int64(rng.next(4))))
+                } else {
+                    switch rng.next(8) {
+                    case 0: op = .delete
+                    case 1, 2: op = .rank(Int64(rng.next(4)))
+                    case 3, 4: op = .add(Int64(rng.next(7)) - 3)
+                    default: op = .title("o\(step)")
+                    }
+                }
+                ops.append((key, op))
+                var after = doc
+                op.apply(to: &after)
+                local[key] = after
+            }
+        }
+        guard !ops.isEmpty else { return }
+        try d.commit(ops)
+        for (key, op) in ops {
+            var doc = oracle[key] ?? nil
+            op.apply(to: &doc)
+            oracle[key] = doc
+        }
+        note("device \(d.index) commits " + ops.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
+    }
+
+    private func fail(_ message: String) -> Failure { Failure(step: step, message: message) }
+
+    /// Connects every device and runs the network until nothing is left to send; then checks
+    /// the invariants.
+    func quietPoint() throws {
+        for d in devices where !d.connected {
+            try d.connect()
+            server.connected(d.index)
+        }
+        var rounds = 0
+        while true {
+            rounds += 1
+            guard rounds < 10_000 else { throw fail("the network did not go quiet") }
+            var moved = false
+            for d in devices {
+                if try d.uploadPending() { moved = true }
+                while !d.toServer.isEmpty {
+                    try server.receive(d.toServer.removeFirst(), from: d.index, devices: devices, failure: fail)
+                    moved = true
+                }
+            }
+            for d in devices {
+                while !d.toDevice.isEmpty {
+                    try d.receive(d.toDevice.removeFirst(), failure: fail)
+                    moved = true
+                }
+            }
+            if !moved { break }
+        }
+        let serverDocs = server.docs()
+        let expected = oracle.compactMapValues { $0 }
+        if serverDocs != expected {
+            throw fail("the server's documents differ from the hosts' commits:\n" + Self.difference(expected, serverDocs, "oracle", "server"))
+        }
+        for d in devices {
+            let docs = try d.allDocs()
+            if docs != serverDocs {
+                throw fail("device \(d.index) differs from the server:\n" + Self.difference(serverDocs, docs, "server", "device \(d.index)"))
+            }
+            if try d.unacknowledged() > 0 { throw fail("device \(d.index) has local changes the server never acknowledged") }
+        }
+    }
+
+    static func difference(_ a: [String: SimDoc], _ b: [String: SimDoc], _ an: String, _ bn: String) -> String {
+        Set(a.keys).union(b.keys).sorted().compactMap { k in
+            a[k] == b[k] ? nil : "  \(k): \(an) \(a[k].map { "\($0)" } ?? "absent"), \(bn) \(b[k].map { "\($0)" } ?? "absent")"
+        }.joined(separator: "\n")
+    }
+}
+
+/// SplitMix64: the seed's whole run follows from it.
+struct SimRandom {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next(_ bound: Int) -> Int {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Int(z % UInt64(max(bound, 1)))
+    }
+}
+
+/// The simulation's time: it moves only when the simulation says so.
+final class SimClock: Sendable {
+    private let now = LockedValue<Int64>(1_800_000_000_000_000_000)
+    func advance(by nanoseconds: Int64) { now.withLock { $0 += nanoseconds } }
+    var wallClock: WallClock { WallClock { [now] in now.withLock { $0 } } }
+    var nanoseconds: Int64 { now.withLock { $0 } }
+}
+
+/// One document of the convergence app's `Doc` class (tags are left alone).
+struct SimDoc: Equatable, CustomStringConvertible {
+    var owner: String
+    var title: String
+    var counter: Int64
+    var rank: Int64
+    var description: String { "title=\(title) counter=\(counter) rank=\(rank)" }
+
+    init(owner: String, title: String, counter: Int64, rank: Int64) {
+        (self.owner, self.title, self.counter, self.rank) = (owner, title, counter, rank)
+    }
+
+    /// Where each property is in a row of `Doc` (the schema decides the order).
+    struct Layout {
+        let key, owner, title, counter, rank: Int
+        init(_ os: ObjectSchema) throws {
+            func index(_ name: String) throws -> Int {
+                guard let i = os.propertyIndex(named: name) else { throw FerryError(.noSuchProperty, "Doc has no \(name)") }
+                return i
+            }
+            (key, owner, title, counter, rank) = (os.primaryKeyIndex, try index("ownerId"), try index("title"), try index("counter"), try index("rank"))
+        }
+    }
+
+    init?(row: [FerryValue], _ l: Layout) {
+        guard case .string(let o) = row[l.owner], case .string(let t) = row[l.title], case .int(let c) = row[l.counter], case .int(let r) = row[l.rank] else { return nil }
+        self.init(owner: o, title: t, counter: c, rank: r)
+    }
+}
+
+enum SimOp: CustomStringConvertible {
+    case create(SimDoc), delete, title(String), rank(Int64), add(Int64)
+
+    var description: String {
+        switch self {
+        case .create(let d): return "create(\(d))"
+        case .delete: return "delete"
+        case .title(let t): return "title=\(t)"
+        case .rank(let r): return "rank=\(r)"
+        case .add(let n): return "counter+=\(n)"
+        }
+    }
+
+    func apply(to doc: inout SimDoc?) {
+        switch self {
+        case .create(let d): doc = d
+        case .delete: doc = nil
+        case .title(let t): doc?.title = t
+        case .rank(let r): doc?.rank = r
+        case .add(let n): doc?.counter += n
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import FerryAppConfig
+import Foundation
+import Testing
+
+/// Runs the deterministic simulation (`Simulation`) over many seeds. `FERRY_SIM_SEEDS` (default
+/// 2,000) seeds from `FERRY_SIM_FIRST_SEED` (default 1), each `FERRY_SIM_STEPS` steps (default
+/// 60); `scripts/simulate.sh` runs a million. A failing seed replays exactly
+/// (`FERRY_SIM_FIRST_SEED=<seed> FERRY_SIM_SEEDS=1`) and is reported with the shortest run of
+/// its steps that still fails, and that run's trace.
+@Suite struct SimulationTests {
+    static let app = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/convergence-app").path
+
+    static func setting(_ name: String, _ fallback: UInt64) -> UInt64 {
+        ProcessInfo.processInfo.environment[name].flatMap { UInt64($0) } ?? fallback
+    }
+
+    @Test func seedsConvergeOnWhatTheHostsCommitted() throws {
+        let app = try AppDirectory.load(Self.app)
+        let first = Self.setting("FERRY_SIM_FIRST_SEED", 1)
+        let count = Self.setting("FERRY_SIM_SEEDS", 2_000)
+        let steps = Int(Self.setting("FERRY_SIM_STEPS", 60))
+        let started = ContinuousClock.now
+        for seed in first..<(first + count) {
+            do {
+                try Simulation(seed: seed, steps: steps, app: app).run()
+            } catch {
+                let (shortest, trace) = Self.shortest(seed: seed, steps: steps, app: app)
+                Issue.record("""
+                    simulation seed \(seed) failed: \(error)
+                    replay: FERRY_SIM_FIRST_SEED=\(seed) FERRY_SIM_SEEDS=1 FERRY_SIM_STEPS=\(steps) swift test --filter SimulationTests
+                    the shortest run that fails has \(shortest) steps:
+                    \(trace.joined(separator: "\n"))
+                    """)
+                return
+            }
+        }
+        print("simulation: \(count) seeds of \(steps) steps from seed \(first) passed in \(ContinuousClock.now - started)")
+    }
+
+    /// The fewest steps of `seed` whose run still fails, and its trace.
+    static func shortest(seed: UInt64, steps: Int, app: AppConfiguration) -> (Int, [String]) {
+        for n in 1...steps {
+            let sim: Simulation
+            do { sim = try Simulation(seed: seed, steps: n, app: app) } catch { return (n, ["cannot set up: \(error)"]) }
+            do { try sim.run() } catch { return (n, sim.trace + ["=> \(error)"]) }
+        }
+        return (steps, ["(the failure did not recur in a shorter run)"])
+    }
+}
