@@ -130,7 +130,7 @@ let package = Package(
         /// The deterministic simulation: real client stores and the server's merge, a simulated
         /// network and clock, one seed per run (issue 25).
         .testTarget(name: "FerrySimulationTests", dependencies: [
-            "FerryCore", "FerryStore", "FerryServer", "FerryAppConfig", "FerrySyncStorage",
+            "FerryCore", "FerryStore", "FerryClient", "FerryServer", "FerryAppConfig", "FerrySyncStorage",
         ]),
         /// The client's network stack and sync engine against a real in-process ferry-server.
         .testTarget(name: "FerryClientTests", dependencies: [

@@ -1,4 +1,5 @@
 import FerryAppConfig
+import FerryClient
 import FerryCore
 @testable import FerryServer
 import FerryStore
@@ -152,7 +153,9 @@ final class SimDevice {
     private(set) var db: Database
     var connected = false
     var bound = false
-    var lastUploaded: UInt64 = 0
+    /// What was sent and acknowledged: the sync session's own `UploadWindow`.
+    var window = UploadWindow(acknowledged: 0)
+    var lastUploaded: UInt64 { window.lastUploaded }
     var toServer: [ToServer] = []
     var toDevice: [ToDevice] = []
 
@@ -175,7 +178,7 @@ final class SimDevice {
     func connect() throws {
         connected = true
         let meta = try db.syncMetadata()
-        lastUploaded = meta.acknowledged
+        window.connected(stored: meta.acknowledged)
         toServer = [.bind(ident: meta.clientFileIdent, salt: meta.clientFileSalt, lastServerVersion: meta.serverVersion)]
         toDevice = []
         bound = meta.clientFileIdent != 0
@@ -192,7 +195,7 @@ final class SimDevice {
     func restart() throws {
         db.close()
         db = try Database.open(configuration, scheduler: scheduler)
-        lastUploaded = 0
+        window = UploadWindow(acknowledged: try db.syncMetadata().acknowledged)
     }
 
     func receive(_ message: ToDevice, failure: (String) -> Error) throws {
@@ -203,17 +206,18 @@ final class SimDevice {
         case let .download(serverVersion, acknowledged, instructions):
             let encoded = ChangesetCodec.encode(Changeset(timestamp: 0, instructions: instructions))
             _ = try db.integrate(changesets: [encoded], serverVersion: serverVersion, completesVersion: true, acknowledged: acknowledged,
-                                 capturingWritesAfter: nil)
+                                 capturingWritesAfter: window.captureFloor(for: acknowledged))
+            window.acknowledge(acknowledged)
         }
     }
 
     /// Sends what was committed after the last upload; false when there was nothing.
     func uploadPending() throws -> Bool {
         guard connected, bound else { return false }
-        let pending = try db.pendingChangesets(after: lastUploaded)
+        let pending = try db.pendingChangesets(after: window.lastUploaded)
         guard let last = pending.last else { return false }
         toServer.append(.upload(pending.map { UploadChangeset(clientVersion: $0.version, lastIntegratedServerVersion: $0.base, changeset: $0.bytes) }))
-        lastUploaded = last.version
+        window.sent(through: last.version)
         return true
     }
 

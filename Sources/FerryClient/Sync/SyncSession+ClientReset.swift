@@ -154,8 +154,7 @@ extension SyncSession {
             dropSnapshot()
             return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the sync state of \(path) after its client reset: \(error)", isFatal: true, action: .applicationBug))
         }
-        acknowledged = meta.acknowledged
-        lastUploaded = meta.acknowledged
+        uploads.reset(to: meta.acknowledged)
         countAcknowledged(meta.acknowledged)
         // The data is now the whole view of the set the reset asked for.
         subscriptionCompleted(run.queryVersion)

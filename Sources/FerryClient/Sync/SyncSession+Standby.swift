@@ -45,7 +45,7 @@ extension SyncSession {
             try database.syncMetadata()
         }
         if let meta {
-            acknowledged = max(acknowledged, meta.acknowledged)
+            uploads.adopt(stored: meta.acknowledged)
             database.startReceiptSession(acknowledged: acknowledged)
         }
         app.attempt("\(path): counting the unsynced changes", cost: "progress counts them from the next commit") { try countLocalChanges() }

@@ -18,11 +18,10 @@ public final class SyncSession: @unchecked Sendable {
     /// Bound and identified: messages may flow.
     var ready = false
     var closed = false
-    var lastUploaded: UInt64 = 0
-    var acknowledged: UInt64 = 0
-    /// What the server had acknowledged before its last acknowledgement moved: the writes of
-    /// the upload a revert answers are after it (SPEC F-NOLOSS).
-    private var ackFloor: UInt64 = 0
+    /// What was sent and what the server acknowledged (`UploadWindow`: its invariants).
+    var uploads: UploadWindow
+    var lastUploaded: UInt64 { uploads.lastUploaded }
+    var acknowledged: UInt64 { uploads.acknowledged }
     /// Objects that downloads changed under the device's recent writes, until an error 231
     /// names them (loop thread).
     private var revertCaptures = RevertCaptures()
@@ -35,7 +34,7 @@ public final class SyncSession: @unchecked Sendable {
     var receiptWaiters: [ReceiptWaiter] = []
     /// The local versions the last acknowledgement covered (after, through]: the changesets
     /// of the upload a following compensating write (error 231) answers.
-    var lastAcknowledgement: (after: UInt64, through: UInt64)?
+    var lastAcknowledgement: UploadWindow.Span? { uploads.lastAcknowledgement }
     /// A receipt MARK is on its way (at most one).
     var receiptMarkInFlight = false
     /// MARKs sent to settle receipts (loop thread; tests read it).
@@ -59,11 +58,8 @@ public final class SyncSession: @unchecked Sendable {
     /// staged, with the number of changesets the run has staged so far.
     var resetStagingProbe: ((Int) -> Void)?
     var paused = false
-    /// The last local version counted into the upload progress, and the sizes of the counted
-    /// changesets the server has not acknowledged yet (oldest first).
-    private var countedThrough: UInt64 = 0
-    private var unacknowledgedSizes: [(version: UInt64, bytes: UInt64)] = []
-    private var unacknowledgedHead = 0
+    /// The upload progress's count of local changesets not acknowledged yet.
+    private var progressCount: UploadProgressCount
     let progress: ProgressNotifiers
 
     /// What the host's threads read: guarded by `lock`, written on the loop thread.
@@ -87,9 +83,8 @@ public final class SyncSession: @unchecked Sendable {
         let loop = app.loop
         progress = ProgressNotifiers { loop.post($0) }
         let meta = try database.syncMetadata()
-        acknowledged = meta.acknowledged
-        ackFloor = meta.acknowledged
-        countedThrough = meta.acknowledged
+        uploads = UploadWindow(acknowledged: meta.acknowledged)
+        progressCount = UploadProgressCount(countedThrough: meta.acknowledged)
         database.startReceiptSession(acknowledged: meta.acknowledged)
         try countLocalChanges()
         if let reason = database.otherProcessesUnwatchedReason {
@@ -213,25 +208,14 @@ public final class SyncSession: @unchecked Sendable {
 
     /// Counts committed local changesets not counted yet into the upload progress.
     func countLocalChanges() throws {
-        let sizes = try database.pendingChangesetSizes(after: countedThrough)
-        guard let last = sizes.last else { return }
-        countedThrough = last.version
-        unacknowledgedSizes += sizes
-        progress.uploadable(adding: sizes.reduce(0) { $0 + $1.bytes })
+        let sizes = try database.pendingChangesetSizes(after: progressCount.countedThrough)
+        guard !sizes.isEmpty else { return }
+        progress.uploadable(adding: progressCount.count(sizes))
     }
 
     /// The server acknowledged local versions up to `ack`: their bytes count as uploaded.
     func countAcknowledged(_ ack: UInt64) {
-        var bytes: UInt64 = 0
-        while unacknowledgedHead < unacknowledgedSizes.count, unacknowledgedSizes[unacknowledgedHead].version <= ack {
-            bytes += unacknowledgedSizes[unacknowledgedHead].bytes
-            unacknowledgedHead += 1
-        }
-        if unacknowledgedHead > 1024, unacknowledgedHead * 2 > unacknowledgedSizes.count {
-            unacknowledgedSizes.removeFirst(unacknowledgedHead)
-            unacknowledgedHead = 0
-        }
-        progress.uploaded(adding: bytes)
+        progress.uploaded(adding: progressCount.acknowledged(through: ack))
     }
 
     // MARK: the host's API
@@ -347,8 +331,7 @@ public final class SyncSession: @unchecked Sendable {
         ready = false
         do {
             let meta = try database.syncMetadata()
-            acknowledged = max(acknowledged, meta.acknowledged)
-            lastUploaded = meta.acknowledged
+            uploads.connected(stored: meta.acknowledged)
             connection?.send(.bind(session: id, database: path, clientFileIdent: meta.clientFileIdent,
                                    clientFileSalt: meta.clientFileSalt, lastServerVersion: meta.serverVersion))
             if meta.clientFileIdent != 0 { identified(knownFile: true) }
@@ -467,7 +450,7 @@ public final class SyncSession: @unchecked Sendable {
             connection?.send(.upload(session: id, changesets: pending.map {
                 UploadChangeset(clientVersion: $0.version, lastIntegratedServerVersion: $0.base, changeset: $0.bytes)
             }))
-            lastUploaded = last.version
+            uploads.sent(through: last.version)
         }
         guard lastUploaded > before else { return }
         database.noteReceiptsUploaded(through: lastUploaded)
@@ -494,7 +477,7 @@ public final class SyncSession: @unchecked Sendable {
         case let .download(_, serverVersion, ack, subscriptionVersion, downloadable, isLast, changesets):
             // A download that moves the acknowledgement answers an upload whose writes are
             // after the previous one; one that does not may still carry that answer's reverts.
-            let floor = ack > acknowledged ? acknowledged : ackFloor
+            let floor = uploads.captureFloor(for: ack)
             do {
                 revertCaptures.add(try database.integrate(changesets: changesets.map(\.changeset), serverVersion: serverVersion,
                                                           completesVersion: isLast, acknowledged: ack, capturingWritesAfter: floor))
@@ -503,13 +486,7 @@ public final class SyncSession: @unchecked Sendable {
             } catch {
                 return fail(SyncError(code: ProtocolError.Code.local, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug))
             }
-            let previous = acknowledged
-            if ack > acknowledged {
-                ackFloor = acknowledged
-                lastAcknowledgement = (acknowledged, ack)
-            }
-            acknowledged = max(acknowledged, ack)
-            if ack > previous { acknowledgementMoved(from: previous) }
+            if let previous = uploads.acknowledge(ack) { acknowledgementMoved(from: previous) }
             countAcknowledged(acknowledged)
             if isLast { subscriptionCompleted(subscriptionVersion) }
             progress.downloaded(bytes: UInt64(changesets.reduce(0) { $0 + $1.changeset.count }), remaining: downloadable,
