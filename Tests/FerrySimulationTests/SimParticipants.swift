@@ -19,11 +19,12 @@ enum ToServer: CustomStringConvertible {
 
 enum ToDevice: CustomStringConvertible {
     case ident(UInt64, salt: UInt64)
-    case download(serverVersion: UInt64, acknowledged: UInt64, [Instruction])
+    /// `refused`: the keys of the compensating writes (error 231) that come with this answer.
+    case download(serverVersion: UInt64, acknowledged: UInt64, [Instruction], refused: [String])
     var description: String {
         switch self {
         case .ident(let i, _): return "IDENT(file \(i))"
-        case let .download(v, a, i): return "DOWNLOAD(server version \(v), acknowledged \(a), \(i.count) objects)"
+        case let .download(v, a, i, r): return "DOWNLOAD(server version \(v), acknowledged \(a), \(i.count) objects" + (r.isEmpty ? ")" : ", refusing \(r))")
         }
     }
 }
@@ -49,6 +50,8 @@ struct SimServer {
     var nextFile: UInt64 = 1
     /// Per connected device: the client file it bound (0: not yet) and the version it has.
     var sessions: [Int: (file: UInt64, delivered: UInt64)] = [:]
+    /// The keys of the writes the server refused and reported (compensating writes).
+    var reported: Set<String> = []
 
     init(app: AppConfiguration, clock: SimClock) throws {
         self.app = app
@@ -101,8 +104,13 @@ struct SimServer {
             var stored: [ObjectKey: StoredObject] = [:]
             for k in integration.keys { if let o = objects[k] { stored[k] = o } }
             let outcome = try integration.integrate(stored: stored, version: head + 1, now: clock.nanoseconds)
-            guard outcome.compensating.isEmpty else {
-                throw failure("the server refused writes every rule allows: \(outcome.compensating.map(\.reason))")
+            var refused: [String] = []
+            for cw in outcome.compensating {
+                guard case .string(let key) = cw.primaryKey, key.hasPrefix("x") else {
+                    throw failure("the server refused a write the rules allow: \(cw.objectType) \(cw.primaryKey): \(cw.reason)")
+                }
+                reported.insert(key)
+                refused.append(key)
             }
             let written = outcome.toStore
             if !written.isEmpty {
@@ -111,22 +119,22 @@ struct SimServer {
                 changes.append((head, Array(written.keys)))
             }
             files[s.file]?.acknowledged = max(acknowledged, outcome.lastClientVersion)
-            send(to: device, devices: devices, extras: Set(outcome.entries.keys).union(integration.resend))
+            send(to: device, devices: devices, extras: Set(outcome.entries.keys).union(integration.resend), refused: refused)
             for other in sessions.keys.sorted() where other != device { send(to: other, devices: devices, extras: []) }
         }
     }
 
     /// What a bound session is owed: everything changed after the version it has, and `extras`.
-    private mutating func send(to device: Int, devices: [SimDevice], extras: Set<ObjectKey>) {
+    private mutating func send(to device: Int, devices: [SimDevice], extras: Set<ObjectKey>, refused: [String] = []) {
         guard let s = sessions[device], s.file != 0 else { return }
         var keys = extras
         for c in changes where c.version > s.delivered { keys.formUnion(c.keys) }
-        guard !keys.isEmpty || s.delivered < head else { return }
+        guard !keys.isEmpty || s.delivered < head || !refused.isEmpty else { return }
         let instructions: [Instruction] = keys.sorted { "\($0.key)" < "\($1.key)" }.map { k in
             objects[k]?.object?.fullState(os) ?? .erase(table: k.table, key: k.key)
         }
         sessions[device]?.delivered = head
-        devices[device].toDevice.append(.download(serverVersion: head, acknowledged: files[s.file]?.acknowledged ?? 0, instructions))
+        devices[device].toDevice.append(.download(serverVersion: head, acknowledged: files[s.file]?.acknowledged ?? 0, instructions, refused: refused))
     }
 
     /// The live documents.
@@ -158,6 +166,12 @@ final class SimDevice {
     var lastUploaded: UInt64 { window.lastUploaded }
     var toServer: [ToServer] = []
     var toDevice: [ToDevice] = []
+    /// The keys of this device's writes the server must refuse, and of the objects whose
+    /// reverts its store captured (what a sync session hands to the host with error 231).
+    var deniedWrites: Set<String> = []
+    var captured: Set<String> = []
+    /// The refused keys whose compensating write (error 231) reached this device.
+    var answered: Set<String> = []
 
     init(index: Int, name: String, schema: Schema, clock: SimClock) throws {
         self.index = index
@@ -203,10 +217,12 @@ final class SimDevice {
         case let .ident(ident, salt):
             try db.setClientFile(ident: ident, salt: salt)
             bound = true
-        case let .download(serverVersion, acknowledged, instructions):
+        case let .download(serverVersion, acknowledged, instructions, refused):
+            answered.formUnion(refused)
             let encoded = ChangesetCodec.encode(Changeset(timestamp: 0, instructions: instructions))
-            _ = try db.integrate(changesets: [encoded], serverVersion: serverVersion, completesVersion: true, acknowledged: acknowledged,
-                                 capturingWritesAfter: window.captureFloor(for: acknowledged))
+            let captures = try db.integrate(changesets: [encoded], serverVersion: serverVersion, completesVersion: true, acknowledged: acknowledged,
+                                            capturingWritesAfter: window.captureFloor(for: acknowledged))
+            for c in captures { if case .string(let key) = c.primaryKey { captured.insert(key) } }
             window.acknowledge(acknowledged)
         }
     }

@@ -21,9 +21,13 @@ import Testing
         let count = Self.setting("FERRY_SIM_SEEDS", 2_000)
         let steps = Int(Self.setting("FERRY_SIM_STEPS", 60))
         let started = ContinuousClock.now
+        var silentReverts = 0, seedsWithThem = 0
         for seed in first..<(first + count) {
             do {
-                try Simulation(seed: seed, steps: steps, app: app).run()
+                let sim = try Simulation(seed: seed, steps: steps, app: app)
+                try sim.run()
+                silentReverts += sim.silentReverts
+                if sim.silentReverts > 0 { seedsWithThem += 1 }
             } catch {
                 let (shortest, trace) = Self.shortest(seed: seed, steps: steps, app: app)
                 Issue.record("""
@@ -35,7 +39,8 @@ import Testing
                 return
             }
         }
-        print("simulation: \(count) seeds of \(steps) steps from seed \(first) passed in \(ContinuousClock.now - started)")
+        print("simulation: \(count) seeds of \(steps) steps from seed \(first) passed in \(ContinuousClock.now - started); "
+              + "\(silentReverts) refused writes in \(seedsWithThem) seeds were reverted without their error 231 (its answer was lost with the connection)")
     }
 
     /// The fewest steps of `seed` whose run still fails, and its trace.
