@@ -43,6 +43,19 @@ import Testing
               + "\(silentReverts) refused writes in \(seedsWithThem) seeds were reverted without their error 231 (its answer was lost with the connection)")
     }
 
+    /// A seed is its run: two runs of one seed take the same steps, and end with the same
+    /// documents on the server (the property the replay command and the shortest trace rely on).
+    @Test func aSeedReplaysExactly() throws {
+        let app = try AppDirectory.load(Self.app)
+        for seed: UInt64 in [7, 22, 1_234] {
+            let a = try Simulation(seed: seed, steps: 80, app: app), b = try Simulation(seed: seed, steps: 80, app: app)
+            try a.run()
+            try b.run()
+            #expect(a.trace == b.trace && !a.trace.isEmpty, "seed \(seed)")
+            #expect(a.server.docs() == b.server.docs() && a.server.head == b.server.head, "seed \(seed)")
+        }
+    }
+
     /// The fewest steps of `seed` whose run still fails, and its trace.
     static func shortest(seed: UInt64, steps: Int, app: AppConfiguration) -> (Int, [String]) {
         for n in 1...steps {
