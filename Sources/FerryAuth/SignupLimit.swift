@@ -5,16 +5,15 @@ import Foundation
 /// registrations): a token bucket of `AuthLimits.signupBurst` sign-ups that refills at
 /// `signupsPerMinute`. Each sign-up costs a row in the user store (and a registration a
 /// password hash), so an unbounded loop from one address would grow the store for ever.
-final class SignupLimit: @unchecked Sendable {
+final class SignupLimit: Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: Date
     }
 
     private let limits: AuthLimits
-    private let lock = ThreadLock()
     /// Only addresses whose bucket is not full: a full bucket is the same as no entry.
-    private var buckets: [String: Bucket] = [:]
+    private let tracked = LockedValue<[String: Bucket]>([:])
 
     init(limits: AuthLimits) { self.limits = limits }
 
@@ -23,8 +22,8 @@ final class SignupLimit: @unchecked Sendable {
     /// Takes one sign-up from the address's budget or throws `tooManySignups`.
     func take(_ address: ClientAddress?, now: Date) throws {
         guard let address, !address.isLoopback || limits.limitLoopback else { return }
-        try lock.withLock {
-            if buckets[address.key] == nil && buckets.count >= limits.maxTrackedKeys { prune(now: now) }
+        try tracked.withLock { buckets in
+            if buckets[address.key] == nil && buckets.count >= limits.maxTrackedKeys { prune(&buckets, now: now) }
             var bucket = refilled(buckets[address.key], now: now)
             guard bucket.tokens >= 1 else {
                 throw AuthError.tooManySignups(retryAfter: max(1, Int(((1 - bucket.tokens) / perSecond).rounded(.up))))
@@ -42,7 +41,7 @@ final class SignupLimit: @unchecked Sendable {
     }
 
     /// Drops the buckets that are full again, then, if still too many, the fullest tenth.
-    private func prune(now: Date) {
+    private func prune(_ buckets: inout [String: Bucket], now: Date) {
         let burst = Double(max(limits.signupBurst, 0))
         buckets = buckets.filter { refilled($0.value, now: now).tokens < burst }
         guard buckets.count >= limits.maxTrackedKeys else { return }

@@ -81,8 +81,3 @@ func writeVersioned<T>(_ p: UnsafeMutablePointer<T>, _ value: T, olderSizes: [In
     }
 }
 
-/// Carries a non-Sendable value into a closure run once on the loop thread.
-struct UncheckedBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
-}

@@ -331,7 +331,7 @@ public func ferry_sync_open_async(_ user: OpaquePointer!, _ opts: UnsafePointer<
             var err = ferry_error_t(code: e.code.rawValue, message: storage.cString(e.message))
             withExtendedLifetime(storage) { withUnsafePointer(to: &err) { callback(box.userdata, nil, nil, $0) } }
         }
-        let req = UncheckedBox(request)
+        let req = UncheckedSendable(request)
         app.openSynced(user: u.user, path: request.path, schema: request.schema, options: request.options) { result in
             switch result {
             case .failure(let e): fail(e)

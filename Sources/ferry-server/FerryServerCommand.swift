@@ -132,9 +132,8 @@ enum FerryServerMain {
 }
 
 /// The server's error, handed from its task to the main thread.
-private final class LockedFailure: @unchecked Sendable {
-    private let lock = ThreadLock()
-    private var error: Error?
-    func set(_ e: Error) { lock.withLock { error = e } }
-    func get() -> Error? { lock.withLock { error } }
+private final class LockedFailure: Sendable {
+    private let error = LockedValue<Error?>(nil)
+    func set(_ e: Error) { error.withLock { $0 = e } }
+    func get() -> Error? { error.withLock { $0 } }
 }

@@ -57,7 +57,7 @@ final class AdminToken: Sendable {
 /// attempt made too early is refused with 429 and `Retry-After`. A right token clears the
 /// address's failures; they are also forgotten `forgetAfter` after the last one. At most
 /// `maxTracked` addresses are remembered (the oldest failures go first).
-final class AdminFailureThrottle: @unchecked Sendable {
+final class AdminFailureThrottle: Sendable {
     struct Limits: Sendable {
         var freeFailures = 10
         var firstDelay: TimeInterval = 1
@@ -74,8 +74,7 @@ final class AdminFailureThrottle: @unchecked Sendable {
 
     private let limits: Limits
     private let now: @Sendable () -> Date
-    private let lock = ThreadLock()
-    private var entries: [String: Entry] = [:]
+    private let tracked = LockedValue<[String: Entry]>([:])
 
     init(limits: Limits = Limits(), now: @escaping @Sendable () -> Date = { Date() }) {
         self.limits = limits
@@ -84,7 +83,7 @@ final class AdminFailureThrottle: @unchecked Sendable {
 
     func check(_ key: String) throws {
         let t = now()
-        let wait: TimeInterval = lock.withLock {
+        let wait: TimeInterval = tracked.withLock { entries in
             guard let entry = entries[key], t < entry.blockedUntil else { return 0 }
             return entry.blockedUntil.timeIntervalSince(t)
         }
@@ -98,7 +97,8 @@ final class AdminFailureThrottle: @unchecked Sendable {
 
     func failed(_ key: String) {
         let t = now()
-        lock.withLock {
+        let limits = self.limits
+        tracked.withLock { entries in
             if entries[key] == nil && entries.count >= limits.maxTracked {
                 entries = entries.filter { t.timeIntervalSince($0.value.last) < limits.forgetAfter || t < $0.value.blockedUntil }
                 if entries.count >= limits.maxTracked {
@@ -117,6 +117,6 @@ final class AdminFailureThrottle: @unchecked Sendable {
     }
 
     func succeeded(_ key: String) {
-        lock.withLock { _ = entries.removeValue(forKey: key) }
+        tracked.withLock { _ = $0.removeValue(forKey: key) }
     }
 }
