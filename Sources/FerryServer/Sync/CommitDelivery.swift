@@ -43,7 +43,7 @@ enum CommitDelivery {
         var receivers: [FanOutEncoding.Receiver] = []
         for key in concerned {
             guard let other = hub.sessions[key], other.hasQuery else { continue }
-            // Others are caught up from storage once no upload is in flight (`headMoved`); so
+            // Others are caught up from storage once no upload is in flight (`SessionCatchUp.headMoved`); so
             // is a session whose client has not read what it was sent (`fanOutWindowBytes`).
             guard !other.busy, other.delivered == before, other.outbox.queuedBytes <= hub.limits.fanOutWindowBytes else {
                 hub.sessions.skip(key, owing: after)

@@ -14,7 +14,7 @@ import Logging
 /// A commit of this node is fanned out from memory to the sessions that are exactly at the
 /// version before it; every other session (busy, behind, or served while another node
 /// committed) is caught up from storage when the change feed or a local commit says the head
-/// moved (`catchUp`).
+/// moved (`SessionCatchUp`).
 actor SyncHub {
     let app: AppConfiguration
     let schema: Schema
@@ -57,7 +57,7 @@ actor SyncHub {
     /// loaded test run (issue 22, point 11). At most `maxSessionsPerConnection` per connection.
     private var refusedBinds: [UInt64: Set<UInt64>] = [:]
     /// Where every write is merged and committed (`UploadPipeline`); each group's commits come
-    /// back to `fanOut` before any of its writers hears back.
+    /// back to `CommitDelivery.fanOut` before any of its writers hears back.
     private lazy var pipeline = UploadPipeline(app: app, schema: schema, storage: storage, limits: limits, telemetry: telemetry,
                                                recentCommits: recentCommits, beforeUploadMerge: beforeUploadMerge) { [weak self] group in
         guard let self else { return }

@@ -6,7 +6,7 @@ import FerrySyncStorage
 /// backend's Data API write and a backend's captured SQL writes (`SyncHub.commitServerOrigin`).
 /// Merged and validated (`UploadIntegration`), committed with the writes that arrived meanwhile
 /// in one storage transaction that assigns the version and makes them durable (`GroupCommit`),
-/// then handed to the hub to fan out (`fanOut`, before any of the group's writers hears back).
+/// then handed to the hub to fan out (`CommitDelivery.fanOut`, before any of the group's writers hears back).
 /// Holds no session state: which sessions are told what is the hub's job.
 final class UploadPipeline: Sendable {
     /// What an upload's transaction returns to the hub.
@@ -45,7 +45,7 @@ final class UploadPipeline: Sendable {
     let recentCommits: LockedValue<RecentCommits>
     private let commits: GroupCommit<Attempt>
 
-    /// `fanOut`: the hub's, called with each group's commits after its transaction committed.
+    /// `fanOut`: the hub's (`CommitDelivery.fanOut`), called with each group's commits after its transaction committed.
     init(app: AppConfiguration, schema: Schema, storage: any SyncStorage, limits: SyncLimits, telemetry: SyncTelemetry,
          recentCommits: LockedValue<RecentCommits>, beforeUploadMerge: (@Sendable (String) async -> Void)?,
          fanOut: @escaping @Sendable ([Committed]) async -> Void) {
