@@ -23,34 +23,54 @@ import Testing
         let first = Self.setting("FERRY_SIM_FIRST_SEED", 1)
         let count = Self.setting("FERRY_SIM_SEEDS", 2_000)
         let steps = Int(Self.setting("FERRY_SIM_STEPS", 60))
-        let failure = try await Self.onAThreadOfItsOwn { try Self.runSeeds(first: first, count: count, steps: steps) }
-        if let failure { Issue.record(Comment(rawValue: failure)) }
+        // One shard of consecutive seeds per core, each on a thread of its own; every seed's run
+        // depends on the seed alone, so the split changes nothing but the time.
+        let shards = UInt64(max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8)))
+        let started = ContinuousClock.now
+        let results = try await withThrowingTaskGroup(of: Shard.self) { group in
+            let per = (count + shards - 1) / shards
+            for s in 0..<shards where s * per < count {
+                let start = first + s * per, n = min(per, count - s * per)
+                group.addTask { try await Self.onAThreadOfItsOwn { try Self.runSeeds(first: start, count: n, steps: steps) } }
+            }
+            var all: [Shard] = []
+            for try await r in group { all.append(r) }
+            return all
+        }
+        if let failure = results.compactMap(\.failure).first { Issue.record(Comment(rawValue: failure)) }
+        let silent = results.reduce(0) { $0 + $1.silentReverts }, seeds = results.reduce(0) { $0 + $1.seedsWithSilentReverts }
+        print("simulation: \(count) seeds of \(steps) steps from seed \(first) passed in \(ContinuousClock.now - started) on \(shards) threads; "
+              + "\(silent) refused writes in \(seeds) seeds were reverted without their error 231 (its answer was lost with the connection)")
     }
 
-    /// Runs the seeds; the report of the first that fails (nil: all passed, said on stdout).
-    static func runSeeds(first: UInt64, count: UInt64, steps: Int) throws -> String? {
+    struct Shard: Sendable {
+        var failure: String?
+        var silentReverts = 0
+        var seedsWithSilentReverts = 0
+    }
+
+    /// Runs the seeds; stops at the first that fails, with its report.
+    static func runSeeds(first: UInt64, count: UInt64, steps: Int) throws -> Shard {
         let app = try AppDirectory.load(Self.app)
-        let started = ContinuousClock.now
-        var silentReverts = 0, seedsWithThem = 0
+        var shard = Shard()
         for seed in first..<(first + count) {
             do {
                 let sim = try Simulation(seed: seed, steps: steps, app: app)
                 try sim.run()
-                silentReverts += sim.silentReverts
-                if sim.silentReverts > 0 { seedsWithThem += 1 }
+                shard.silentReverts += sim.silentReverts
+                if sim.silentReverts > 0 { shard.seedsWithSilentReverts += 1 }
             } catch {
                 let (shortest, trace) = Self.shortest(seed: seed, steps: steps, app: app)
-                return """
+                shard.failure = """
                     simulation seed \(seed) failed: \(error)
                     replay: FERRY_SIM_FIRST_SEED=\(seed) FERRY_SIM_SEEDS=1 FERRY_SIM_STEPS=\(steps) swift test --filter SimulationTests
                     the shortest run that fails has \(shortest) steps:
                     \(trace.joined(separator: "\n"))
                     """
+                return shard
             }
         }
-        print("simulation: \(count) seeds of \(steps) steps from seed \(first) passed in \(ContinuousClock.now - started); "
-              + "\(silentReverts) refused writes in \(seedsWithThem) seeds were reverted without their error 231 (its answer was lost with the connection)")
-        return nil
+        return shard
     }
 
     /// A seed is its run: two runs of one seed take the same steps, and end with the same
