@@ -172,6 +172,8 @@ final class SimDevice {
     var captured: Set<String> = []
     /// The refused keys whose compensating write (error 231) reached this device.
     var answered: Set<String> = []
+    /// Refused documents left on this device for good (kept across crashes: they are in its store).
+    var ghosts: Set<String> = []
 
     init(index: Int, name: String, schema: Schema, clock: SimClock) throws {
         self.index = index
@@ -196,6 +198,8 @@ final class SimDevice {
         toServer = [.bind(ident: meta.clientFileIdent, salt: meta.clientFileSalt, lastServerVersion: meta.serverVersion)]
         toDevice = []
         bound = meta.clientFileIdent != 0
+        // As the sync session does: a known file's uploads go right behind its BIND.
+        _ = try uploadPending()
     }
 
     func disconnect() {
@@ -217,6 +221,7 @@ final class SimDevice {
         case let .ident(ident, salt):
             try db.setClientFile(ident: ident, salt: salt)
             bound = true
+            _ = try uploadPending()
         case let .download(serverVersion, acknowledged, instructions, refused):
             answered.formUnion(refused)
             let encoded = ChangesetCodec.encode(Changeset(timestamp: 0, instructions: instructions))
