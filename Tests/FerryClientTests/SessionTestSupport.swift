@@ -204,6 +204,33 @@ enum AdminAPI {
 
 /// A loopback port nothing listens on (bound, then released).
 func unusedLoopbackPort() -> Int {
+    // Outside the kernel's ephemeral range: a port from inside it is what the OS hands to the
+    // suite's other servers (each binds port 0), so one could take it between this check and
+    // the test's own bind (a whole-suite run saw "Address already in use"). Below the range
+    // only explicit binds compete, and the check below skips a port one of them holds.
+    let low = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+        .flatMap { $0.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { Int($0) } } ?? 32_768
+    for _ in 0..<100 {
+        let candidate = Int.random(in: 10_000..<max(10_001, low))
+        if loopbackPortIsFree(candidate) { return candidate }
+    }
+    return ephemeralLoopbackPort()
+}
+
+/// Whether a socket can bind 127.0.0.1:`port` now.
+private func loopbackPortIsFree(_ port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = UInt16(port).bigEndian
+    let len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } } == 0
+}
+
+/// A port the OS picks (inside its ephemeral range).
+private func ephemeralLoopbackPort() -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var addr = sockaddr_in()
