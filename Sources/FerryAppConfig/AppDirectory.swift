@@ -191,7 +191,7 @@ public enum AppDirectory {
         case let s as String: return .string(s)
         case let a as [Any]: return .array(try a.map { try json($0, file) })
         // JSONSerialization keeps no member order: the keys are sorted, so a file reads alike every time.
-        case let o as [String: Any]: return .object(try o.keys.sorted().map { ($0, try json(o[$0] as Any, file)) })
+        case let o as [String: Any]: return .object(try o.sorted { $0.key < $1.key }.map { ($0.key, try json($0.value, file)) })
         default: throw AppConfigurationError(file: file, "unexpected JSON value \(v)")
         }
     }

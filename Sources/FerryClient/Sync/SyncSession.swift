@@ -518,11 +518,13 @@ public final class SyncSession: @unchecked Sendable {
     }
 
     func subscriptionCompleted(_ version: UInt64) {
+        // A download that completes no set (version 0) reads nothing.
+        guard version > 0 else { return checkSubscriptionWaiters() }
         // What the data reflects first: a crash between the two leaves the set pending, and
         // the next connection only asks for it again.
         do {
             var set = try SubscriptionSet.load(database)
-            guard version > 0, set.version == version, set.state != .complete else {
+            guard set.version == version, set.state != .complete else {
                 checkSubscriptionWaiters()
                 return
             }
