@@ -15,17 +15,19 @@ enum PostgresClientFiles {
         let ids = idents.map { Int64(bitPattern: $0) }
         let rows = try await PostgresFailure.run("reading client files \(idents.prefix(3).map(String.init).joined(separator: ", "))\(idents.count > 3 ? "…" : "")") {
             try await connection.guardedQuery("""
-                SELECT ident, salt, user_id, acked, sub_version, subs, last_seen FROM client_files WHERE ident = ANY(\(ids))
+                SELECT ident, salt, user_id, acked, sub_version, subs, last_seen, refusals FROM client_files WHERE ident = ANY(\(ids))
                 """, logger: logger).collect()
         }
         var out: [UInt64: ClientFileRecord] = [:]
         for row in rows {
-            let (ident, salt, userId, acked, subVersion, subs, lastSeen) = try PostgresObjectReads.decodeRow(
-                row, (Int64, Int64, String, Int64, Int64, ByteBuffer?, Int64).self, "client_files")
-            out[UInt64(bitPattern: ident)] = ClientFileRecord(
+            let (ident, salt, userId, acked, subVersion, subs, lastSeen, refusals) = try PostgresObjectReads.decodeRow(
+                row, (Int64, Int64, String, Int64, Int64, ByteBuffer?, Int64, ByteBuffer?).self, "client_files")
+            var record = ClientFileRecord(
                 ident: UInt64(bitPattern: ident), salt: UInt64(bitPattern: salt), userId: userId,
                 acknowledgedClientVersion: UInt64(bitPattern: acked), subscriptionVersion: UInt64(bitPattern: subVersion),
                 subscriptions: try subs.map { try SubscriptionCodec.decode($0.bytes) } ?? [], lastSeen: Int(lastSeen))
+            if let refusals { record.refusals = try RefusalLedger.decode(refusals.bytes) }
+            out[UInt64(bitPattern: ident)] = record
         }
         return out
     }

@@ -103,6 +103,11 @@ enum PostgresMigrations {
             """,
             "CREATE INDEX sql_inbox_by_txid ON sql_inbox (txid, id)",
         ]),
+        // The compensating writes sent to each client file, kept to send again when their
+        // answer was lost (`RefusalLedger`); files from before have none kept.
+        Migration(version: 8, statements: [
+            "ALTER TABLE client_files ADD COLUMN refusals bytea",
+        ]),
     ]
 
     /// Applies every migration the database has not recorded yet; returns how many it applied.

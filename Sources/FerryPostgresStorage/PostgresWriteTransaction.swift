@@ -33,6 +33,8 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     /// Those of `pendingObjects` that had no row before this transaction (`write`'s `absent`).
     private var pendingNewRows: Set<ObjectKey> = []
     private var pendingAcks: [UInt64: UInt64] = [:]
+    /// Client files' refusal ledgers as this transaction's `recordRefusals` left them.
+    private var pendingRefusals: [UInt64: RefusalLedger] = [:]
     /// Keys whose SQL table rows are rewritten from the store at commit
     /// (`consumeCapturedWrites`).
     private var restoreKeys: Set<ObjectKey> = []
@@ -63,6 +65,7 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     /// then the connection goes back to the pool, so later calls fail.
     func finish(readHead: UInt64) async throws {
         let (objects, newRows, acks, head, restore) = lock.withLock { (pendingObjects, pendingNewRows, pendingAcks, _newHead, restoreKeys) }
+        let refusals = lock.withLock { pendingRefusals }
         try await onConnection {
             try await flush(objects, newRows: newRows)
             // The tables show each object's state after the transaction, in the same commit,
@@ -84,6 +87,13 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
                         UPDATE client_files c SET acked = greatest(c.acked, u.v), last_seen = \(Int64(Int(WallClock.system.secondsSinceEpoch())))
                         FROM unnest(\(idents)::bigint[], \(versions)::bigint[]) AS u(i, v) WHERE c.ident = u.i
                         """, logger: logger)
+                }
+            }
+            // One statement per file that had writes refused: rare, and small.
+            for (ident, ledger) in refusals.sorted(by: { $0.key < $1.key }) {
+                try await PostgresFailure.run("recording client file \(ident)'s refusals") {
+                    try await connection.guardedQuery(
+                        "UPDATE client_files SET refusals = \(ledger.encoded.buffer) WHERE ident = \(Int64(bitPattern: ident))", logger: logger)
                 }
             }
             if head > readHead {
@@ -143,10 +153,17 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
     }
 
     private func withPendingAck(_ r: ClientFileRecord) -> ClientFileRecord {
-        guard let ack = lock.withLock({ pendingAcks[r.ident] }), ack > r.acknowledgedClientVersion else { return r }
+        let (ack, refusals) = lock.withLock { (pendingAcks[r.ident], pendingRefusals[r.ident]) }
         var r = r
-        r.acknowledgedClientVersion = ack
+        if let ack, ack > r.acknowledgedClientVersion { r.acknowledgedClientVersion = ack }
+        if let refusals { r.refusals = refusals }
         return r
+    }
+
+    func recordRefusals(clientFile ident: UInt64, through: UInt64, writes: [CompensatingWrite]) async throws {
+        guard !writes.isEmpty, var ledger = try await clientFile(ident)?.refusals else { return }
+        ledger.record(through: through, writes: writes)
+        lock.withLock { pendingRefusals[ident] = ledger }
     }
 
     func objects(_ keys: [ObjectKey], schema: Schema) async throws -> [ObjectKey: StoredObject] {

@@ -53,6 +53,8 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
             try writer.exec("ALTER TABLE client_files ADD COLUMN bound_version INTEGER NOT NULL DEFAULT 0")
         }
         try writer.exec("CREATE INDEX IF NOT EXISTS client_files_by_bound_version ON client_files (bound_version)")
+        // Stores made before refusals were kept to send again (`RefusalLedger`): none kept.
+        if try !Self.hasColumn(writer, "client_files", "refusals") { try writer.exec("ALTER TABLE client_files ADD COLUMN refusals BLOB") }
         reader = try SQLiteConnection(readingAt: path, description: "the server's sync store \(path)")
         let state = try Self.readState(writer)
         feed = FeedBroadcast(initial: FeedSignal(headVersion: state.headVersion, stateRevision: state.revision))
@@ -233,14 +235,26 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
     }
 
     static func clientFile(_ db: SQLiteConnection, _ ident: UInt64) throws -> ClientFileRecord? {
-        let s = try db.statement("SELECT salt, user_id, acked, sub_version, subs, last_seen FROM client_files WHERE ident = ?")
+        let s = try db.statement("SELECT salt, user_id, acked, sub_version, subs, last_seen, refusals FROM client_files WHERE ident = ?")
         defer { s.reset() }
         s.bind(1, Int64(bitPattern: ident))
         guard try s.step() else { return nil }
         let subs = s.isNull(4) ? [] : try SubscriptionCodec.decode(s.blob(4))
-        return ClientFileRecord(ident: ident, salt: UInt64(bitPattern: s.int64(0)), userId: s.string(1),
-                                acknowledgedClientVersion: UInt64(bitPattern: s.int64(2)),
-                                subscriptionVersion: UInt64(bitPattern: s.int64(3)), subscriptions: subs, lastSeen: Int(s.int64(5)))
+        var record = ClientFileRecord(ident: ident, salt: UInt64(bitPattern: s.int64(0)), userId: s.string(1),
+                                      acknowledgedClientVersion: UInt64(bitPattern: s.int64(2)),
+                                      subscriptionVersion: UInt64(bitPattern: s.int64(3)), subscriptions: subs, lastSeen: Int(s.int64(5)))
+        if !s.isNull(6) { record.refusals = try RefusalLedger.decode(s.blob(6)) }
+        return record
+    }
+
+    /// `SyncWriteTransaction.recordRefusals` on the writer, inside its transaction.
+    static func recordRefusals(_ db: SQLiteConnection, clientFile ident: UInt64, through: UInt64, writes: [CompensatingWrite]) throws {
+        guard !writes.isEmpty, var ledger = try clientFile(db, ident)?.refusals else { return }
+        ledger.record(through: through, writes: writes)
+        let s = try db.statement("UPDATE client_files SET refusals = ? WHERE ident = ?")
+        defer { s.reset() }
+        s.bind(1, blob: ledger.encoded); s.bind(2, Int64(bitPattern: ident))
+        try s.run()
     }
 
     public func clientFile(_ ident: UInt64) async throws -> ClientFileRecord? {
@@ -346,6 +360,10 @@ final class SQLiteWriteTransaction: SyncWriteTransaction, @unchecked Sendable {
 
     func clientFile(_ ident: UInt64) async throws -> ClientFileRecord? {
         try lock.withLock { try SQLiteSyncStorage.clientFile(db, ident) }
+    }
+
+    func recordRefusals(clientFile: UInt64, through: UInt64, writes: [CompensatingWrite]) async throws {
+        try lock.withLock { try SQLiteSyncStorage.recordRefusals(db, clientFile: clientFile, through: through, writes: writes) }
     }
 
     func objects(_ keys: [ObjectKey], schema: Schema) async throws -> [ObjectKey: StoredObject] {

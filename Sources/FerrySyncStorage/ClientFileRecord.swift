@@ -11,6 +11,9 @@ public struct ClientFileRecord: Sendable, Equatable {
     public var subscriptions: [Subscription]
     /// When the client file last bound or uploaded (seconds since the epoch; 0: unknown).
     public var lastSeen: Int = 0
+    /// The compensating writes sent to the file, kept to send again when their answer was lost
+    /// (`RefusalLedger`).
+    public var refusals = RefusalLedger()
     public init(ident: UInt64, salt: UInt64, userId: String, acknowledgedClientVersion: UInt64, subscriptionVersion: UInt64,
                 subscriptions: [Subscription], lastSeen: Int = 0) {
         self.ident = ident

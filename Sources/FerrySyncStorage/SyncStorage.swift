@@ -110,6 +110,10 @@ public protocol SyncWriteTransaction: AnyObject, Sendable {
     /// existing one; if one exists after all, the write fails and the transaction rolls back
     /// (nothing is half-written). A backend may also ignore it.
     func write(objects: [ObjectKey: StoredObject], absent: Set<ObjectKey>, clientFile: UInt64, clientVersion: UInt64) async throws -> UInt64
+    /// Adds to the client file's refusal ledger (`RefusalLedger.record`) the compensating writes
+    /// of its upload acknowledged through `through`, durable with this transaction's
+    /// acknowledgement; `clientFile` reads it back so. A file that is not there is left alone.
+    func recordRefusals(clientFile: UInt64, through: UInt64, writes: [CompensatingWrite]) async throws
     /// Reads ahead what a group of uploads will read (their client files and objects), in as
     /// few round trips as the backend can; later reads of them come from what was read here,
     /// as changed by the transaction's writes. Optional: a backend whose reads are cheap does

@@ -186,7 +186,7 @@ extension ProtocolMessage {
     func hasIntegerAbove(_ limit: UInt64) -> Bool {
         let fields: [UInt64]
         switch self {
-        case let .bind(s, _, i, salt, v): fields = [s, i, salt, v]
+        case let .bind(s, _, i, salt, v, a): fields = [s, i, salt, v] + (a.map { [$0] } ?? [])
         case let .ident(s, i, salt): fields = [s, i, salt]
         case let .query(s, v, _): fields = [s, v]
         case let .upload(s, cs): fields = [s] + cs.flatMap { [$0.clientVersion, $0.lastIntegratedServerVersion] }

@@ -7,11 +7,11 @@ import FerrySyncStorage
 import Foundation
 
 enum ToServer: CustomStringConvertible {
-    case bind(ident: UInt64, salt: UInt64, lastServerVersion: UInt64)
+    case bind(ident: UInt64, salt: UInt64, lastServerVersion: UInt64, answeredThrough: UInt64)
     case upload([UploadChangeset])
     var description: String {
         switch self {
-        case let .bind(i, _, v): return "BIND(file \(i), server version \(v))"
+        case let .bind(i, _, v, a): return "BIND(file \(i), server version \(v), answered through \(a))"
         case .upload(let c): return "UPLOAD(local versions \(c.first?.clientVersion ?? 0)...\(c.last?.clientVersion ?? 0))"
         }
     }
@@ -19,12 +19,13 @@ enum ToServer: CustomStringConvertible {
 
 enum ToDevice: CustomStringConvertible {
     case ident(UInt64, salt: UInt64)
-    /// `refused`: the keys of the compensating writes (error 231) that come with this answer.
-    case download(serverVersion: UInt64, acknowledged: UInt64, [Instruction], refused: [String])
+    /// `refused`: the compensating writes (error 231) that come right after this download.
+    case download(serverVersion: UInt64, acknowledged: UInt64, [Instruction], refused: [CompensatingWrite])
     var description: String {
         switch self {
         case .ident(let i, _): return "IDENT(file \(i))"
-        case let .download(v, a, i, r): return "DOWNLOAD(server version \(v), acknowledged \(a), \(i.count) objects" + (r.isEmpty ? ")" : ", refusing \(r))")
+        case let .download(v, a, i, r):
+            return "DOWNLOAD(server version \(v), acknowledged \(a), \(i.count) objects" + (r.isEmpty ? ")" : ", refusing \(r.map { "\($0.primaryKey)" }))")
         }
     }
 }
@@ -47,6 +48,11 @@ struct SimServer {
     /// The keys each version changed.
     var changes: [(version: UInt64, keys: [ObjectKey])] = []
     var files: [UInt64: (salt: UInt64, acknowledged: UInt64)] = [:]
+    /// Each client file's refusals, kept to send again (the real stores keep them so).
+    var refusals: [UInt64: RefusalLedger] = [:]
+    /// Compensating writes sent with an upload's answer, and sent again at a BIND.
+    var refusalsSent = 0
+    var refusalsRepeated = 0
     var nextFile: UInt64 = 1
     /// Per connected device: the client file it bound (0: not yet) and the version it has.
     var sessions: [Int: (file: UInt64, delivered: UInt64)] = [:]
@@ -80,8 +86,9 @@ struct SimServer {
     mutating func receive(_ message: ToServer, from device: Int, devices: [SimDevice], failure: (String) -> Error) throws {
         guard sessions[device] != nil else { return }
         switch message {
-        case let .bind(ident, salt, lastServerVersion):
+        case let .bind(ident, salt, lastServerVersion, answeredThrough):
             var file = ident
+            var repeated: [CompensatingWrite] = []
             var delivered = lastServerVersion
             if ident == 0 {
                 file = nextFile
@@ -93,9 +100,13 @@ struct SimServer {
             } else {
                 guard let f = files[ident], f.salt == salt else { throw failure("device \(device) bound client file \(ident), which the server never issued") }
                 guard lastServerVersion <= head else { throw failure("device \(device) claims server version \(lastServerVersion) past the head \(head)") }
+                // As `SessionBinding.repeatRefusals`: the refusals the device has no answer for,
+                // with their objects as they are now.
+                repeated = refusals[ident]?.toRepeat(answeredThrough: answeredThrough, acknowledged: f.acknowledged) ?? []
             }
             sessions[device] = (file, delivered)
-            send(to: device, devices: devices, extras: [])
+            refusalsRepeated += repeated.count
+            send(to: device, devices: devices, extras: Set(repeated.map { ObjectKey(table: $0.objectType, key: $0.primaryKey) }), refused: repeated)
         case .upload(let changesets):
             guard let s = sessions[device], s.file != 0 else { throw failure("device \(device) uploaded before binding") }
             let acknowledged = files[s.file]?.acknowledged ?? 0
@@ -104,14 +115,15 @@ struct SimServer {
             var stored: [ObjectKey: StoredObject] = [:]
             for k in integration.keys { if let o = objects[k] { stored[k] = o } }
             let outcome = try integration.integrate(stored: stored, version: head + 1, now: clock.nanoseconds)
-            var refused: [String] = []
             for cw in outcome.compensating {
                 guard case .string(let key) = cw.primaryKey, key.hasPrefix("x") else {
                     throw failure("the server refused a write the rules allow: \(cw.objectType) \(cw.primaryKey): \(cw.reason)")
                 }
                 reported.insert(key)
-                refused.append(key)
+                refusalsSent += 1
             }
+            // Durable with the acknowledgement, as the upload pipeline records them.
+            refusals[s.file, default: RefusalLedger()].record(through: outcome.lastClientVersion, writes: outcome.compensating)
             let written = outcome.toStore
             if !written.isEmpty {
                 head += 1
@@ -119,13 +131,13 @@ struct SimServer {
                 changes.append((head, Array(written.keys)))
             }
             files[s.file]?.acknowledged = max(acknowledged, outcome.lastClientVersion)
-            send(to: device, devices: devices, extras: Set(outcome.entries.keys).union(integration.resend), refused: refused)
+            send(to: device, devices: devices, extras: Set(outcome.entries.keys).union(integration.resend), refused: outcome.compensating)
             for other in sessions.keys.sorted() where other != device { send(to: other, devices: devices, extras: []) }
         }
     }
 
     /// What a bound session is owed: everything changed after the version it has, and `extras`.
-    private mutating func send(to device: Int, devices: [SimDevice], extras: Set<ObjectKey>, refused: [String] = []) {
+    private mutating func send(to device: Int, devices: [SimDevice], extras: Set<ObjectKey>, refused: [CompensatingWrite] = []) {
         guard let s = sessions[device], s.file != 0 else { return }
         var keys = extras
         for c in changes where c.version > s.delivered { keys.formUnion(c.keys) }
@@ -172,8 +184,6 @@ final class SimDevice {
     var captured: Set<String> = []
     /// The refused keys whose compensating write (error 231) reached this device.
     var answered: Set<String> = []
-    /// Refused documents left on this device for good (kept across crashes: they are in its store).
-    var ghosts: Set<String> = []
 
     init(index: Int, name: String, schema: Schema, clock: SimClock) throws {
         self.index = index
@@ -195,7 +205,7 @@ final class SimDevice {
         connected = true
         let meta = try db.syncMetadata()
         window.connected(stored: meta.acknowledged)
-        toServer = [.bind(ident: meta.clientFileIdent, salt: meta.clientFileSalt, lastServerVersion: meta.serverVersion)]
+        toServer = [.bind(ident: meta.clientFileIdent, salt: meta.clientFileSalt, lastServerVersion: meta.serverVersion, answeredThrough: meta.answered)]
         toDevice = []
         bound = meta.clientFileIdent != 0
         // As the sync session does: a known file's uploads go right behind its BIND.
@@ -213,7 +223,8 @@ final class SimDevice {
     func restart() throws {
         db.close()
         db = try Database.open(configuration, scheduler: scheduler)
-        window = UploadWindow(acknowledged: try db.syncMetadata().acknowledged)
+        let meta = try db.syncMetadata()
+        window = UploadWindow(acknowledged: meta.acknowledged, answered: meta.answered)
     }
 
     func receive(_ message: ToDevice, failure: (String) -> Error) throws {
@@ -223,12 +234,17 @@ final class SimDevice {
             bound = true
             _ = try uploadPending()
         case let .download(serverVersion, acknowledged, instructions, refused):
-            answered.formUnion(refused)
+            for w in refused { if case .string(let key) = w.primaryKey { answered.insert(key) } }
             let encoded = ChangesetCodec.encode(Changeset(timestamp: 0, instructions: instructions))
             let captures = try db.integrate(changesets: [encoded], serverVersion: serverVersion, completesVersion: true, acknowledged: acknowledged,
                                             capturingWritesAfter: window.captureFloor(for: acknowledged))
             for c in captures { if case .string(let key) = c.primaryKey { captured.insert(key) } }
             window.acknowledge(acknowledged)
+            // As the sync session takes an error 231: against the span it answers, which
+            // records that every answer through it is in (`SyncMetadata.answered`).
+            if !refused.isEmpty, let span = window.lastAcknowledgement {
+                try db.recordRejection(refused, after: span.after, through: span.through)
+            }
         }
     }
 

@@ -40,20 +40,12 @@ final class Simulation {
     var devices: [SimDevice] = []
     var oracle: [String: SimDoc] = [:]
     var trace: [String] = []
-    /// Refused writes reverted on a device without their error 231 (the answer was lost).
-    var silentReverts = 0
-    /// Refused writes left on a device for good (their answer lost, their changeset acknowledged).
-    var ghosts = 0
     var step = 0
     static let deviceCount = 3
     static let sharedKeys = ["s0", "s1"]
 
-    /// Whether the known gap (refusals whose answer was lost) fails the run instead of being counted.
-    let strict: Bool
-
-    init(seed: UInt64, steps: Int, app: AppConfiguration, strict: Bool = false) throws {
+    init(seed: UInt64, steps: Int, app: AppConfiguration) throws {
         self.seed = seed
-        self.strict = strict
         stepLimit = steps
         rng = SimRandom(seed: seed)
         server = try SimServer(app: app, clock: clock)
@@ -224,36 +216,23 @@ final class Simulation {
             throw fail("the server's documents differ from the hosts' commits:\n" + Self.difference(expected, serverDocs, "oracle", "server"))
         }
         for d in devices {
-            var docs = try d.allDocs()
-            // A refused write whose answer was lost with its connection, when a later download's
-            // acknowledgement covered it before the device sent it again: nothing ever erases it
-            // on the device (issue 25's closing note). Counted, not failed, like the silent
-            // reverts below, until the server keeps its refusals.
-            // (Refused documents are the only ones whose keys start with "x"; the device may
-            // have crashed since, forgetting which writes it expected to be refused.)
-            for key in docs.keys where key.hasPrefix("x") && serverDocs[key] == nil && d.ghosts.insert(key).inserted {
-                if strict { throw fail("device \(d.index) keeps \(key), a write the server refused and never reverted") }
-                ghosts += 1
-            }
-            for key in d.ghosts where serverDocs[key] == nil { docs[key] = nil }
+            let docs = try d.allDocs()
             if docs != serverDocs {
                 throw fail("device \(d.index) differs from the server:\n" + Self.difference(serverDocs, docs, "server", "device \(d.index)"))
             }
             if try d.unacknowledged() > 0 { throw fail("device \(d.index) has local changes the server never acknowledged") }
             // Every refused write this device made (since its last crash) was reported by the
-            // server and captured with its revert by the device's store.
+            // server, reached the device with its error 231 (sent again when a connection lost
+            // it: `RefusalLedger`), and the device's store captured its revert.
             let unreported = d.deniedWrites.subtracting(server.reported)
             if !unreported.isEmpty { throw fail("device \(d.index)'s refused writes to \(unreported.sorted()) were never reported") }
-            let uncaptured = d.deniedWrites.intersection(d.answered).subtracting(d.captured)
-            if !uncaptured.isEmpty { throw fail("device \(d.index) got the refusal of its writes to \(uncaptured.sorted()) but did not capture their revert") }
-            // A refusal whose answer was lost with its connection is not sent again: the
-            // re-upload is a resend the server acknowledged already, answered with the object's
-            // state and no error 231, so the host is not told why its write went (issue 25's
-            // closing note). Counted, not failed, until the server keeps its refusals.
             let unanswered = d.deniedWrites.subtracting(d.answered)
-            if strict, !unanswered.isEmpty { throw fail("device \(d.index)'s writes to \(unanswered.sorted()) were reverted without their error 231") }
-            silentReverts += unanswered.subtracting(d.ghosts).count
-            d.deniedWrites.subtract(unanswered)
+            if !unanswered.isEmpty { throw fail("device \(d.index)'s writes to \(unanswered.sorted()) were reverted without their error 231") }
+            let uncaptured = d.deniedWrites.subtracting(d.captured)
+            if !uncaptured.isEmpty { throw fail("device \(d.index) got the refusal of its writes to \(uncaptured.sorted()) but did not capture their revert") }
+            d.deniedWrites = []
+            d.answered = []
+            d.captured = []
         }
     }
 

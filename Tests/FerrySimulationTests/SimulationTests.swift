@@ -38,18 +38,16 @@ import Testing
             return all
         }
         if let failure = results.compactMap(\.failure).first { Issue.record(Comment(rawValue: failure)) }
-        let silent = results.reduce(0) { $0 + $1.silentReverts }, seeds = results.reduce(0) { $0 + $1.seedsWithSilentReverts }
-        let ghosts = results.reduce(0) { $0 + $1.ghosts }
-        print("simulation: \(count) seeds of \(steps) steps from seed \(first) passed in \(ContinuousClock.now - started) on \(shards) threads; "
-              + "refused writes whose answer was lost with the connection, in \(seeds) seeds: \(silent) reverted without their error 231, "
-              + "\(ghosts) left on the device for good")
+        let refused = results.reduce(0) { $0 + $1.refusals }, repeated = results.reduce(0) { $0 + $1.repeated }
+        print("simulation: \(count) seeds of \(steps) steps from seed \(first) \(results.contains { $0.failure != nil } ? "FAILED" : "passed") "
+              + "in \(ContinuousClock.now - started) on \(shards) threads; \(refused) refused writes reported, \(repeated) of them sent "
+              + "again after their answer was lost with the connection")
     }
 
     struct Shard: Sendable {
         var failure: String?
-        var silentReverts = 0
-        var seedsWithSilentReverts = 0
-        var ghosts = 0
+        var refusals = 0
+        var repeated = 0
     }
 
     /// Runs the seeds; stops at the first that fails, with its report.
@@ -60,9 +58,8 @@ import Testing
             do {
                 let sim = try Simulation(seed: seed, steps: steps, app: app)
                 try sim.run()
-                shard.silentReverts += sim.silentReverts
-                shard.ghosts += sim.ghosts
-                if sim.silentReverts > 0 || sim.ghosts > 0 { shard.seedsWithSilentReverts += 1 }
+                shard.refusals += sim.server.refusalsSent
+                shard.repeated += sim.server.refusalsRepeated
             } catch {
                 let (shortest, trace) = Self.shortest(seed: seed, steps: steps, app: app)
                 shard.failure = """
@@ -95,25 +92,22 @@ import Testing
         #expect(same == Array(repeating: true, count: 6))
     }
 
-    /// The gap the simulation found (issue 25's closing note), pinned to seeds that show it: a
-    /// write the server refuses, whose answer (error 231 and the revert) is lost with the
-    /// connection, is not refused again when the device sends it again (the server acknowledged
-    /// it already and answers a resend with the object's state only): seed 21 reverts it without
-    /// telling the host; in seed 20482 a download acknowledging it arrived before the resend
-    /// and the refused document stays on the device for good. A known issue: this test fails
-    /// once the server keeps its refusals and repeats them, as a reminder to make the
-    /// simulation strict.
-    @Test func aRefusalWhoseAnswerIsLostIsNotRepeated() async throws {
-        for seed: UInt64 in [21, 20482] {
-            let failure = try await Self.onAThreadOfItsOwn { () throws -> String? in
-                let sim = try Simulation(seed: seed, steps: 60, app: try AppDirectory.load(Self.app), strict: true)
-                do { try sim.run() } catch { return "\(error)" }
-                return nil
-            }
-            withKnownIssue("seed \(seed): a refusal whose answer was lost is not repeated") {
-                if let failure { Issue.record(Comment(rawValue: failure)) }
+    /// The gap the simulation found (issue 25): a write the server refused, whose answer
+    /// (the revert and error 231) was lost with the connection, was not refused again when the
+    /// device sent it again (the server had acknowledged it and answers a resend with the
+    /// object's state only), so seed 21 reverted it without telling the host; in seed 20482 a
+    /// download acknowledging it arrived before the resend and the refused document stayed on
+    /// the device for good. Fixed by the refusal ledger (`RefusalLedger`): both seeds pass,
+    /// and each had a refusal sent again.
+    @Test func aRefusalWhoseAnswerIsLostIsSentAgain() async throws {
+        let outcomes = try await Self.onAThreadOfItsOwn { () throws -> [String] in
+            try [21, 20482].map { (seed: UInt64) -> String in
+                let sim = try Simulation(seed: seed, steps: 60, app: try AppDirectory.load(Self.app))
+                do { try sim.run() } catch { return "seed \(seed): \(error)" }
+                return "seed \(seed): passed, \(sim.server.refusalsRepeated > 0 ? "with" : "without") a refusal sent again"
             }
         }
+        #expect(outcomes == ["seed 21: passed, with a refusal sent again", "seed 20482: passed, with a refusal sent again"])
     }
 
     /// The fewest steps of `seed` whose run still fails, and its trace.

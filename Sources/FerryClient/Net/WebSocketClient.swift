@@ -72,6 +72,8 @@ public final class WebSocketClient {
 
     /// Whether the connection is open: after `webSocketDidOpen`, before `close()` or the peer's close.
     public var isOpen: Bool { phase == .open }
+    /// The upgrade response's headers (empty before the socket opened).
+    public private(set) var responseHeaders: [(String, String)] = []
 
     /// Resolves, connects, adds TLS for wss, and performs the upgrade (checking the 101 status,
     /// Sec-WebSocket-Accept, and that the server chose `subprotocol`); then `webSocketDidOpen`.
@@ -196,6 +198,7 @@ public final class WebSocketClient {
                     return
                 }
                 phase = .open
+                responseHeaders = head.headers
                 timer?.cancel()
                 let leftover = parser.leftover
                 delegate?.webSocketDidOpen(self)

@@ -1,3 +1,5 @@
+import FerryCore
+
 /// What the client tells the server about itself on the sync WebSocket (`X-Ferry-SDK`), so an
 /// operator sees which SDK and platform each device runs (the admin API's device list).
 public enum SDKIdentity {
@@ -31,5 +33,5 @@ public enum SDKIdentity {
     /// The optional server messages this client understands (docs/protocol.md): a server
     /// sends WRITE_RULES only to a client that lists `write-rules`, so older clients, whose
     /// decoder refuses unknown message types, never get one; older servers ignore the header.
-    static var featuresHeader: (String, String) { ("X-Ferry-Features", "write-rules") }
+    static var featuresHeader: (String, String) { (ProtocolFeatures.header, ProtocolFeatures.writeRules) }
 }

@@ -27,6 +27,9 @@ final class SyncConnection: WebSocketDelegate {
     private var lastReceivedMs: UInt64 = 0
     private var lastPingMs: UInt64 = 0
     private var socket: WebSocketClient?
+    /// The open socket's server accepts BIND's `answeredThrough` and sends refusals whose
+    /// answer was lost again (`ProtocolFeatures.refusalReplay`).
+    private(set) var serverReplaysRefusals = false
     private var sessions: [UInt64: SyncSession] = [:]
     private var nextSession: UInt64 = 1
     private var attempts = 0
@@ -169,6 +172,8 @@ final class SyncConnection: WebSocketDelegate {
 
     func webSocketDidOpen(_ socket: WebSocketClient) {
         guard socket === self.socket else { return }
+        let offered = socket.responseHeaders.first { $0.0.lowercased() == ProtocolFeatures.header.lowercased() }?.1 ?? ""
+        serverReplaysRefusals = ProtocolFeatures.parse(offered).contains(ProtocolFeatures.refusalReplay)
         attempts = refusedInARow
         refreshedForThisAttempt = false
         app.log(.info, "Connection[\(user.id)]: connected")

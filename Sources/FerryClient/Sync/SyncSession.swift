@@ -83,7 +83,7 @@ public final class SyncSession: @unchecked Sendable {
         let loop = app.loop
         progress = ProgressNotifiers { loop.post($0) }
         let meta = try database.syncMetadata()
-        uploads = UploadWindow(acknowledged: meta.acknowledged)
+        uploads = UploadWindow(acknowledged: meta.acknowledged, answered: meta.answered)
         progressCount = UploadProgressCount(countedThrough: meta.acknowledged)
         database.startReceiptSession(acknowledged: meta.acknowledged)
         try countLocalChanges()
@@ -332,8 +332,11 @@ public final class SyncSession: @unchecked Sendable {
         do {
             let meta = try database.syncMetadata()
             uploads.connected(stored: meta.acknowledged)
+            // The refusals after `answered` are sent again by a server that keeps them (a lost
+            // connection may have taken their ERROR 231: SPEC F-NOLOSS).
+            let answered = connection?.serverReplaysRefusals == true && meta.clientFileIdent != 0 ? meta.answered : nil
             connection?.send(.bind(session: id, database: path, clientFileIdent: meta.clientFileIdent,
-                                   clientFileSalt: meta.clientFileSalt, lastServerVersion: meta.serverVersion))
+                                   clientFileSalt: meta.clientFileSalt, lastServerVersion: meta.serverVersion, answeredThrough: answered))
             if meta.clientFileIdent != 0 { identified(knownFile: true) }
         } catch {
             fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the sync state of \(path): \(error)", isFatal: true, action: .applicationBug))

@@ -6,7 +6,9 @@
 /// Invariants:
 /// - `ackFloor <= acknowledged`, and neither ever goes back;
 /// - `lastAcknowledgement`, when set, ends at `acknowledged` (`through == acknowledged`) and starts
-///   at the acknowledgement before it (`after == ackFloor`);
+///   at the acknowledgement before it (`after == ackFloor`), or, before the session's first
+///   acknowledgement, at the version the file has every answer through (`answered`): the span
+///   a refusal the server sends again answers (`RefusalLedger`);
 /// - on a connection, `lastUploaded` starts at the acknowledgement the file holds (everything
 ///   after it is sent again: the server drops what it already has) and only grows.
 package struct UploadWindow: Sendable, Equatable {
@@ -27,11 +29,13 @@ package struct UploadWindow: Sendable, Equatable {
     /// (error 231) answers.
     package private(set) var lastAcknowledgement: Span?
 
-    /// A session opening a file whose stored acknowledgement is `acknowledged`.
-    package init(acknowledged: UInt64) {
+    /// A session opening a file whose stored acknowledgement is `acknowledged`, with every
+    /// answer (compensating writes included) through `answered`.
+    package init(acknowledged: UInt64, answered: UInt64? = nil) {
         lastUploaded = acknowledged
         self.acknowledged = acknowledged
         ackFloor = acknowledged
+        if let answered, answered < acknowledged { lastAcknowledgement = Span(after: answered, through: acknowledged) }
     }
 
     /// A new connection: uploads start again after what the file holds as acknowledged

@@ -18,8 +18,11 @@ public enum ProtocolCodec {
     public static func encode(_ m: ProtocolMessage) -> [UInt8] {
         var w = ByteWriter(capacity: 64)
         switch m {
-        case let .bind(session, database, ident, salt, last):
+        case let .bind(session, database, ident, salt, last, answered):
             w.byte(Kind.bind.rawValue); w.varint(session); w.string(database); w.varint(ident); w.varint(salt); w.varint(last)
+            // Only to a server that accepts it (`ProtocolFeatures.refusalReplay`): an older one
+            // refuses trailing bytes.
+            if let answered { w.varint(answered) }
         case let .ident(session, ident, salt):
             w.byte(Kind.ident.rawValue); w.varint(session); w.varint(ident); w.varint(salt)
         case let .query(session, version, subscriptions):
@@ -38,8 +41,7 @@ public enum ProtocolCodec {
             w.byte(Kind.unbind.rawValue); w.varint(session)
         case let .error(e):
             w.byte(Kind.error.rawValue); w.varint(e.session); w.signed(Int64(e.code)); w.string(e.message)
-            w.byte(e.tryAgain ? 1 : 0); w.byte(e.action.rawValue); w.varint(UInt64(e.compensatingWrites.count))
-            for c in e.compensatingWrites { w.string(c.objectType); ValueCodec.encode(c.primaryKey, into: &w); w.string(c.reason) }
+            w.byte(e.tryAgain ? 1 : 0); w.byte(e.action.rawValue); CompensatingWriteCodec.encode(e.compensatingWrites, into: &w)
         case let .ping(t):
             w.byte(Kind.ping.rawValue); w.varint(t)
         case let .pong(t):
@@ -69,8 +71,10 @@ public enum ProtocolCodec {
         let m: ProtocolMessage
         switch kind {
         case .bind:
-            m = .bind(session: try int("session"), database: try r.string(), clientFileIdent: try int("client file ident"),
-                      clientFileSalt: try int("client file salt"), lastServerVersion: try int("server version"))
+            let (session, database) = (try int("session"), try r.string())
+            let (ident, salt, last) = (try int("client file ident"), try int("client file salt"), try int("server version"))
+            let answered = r.isAtEnd ? nil : try int("answered client version")
+            m = .bind(session: session, database: database, clientFileIdent: ident, clientFileSalt: salt, lastServerVersion: last, answeredThrough: answered)
         case .ident:
             m = .ident(session: try int("session"), clientFileIdent: try int("client file ident"), clientFileSalt: try int("client file salt"))
         case .query:
@@ -108,12 +112,7 @@ public enum ProtocolCodec {
             let message = try r.string(), tryAgain = try flag()
             let rawAction = try r.byte()
             guard let action = ErrorAction(rawValue: rawAction) else { throw r.corrupt("unknown error action \(rawAction)") }
-            var writes: [CompensatingWrite] = []
-            for _ in 0..<(try r.count(minSize: 3)) {
-                let type = try r.string()
-                let key = try ValueCodec.decode(from: &r, allowList: false)
-                writes.append(CompensatingWrite(objectType: type, primaryKey: key, reason: try r.string()))
-            }
+            let writes = try CompensatingWriteCodec.decode(from: &r)
             m = .error(ProtocolError(session: session, code: Int32(code), message: message, tryAgain: tryAgain, action: action, compensatingWrites: writes))
         case .ping:
             m = .ping(timestamp: try int("ping timestamp"))

@@ -4,7 +4,11 @@
 public enum ProtocolMessage: Sendable, Equatable {
     /// Client: start a session for a database file. `clientFileIdent` 0 asks the server for
     /// an identity (answered by IDENT); `lastServerVersion` is what the file has integrated.
-    case bind(session: UInt64, database: String, clientFileIdent: UInt64, clientFileSalt: UInt64, lastServerVersion: UInt64)
+    /// `answeredThrough` (sent only to a server that offers `ProtocolFeatures.refusalReplay`):
+    /// the local version through which the file has every answer, compensating writes included;
+    /// the server sends again the refusals after it (`RefusalLedger`).
+    case bind(session: UInt64, database: String, clientFileIdent: UInt64, clientFileSalt: UInt64, lastServerVersion: UInt64,
+              answeredThrough: UInt64? = nil)
     /// Server: the identity of a new client file.
     case ident(session: UInt64, clientFileIdent: UInt64, clientFileSalt: UInt64)
     /// Client: a new version of the session's subscription set.
@@ -29,6 +33,25 @@ public enum ProtocolMessage: Sendable, Equatable {
     /// BIND only to a client that asked for them in its handshake (`X-Ferry-Features:
     /// write-rules`), so an older client never receives a type it does not know.
     case writeRules(session: UInt64, rules: WriteRules)
+}
+
+/// What a client and a server offer beyond the protocol version (the WebSocket subprotocol),
+/// named in the upgrade's `X-Ferry-Features` header: the client's request lists what it
+/// understands, the server's answer what it accepts, so each side sends the other only what
+/// it can read.
+public enum ProtocolFeatures {
+    public static let header = "X-Ferry-Features"
+    /// Client: send me WRITE_RULES after BIND (SPEC F-PRECHECK).
+    public static let writeRules = "write-rules"
+    /// Server: BIND may carry `answeredThrough`, and refusals after it are sent again.
+    public static let refusalReplay = "refusal-replay"
+
+    /// The features a header's value names (bounded: at most 16, each trimmed).
+    public static func parse(_ value: String) -> Set<String> {
+        Set(value.prefix(200).split(separator: ",").prefix(16).map { part in
+            String(part.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        })
+    }
 }
 
 public struct Subscription: Sendable, Equatable {

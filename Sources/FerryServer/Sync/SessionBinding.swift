@@ -7,7 +7,8 @@ import FerrySyncStorage
 /// session starts with the view its data reflects (the last set the server completed for it).
 /// Runs isolated to the hub, whose state it moves; the hub holds the state, this type the logic.
 enum SessionBinding {
-    static func bind(_ hub: isolated SyncHub, _ outbox: ConnectionOutbox, _ id: UInt64, _ ident: UInt64, _ salt: UInt64, _ lastServerVersion: UInt64) async throws {
+    static func bind(_ hub: isolated SyncHub, _ outbox: ConnectionOutbox, _ id: UInt64, _ ident: UInt64, _ salt: UInt64, _ lastServerVersion: UInt64,
+                     answeredThrough: UInt64? = nil) async throws {
         let key = SessionKey(connection: outbox.id, session: id)
         guard hub.sessions[key] == nil else { throw SessionFailure(id, ProtocolError.Code.sessionAlreadyBound, "session \(id) is already bound on this connection", .protocolViolation) }
         guard hub.sessions.keys(onConnection: outbox.id).count < hub.limits.maxSessionsPerConnection else {
@@ -57,5 +58,38 @@ enum SessionBinding {
         hub.sessions[key] = s
         if outbox.sendsWriteRules { outbox.send(.writeRules(session: id, rules: hub.app.publishedWriteRules(for: outbox.user, schema: hub.schema))) }
         hub.telemetry.sessionBound(outbox, session: id, clientFile: record.ident, newFile: ident == 0, serverVersion: bindVersion)
+        if ident != 0, let answeredThrough { try await repeatRefusals(hub, s, record, answeredThrough: answeredThrough) }
+    }
+
+    /// Sends a device that just bound the refusals whose answer it did not get
+    /// (`RefusalLedger`), as `respond` sends a refusal: a DOWNLOAD with each refused object as
+    /// the server has it (or its erase, outside the view), which carries the acknowledgement
+    /// and lets the device capture what the revert takes, then the ERROR 231 naming them.
+    /// Before the session's first QUERY, so at the version it bound with, as an upload's answer
+    /// before a QUERY is.
+    static func repeatRefusals(_ hub: isolated SyncHub, _ s: ServerSession, _ record: ClientFileRecord, answeredThrough: UInt64) async throws {
+        if record.refusals.lostRefusals(answeredThrough: answeredThrough) {
+            s.outbox.logger.warning("""
+                connection \(s.outbox.id) session \(s.id): client file \(record.ident) missed refusals older than the \(RefusalLedger.maxWrites) \
+                the server keeps; they are not sent again
+                """)
+        }
+        let writes = record.refusals.toRepeat(answeredThrough: answeredThrough, acknowledged: record.acknowledgedClientVersion)
+        guard !writes.isEmpty else { return }
+        var batch = DownloadBatch(session: s.id)
+        for w in writes {
+            guard let os = hub.schema.objectSchema(named: w.objectType) else { continue }
+            let k = ObjectKey(table: w.objectType, key: w.primaryKey)
+            if let current = try await hub.storage.object(k, schema: os)?.object, s.view.contains(current.values, of: os) {
+                batch.add(current.fullState(os))
+            } else {
+                batch.add(.erase(table: k.table, key: k.key))
+            }
+        }
+        guard let now = hub.sessions[s.key], !now.outbox.isClosed else { return }
+        batch.finish(serverVersion: now.delivered, acknowledged: now.acknowledged, subscriptionVersion: now.subscriptionVersion, to: now.outbox)
+        now.outbox.send(.error(ProtocolError(session: s.id, code: ProtocolError.Code.compensatingWrite, message: SyncErrorText.compensatingWriteMessage,
+                                             tryAgain: true, action: .warning, compensatingWrites: writes)))
+        s.outbox.logger.info("connection \(s.outbox.id) session \(s.id): sent client file \(record.ident) \(writes.count) refusals again (answered through \(answeredThrough))")
     }
 }

@@ -295,8 +295,8 @@ actor SyncHub {
         }
         do {
             switch message {
-            case let .bind(session, _, ident, salt, lastServerVersion):
-                try await SessionBinding.bind(self, outbox, session, ident, salt, lastServerVersion)
+            case let .bind(session, _, ident, salt, lastServerVersion, answeredThrough):
+                try await SessionBinding.bind(self, outbox, session, ident, salt, lastServerVersion, answeredThrough: answeredThrough)
             case let .query(session, v, subscriptions):
                 telemetry.subscriptionStarted(outbox, session: session)
                 let started = ContinuousClock.now
@@ -355,7 +355,7 @@ actor SyncHub {
     /// The session a client message names (nil for a PING and for server-only kinds).
     private static func clientSession(of message: ProtocolMessage) -> UInt64? {
         switch message {
-        case .bind(let s, _, _, _, _), .query(let s, _, _), .upload(let s, _), .mark(let s, _), .unbind(let s): return s
+        case .bind(let s, _, _, _, _, _), .query(let s, _, _), .upload(let s, _), .mark(let s, _), .unbind(let s): return s
         case .ping, .ident, .download, .error, .pong, .writeRules: return nil
         }
     }

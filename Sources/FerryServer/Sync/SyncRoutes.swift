@@ -31,7 +31,7 @@ struct SyncRoutes {
     static let sdkHeader = HTTPField.Name("X-Ferry-SDK")!
     /// The optional messages a client understands (`write-rules`: WRITE_RULES after each BIND,
     /// SPEC F-PRECHECK); a client that sends none gets none of them.
-    static let featuresHeader = HTTPField.Name("X-Ferry-Features")!
+    static let featuresHeader = HTTPField.Name(ProtocolFeatures.header)!
 
     init(appId: String, auth: AuthService, hub: SyncHub, limits: ConnectionLimits, userLimits: SyncLimits, logger: Logger,
          telemetry: SyncTelemetry? = nil) {
@@ -55,9 +55,9 @@ struct SyncRoutes {
         let socket = SyncSocket(hub: hub, limits: limits, budget: budget, outboxBudget: outboxBudget, quotas: quotas, logger: logger, telemetry: telemetry)
         // Bounded: it is stored and shown to operators.
         let sdk = request.headerFields[Self.sdkHeader].map { excerpt($0, limit: 200) }
-        let features = (request.headerFields[Self.featuresHeader] ?? "").prefix(200).split(separator: ",")
-        let writeRules = features.contains { $0.trimmingCharacters(in: .whitespaces) == "write-rules" }
-        return .upgrade([.secWebSocketProtocol: Self.subprotocol]) { inbound, outbound, _ in
+        let writeRules = ProtocolFeatures.parse(request.headerFields[Self.featuresHeader] ?? "").contains(ProtocolFeatures.writeRules)
+        // What this server accepts from any client (`ProtocolFeatures`).
+        return .upgrade([.secWebSocketProtocol: Self.subprotocol, Self.featuresHeader: ProtocolFeatures.refusalReplay]) { inbound, outbound, _ in
             await socket.run(user: user.context, sdk: sdk, sendsWriteRules: writeRules, frames: InboundFrames(stream: inbound)) {
                 try await outbound.write(.binary($0))
             }

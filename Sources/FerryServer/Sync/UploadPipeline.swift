@@ -130,6 +130,11 @@ final class UploadPipeline: Sendable {
                 }
                 let after = try await tx.write(objects: outcome.toStore, absent: outcome.absentToStore, clientFile: clientFile,
                                                clientVersion: outcome.lastClientVersion)
+                // A device's refusals are durable with the acknowledgement they follow, so one
+                // whose answer is lost is sent again at its next BIND (`RefusalLedger`).
+                if origin.connection != 0, !outcome.compensating.isEmpty {
+                    try await tx.recordRefusals(clientFile: clientFile, through: outcome.lastClientVersion, writes: outcome.compensating)
+                }
                 return .committed(Committed(origin: origin, integration: integration, outcome: outcome, before: before, after: after, premerged: used))
             }
             if premerged != nil {

@@ -202,6 +202,7 @@ extension Database {
             try Self.putMeta(c, "sync.salt", target.clientFileSalt)
             try Self.putMeta(c, "sync.server_version", target.serverVersion)
             try Self.putMeta(c, "sync.acknowledged", latest)
+            try Self.putMeta(c, "sync.answered", latest)
             try c.exec("DELETE FROM __ferry_sync_bases")
             // The sync engine's notes about earlier failed resets are settled with this one.
             try c.exec("DELETE FROM __ferry_meta WHERE key LIKE 'sync.value.client_reset.%'")

@@ -130,6 +130,8 @@ extension Database {
                 rejected.append(v)
             }
             try Self.trimRejections(c, bound: max(1, bound))
+            // This 231 is the answer's last part: a server that keeps refusals need not send it again.
+            if try Self.getMeta(c, "sync.answered") < through { try Self.putMeta(c, "sync.answered", min(through, try Self.getMeta(c, "sync.acknowledged"))) }
             return nil
         }
         return rejected

@@ -11,6 +11,11 @@ package struct SyncMetadata: Sendable, Equatable {
     package var serverVersion: UInt64 = 0
     /// The last local version (history version) the server made durable.
     package var acknowledged: UInt64 = 0
+    /// The last local version whose answer is complete here, compensating writes (error 231)
+    /// included: a download that moves the acknowledgement from A moves it to A (a 231 for
+    /// the upload through A came before), a recorded 231 to the acknowledgement it followed.
+    /// A file from before it was kept reads its acknowledgement. Never above `acknowledged`.
+    package var answered: UInt64 = 0
 }
 
 /// A local changeset waiting for upload.
@@ -30,6 +35,7 @@ extension Database {
     package func syncMetadata() throws -> SyncMetadata {
         try readingStore { c in
             var m = SyncMetadata()
+            var answered: UInt64?
             let s = try c.statement("SELECT key, value FROM __ferry_meta WHERE key LIKE 'sync.%'")
             defer { s.resetKeepingBindings() }
             while try s.step() {
@@ -39,9 +45,11 @@ extension Database {
                 case "sync.salt": m.clientFileSalt = v
                 case "sync.server_version": m.serverVersion = v
                 case "sync.acknowledged": m.acknowledged = v
+                case "sync.answered": answered = v
                 default: break
                 }
             }
+            m.answered = min(answered ?? m.acknowledged, m.acknowledged)
             return m
         }
     }
@@ -266,6 +274,8 @@ extension Database {
                                               writes: recent[ref] ?? []))
             }
             try Self.putMeta(c, "sync.acknowledged", ack)
+            // Every answer through the acknowledgement before this one came before this download.
+            if ack > previous { try Self.putMeta(c, "sync.answered", previous) }
             if completesVersion {
                 try Self.putMeta(c, "sync.server_version", serverVersion)
                 let h = try c.statement("INSERT OR REPLACE INTO __ferry_sync_bases (history_version, server_version) VALUES (?, ?)")

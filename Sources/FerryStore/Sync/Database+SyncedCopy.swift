@@ -40,7 +40,7 @@ extension Database {
                     throw FerryError(.invalidArgument, "the database has local changes the server has not acknowledged yet: wait for upload, then copy it")
                 }
                 try copy.exec("""
-                    DELETE FROM __ferry_meta WHERE key IN ('sync.ident', 'sync.salt', 'sync.acknowledged', 'receipts.forgotten');
+                    DELETE FROM __ferry_meta WHERE key IN ('sync.ident', 'sync.salt', 'sync.acknowledged', 'sync.answered', 'receipts.forgotten');
                     DELETE FROM __ferry_history;
                     DROP TABLE IF EXISTS __ferry_receipt_rejections;
                     DROP TABLE IF EXISTS __ferry_receipt_aliases;
