@@ -30,6 +30,19 @@ import Testing
         #expect(w.ackFloor == 6 && w.lastAcknowledgement?.through == w.acknowledged && w.lastAcknowledgement?.after == w.ackFloor)
     }
 
+    /// A session opening a file whose last answer is incomplete (acknowledged through 7,
+    /// answered through 4: the connection was lost before the 231 that may follow) starts
+    /// with that span open, so a refusal the server sends again at BIND is recorded against it.
+    @Test func aSessionStartsWithTheSpanItHasNoCompleteAnswerFor() {
+        #expect(UploadWindow(acknowledged: 7, answered: 4).lastAcknowledgement == .init(after: 4, through: 7))
+        #expect(UploadWindow(acknowledged: 7, answered: 7).lastAcknowledgement == nil)
+        #expect(UploadWindow(acknowledged: 7).lastAcknowledgement == nil)
+        var w = UploadWindow(acknowledged: 7, answered: 4)
+        #expect(w.captureFloor(for: 7) == 7, "the device already took the revert when it took the acknowledgement")
+        #expect(w.acknowledge(9) == 7)
+        #expect(w.lastAcknowledgement == .init(after: 7, through: 9))
+    }
+
     @Test func aResetStartsTheWindowAtTheNewHistory() {
         var w = UploadWindow(acknowledged: 4)
         w.sent(through: 10)

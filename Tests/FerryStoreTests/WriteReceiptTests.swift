@@ -60,6 +60,29 @@ import Testing
         #expect(try db.recordRejection([rejection(1)], after: b, through: c).isEmpty)
     }
 
+    /// What the file has every answer through (`SyncMetadata.answered`, sent in BIND so the
+    /// server repeats only refusals the device did not get): an acknowledgement that moves
+    /// from A answers through A, a recorded 231 through the acknowledgement it follows.
+    @Test func theAnsweredVersionFollowsAcknowledgementsAndRecordedRefusals() throws {
+        let db = try Fixtures.memory()
+        defer { db.close() }
+        let a = try commitItem(db, 1), b = try commitItem(db, 2), c = try commitItem(db, 3)
+        #expect(try db.syncMetadata().answered == 0)
+        try db.integrate([], serverVersion: 1, completesVersion: true, acknowledged: a)
+        #expect(try db.syncMetadata().answered == 0, "the answer to the upload through \(a) may still bring a 231")
+        try db.integrate([], serverVersion: 2, completesVersion: true, acknowledged: b)
+        #expect(try db.syncMetadata().answered == a)
+        try db.recordRejection([rejection(2)], after: a, through: b)
+        #expect(try db.syncMetadata().answered == b)
+        // A download that does not move the acknowledgement leaves it; it never passes the acknowledgement.
+        try db.integrate([], serverVersion: 3, completesVersion: true, acknowledged: b)
+        #expect(try db.syncMetadata().answered == b)
+        try db.recordRejection([rejection(3)], after: b, through: c)
+        #expect(try db.syncMetadata().answered == b)
+        try db.integrate([], serverVersion: 4, completesVersion: true, acknowledged: c)
+        #expect(try db.syncMetadata().answered == b)
+    }
+
     @Test func rejectedReceiptsSurviveAReopen() throws {
         let dir = Fixtures.temporaryDirectory()
         defer { Fixtures.removeTree(dir) }

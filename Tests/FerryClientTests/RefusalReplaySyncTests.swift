@@ -1,0 +1,55 @@
+import FerryClient
+import FerryCore
+import FerryStore
+import Foundation
+import Synchronization
+import Testing
+
+/// Issue 25: the deterministic simulation found that a compensating write whose ERROR 231 was
+/// lost with the connection was never reported: the device had taken the download that
+/// acknowledged (and reverted) the write, so it never sent it again, and the host was never
+/// told why its object went. Now the device's BIND says through which local version it has
+/// every answer and the server sends the refusals after it again (`RefusalLedger`): the host
+/// gets the error 231 with the object, and the write's receipt ends rejected. Real client,
+/// real server; a proxy turns the first 231 into bytes the client cannot read, so it drops the
+/// connection right after the acknowledgement.
+@Suite("A compensating write whose answer was lost with the connection")
+struct RefusalReplaySyncTests {
+    @Test func isReportedOnceTheDeviceIsBackAndItsReceiptEndsRejected() async throws {
+        try await SyncTestServer.withSingleServer { url in
+            let cuts = Atomic<Int>(0)
+            let proxy = try HostileServerProxy(serverURL: url) { message in
+                if case .error(let e) = message, e.code == ProtocolError.Code.compensatingWrite, cuts.add(1, ordering: .relaxed).oldValue == 0 {
+                    return [0xFF]
+                }
+                return ProtocolCodec.encode(message)
+            }
+            defer { proxy.stop() }
+            let device = try await SessionTestApp(url: proxy.url, subject: "refusal-replay-\(UInt64.random(in: 0...UInt64.max))") {
+                $0.reconnectDelayMinMs = 50
+                $0.reconnectDelayMaxMs = 200
+            }
+            defer { device.app.close() }
+            let errors = EventLog<SyncError>()
+            device.app.errorHandler = { _, e in errors.add(e) }
+            let s = try device.open("d.ferry")
+            defer { s.close() }
+            try await s.subscribe("complexity <= 4")
+            // Outside the view: the server refuses it (the oracle: this key, this receipt).
+            let id = ObjectId.generate()
+            try s.database.beginWrite()
+            try s.database.create(classIndex: 0, values: [(0, .objectId(id)), (1, .string(device.user.id)), (2, .string("outside")), (3, .int(7))])
+            let receipt = try s.database.commit()
+            let reported = await errors.wait(seconds: 60) { all in all.contains { $0.code == ProtocolError.Code.compensatingWrite } }
+            #expect(reported, "no compensating write reached the host: \(errors.all.map(\.message))")
+            // The proxy saw the 231 twice: the one it cut, and the one sent again.
+            #expect(cuts.load(ordering: .relaxed) == 2)
+            let refusals = errors.all.filter { $0.code == ProtocolError.Code.compensatingWrite }
+            #expect(refusals.count == 1)
+            #expect(refusals.first?.compensatingWrites.map(\.primaryKey) == [.objectId(id)])
+            let status = try await s.receipt(receipt, reaching: .acknowledged)
+            #expect(status.state == .rejected && status.compensatingWrites.map(\.primaryKey) == [.objectId(id)])
+            #expect(try s.itemNames().isEmpty)
+        }
+    }
+}

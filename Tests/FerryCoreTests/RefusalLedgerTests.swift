@@ -1,0 +1,72 @@
+import Testing
+@testable import FerryCore
+
+/// The server's record of the refusals it sent a client file, and what it sends again to a
+/// device that did not get them (issue 25: the simulation found refusals lost with their
+/// connection and never told).
+@Suite("Rules: refusal ledger")
+struct RefusalLedgerTests {
+    static func w(_ key: String, _ reason: String = "write not allowed") -> CompensatingWrite {
+        CompensatingWrite(objectType: "Item", primaryKey: .string(key), reason: reason)
+    }
+
+    @Test func whatIsSentAgainIsWhatFollowsTheAnsweredVersionUpToTheAcknowledgement() {
+        var l = RefusalLedger()
+        l.record(through: 3, writes: [Self.w("a")])
+        l.record(through: 5, writes: [Self.w("b")])
+        l.record(through: 9, writes: [Self.w("c")])
+        #expect(l.toRepeat(answeredThrough: 0, acknowledged: 9) == [Self.w("a"), Self.w("b"), Self.w("c")])
+        #expect(l.toRepeat(answeredThrough: 3, acknowledged: 9) == [Self.w("b"), Self.w("c")])
+        #expect(l.toRepeat(answeredThrough: 4, acknowledged: 9) == [Self.w("b"), Self.w("c")])
+        #expect(l.toRepeat(answeredThrough: 9, acknowledged: 9) == [])
+        // Nothing past what the server made durable.
+        #expect(l.toRepeat(answeredThrough: 3, acknowledged: 5) == [Self.w("b")])
+        #expect(l.records.map(\.through) == [3, 5, 9])
+    }
+
+    @Test func anObjectRefusedTwiceIsNamedOnceWithItsLastReasonInFirstOrder() {
+        var l = RefusalLedger()
+        l.record(through: 2, writes: [Self.w("a", "first"), Self.w("b")])
+        l.record(through: 2, writes: [Self.w("c")])  // the same acknowledgement: one record
+        l.record(through: 4, writes: [Self.w("a", "second")])
+        #expect(l.records.count == 2)
+        #expect(l.toRepeat(answeredThrough: 0, acknowledged: 4) == [Self.w("a", "second"), Self.w("b"), Self.w("c")])
+        l.record(through: 6, writes: [])
+        #expect(l.records.count == 2)
+    }
+
+    @Test func theBoundDropsTheOldestAndSaysWhoMissedThem() {
+        var l = RefusalLedger()
+        for v in UInt64(1)...10 { l.record(through: v, writes: [Self.w("k\(v)a"), Self.w("k\(v)b")], maxWrites: 6) }
+        #expect(l.records.map(\.through) == [8, 9, 10])
+        #expect(l.droppedThrough == 7)
+        #expect(l.lostRefusals(answeredThrough: 6) && !l.lostRefusals(answeredThrough: 7))
+        // One upload larger than the bound keeps its last writes.
+        var big = RefusalLedger()
+        big.record(through: 3, writes: (0..<10).map { Self.w("x\($0)") }, maxWrites: 4)
+        #expect(big.toRepeat(answeredThrough: 0, acknowledged: 3) == (6..<10).map { Self.w("x\($0)") })
+        #expect(big.lostRefusals(answeredThrough: 2))
+    }
+
+    @Test func theStoredFormRoundTripsAndHostileBytesAreErrors() throws {
+        var l = RefusalLedger()
+        #expect(try RefusalLedger.decode([]) == l)
+        #expect(try RefusalLedger.decode(l.encoded) == l)
+        l.record(through: 3, writes: [Self.w("a"), CompensatingWrite(objectType: "Item", primaryKey: .int(-4), reason: "r")])
+        l.record(through: 1 << 40, writes: [Self.w("é")], maxWrites: 2)
+        let bytes = l.encoded
+        #expect(try RefusalLedger.decode(bytes) == l)
+        for n in 1..<bytes.count { #expect(throws: FerryError.self) { try RefusalLedger.decode(Array(bytes.prefix(n))) } }
+        for i in bytes.indices {
+            var bad = bytes
+            bad[i] ^= 0xff
+            _ = try? RefusalLedger.decode(bad)  // an error or another ledger, never a trap
+        }
+        #expect(throws: FerryError.self) { try RefusalLedger.decode(bytes + [0]) }
+        #expect(throws: FerryError.self) { try RefusalLedger.decode([2]) }
+        // Records out of order are refused (they are written in order).
+        #expect(throws: FerryError.self) { try RefusalLedger.decode([1, 0, 2, 5, 0, 3, 0]) }
+        // A count far beyond the bytes is refused before anything is allocated for it.
+        #expect(throws: FerryError.self) { try RefusalLedger.decode([1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f]) }
+    }
+}
