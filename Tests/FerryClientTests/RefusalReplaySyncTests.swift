@@ -47,6 +47,10 @@ struct RefusalReplaySyncTests {
             let refusals = errors.all.filter { $0.code == ProtocolError.Code.compensatingWrite }
             #expect(refusals.count == 1)
             #expect(refusals.first?.compensatingWrites.map(\.primaryKey) == [.objectId(id)])
+            // The session kept what the revert took across the reconnect: the host can put it back.
+            let reverted = refusals.first?.revertedObjects ?? []
+            #expect(reverted.map(\.primaryKey) == [.objectId(id)] && reverted.first?.revert == .removed)
+            #expect(reverted.first?.values.contains { $0.value == .int(7) } == true, "\(reverted)")
             let status = try await s.receipt(receipt, reaching: .acknowledged)
             #expect(status.state == .rejected && status.compensatingWrites.map(\.primaryKey) == [.objectId(id)])
             #expect(try s.itemNames().isEmpty)

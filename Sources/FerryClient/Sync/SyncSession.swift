@@ -389,8 +389,8 @@ public final class SyncSession: @unchecked Sendable {
     /// The connection closed (`fatal` nil: it will reconnect).
     func connectionEnded(fatal error: SyncError?) {
         ready = false
-        // A revert's error comes on the connection that brought the revert, or never.
-        revertCaptures.removeAll()
+        // The captures stay: a revert's error lost with this connection is sent again at the
+        // next BIND (`RefusalLedger`), and claims them then (SPEC F-NOLOSS).
         // A reset in progress starts over: the file still has its old identity, which the
         // server refuses again on the next bind.
         abandonClientReset()
