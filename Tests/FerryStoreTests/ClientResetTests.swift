@@ -47,7 +47,7 @@ struct ClientResetTests {
                                            reason: "created on this device and not yet synced"))
         #expect(report.unsyncedChangesets == 1 && report.recovered)
         let meta = try db.syncMetadata()
-        #expect(meta == SyncMetadata(clientFileIdent: 77, clientFileSalt: 5, serverVersion: 40, acknowledged: meta.acknowledged))
+        #expect(meta == SyncMetadata(clientFileIdent: 77, clientFileSalt: 5, serverVersion: 40, acknowledged: meta.acknowledged, answered: meta.acknowledged))
         let pending = try db.pendingChangesets(after: meta.acknowledged)
         #expect(pending.count == 1)
         #expect(pending.first?.base == 40)

@@ -161,7 +161,7 @@ extension SyncSession {
         // Waits for changes the reset settled: the recovered ones are uploaded as one new
         // changeset, which such a wait now waits for; discarded ones leave nothing to wait for.
         let latest = (try? database.latestLocalVersion()) ?? meta.acknowledged
-        if latest > meta.acknowledged { uploadWaiters = uploadWaiters.map { ($0.target <= meta.acknowledged ? latest : $0.target, $0.done) } }
+        waits.resetSettled(acknowledged: meta.acknowledged, latest: latest)
         let recovered = report.entries.filter { $0.outcome == .recovered }.count
         app.log(.info, "client reset of \(path) done: \(recovered) objects recovered, \(report.entries.count - recovered) discarded")
         if let snapshot { afterReset?(snapshot.db, database, report) }
@@ -170,8 +170,7 @@ extension SyncSession {
                              action: run.error.action, clientResetReport: report), session: self)
         ready = true
         uploadPending()
-        for m in unsentMarks { waitForDownloadNow(m) }
-        unsentMarks.removeAll()
+        sendUnsentMarks()
         checkUploadWaiters()
     }
 

@@ -25,18 +25,17 @@ public final class SyncSession: @unchecked Sendable {
     /// Objects that downloads changed under the device's recent writes, until an error 231
     /// names them (loop thread).
     private var revertCaptures = RevertCaptures()
-    private var sentQueryVersion: UInt64 = 0
-    private var nextMark: UInt64 = 1
-    private var markWaiters: [UInt64: @Sendable (FerryError?) -> Void] = [:]
-    var unsentMarks: [@Sendable (FerryError?) -> Void] = []
-    var uploadWaiters: [(target: UInt64, done: @Sendable (FerryError?) -> Void)] = []
+    /// The subscription set version last sent in a QUERY on this connection.
+    var sentQueryVersion: UInt64 = 0
+    /// The MARKs sent and to send, and what each answer completes (`MarkBook`).
+    var marks = MarkBook()
+    /// The host's waits for upload and for subscription sets (`SessionWaits`).
+    var waits = SessionWaits()
     /// Waits for write receipts (SyncSession+Receipts, loop thread).
     var receiptWaiters: [ReceiptWaiter] = []
     /// The local versions the last acknowledgement covered (after, through]: the changesets
     /// of the upload a following compensating write (error 231) answers.
     var lastAcknowledgement: UploadWindow.Span? { uploads.lastAcknowledgement }
-    /// A receipt MARK is on its way (at most one).
-    var receiptMarkInFlight = false
     /// MARKs sent to settle receipts (loop thread; tests read it).
     var receiptMarksSent = 0
     /// Sends a receipt MARK when acknowledgements stop coming (SyncSession+Receipts).
@@ -45,7 +44,6 @@ public final class SyncSession: @unchecked Sendable {
     /// (SyncSession+Standby, loop thread).
     var standby = false
     var standbyTimer: LoopTimer?
-    private var subscriptionWaiters: [(version: UInt64, done: @Sendable (FerryError?) -> Void)] = []
     var fatal: SyncError?
     /// What the host chose for client resets, and the reset in progress (loop thread).
     let resetMode: ClientResetMode
@@ -62,14 +60,20 @@ public final class SyncSession: @unchecked Sendable {
     private var progressCount: UploadProgressCount
     let progress: ProgressNotifiers
 
-    /// What the host's threads read: guarded by `lock`, written on the loop thread.
-    private let lock = ThreadLock()
-    private var _state: SessionState = .active
-    private var _connectionState: ConnectionState = .disconnected
-    private var stateObservers: [UInt64: @Sendable (ConnectionState, ConnectionState) -> Void] = [:]
-    /// A pass of `countLocalChanges` and `uploadPending` is posted to the loop (guarded by `lock`).
-    private var uploadPassPosted = false
-    private var nextObserver: UInt64 = 1
+    /// What the host's threads read, written on the loop thread (`HostView`).
+    private let shared = LockedValue(HostView())
+
+    /// The part of a session's state that any thread reads: its state and connection state,
+    /// the connection state's observers, and whether an upload pass is posted to the loop.
+    private struct HostView {
+        var state: SessionState = .active
+        var connectionState: ConnectionState = .disconnected
+        var observers: [UInt64: @Sendable (ConnectionState, ConnectionState) -> Void] = [:]
+        var nextObserver: UInt64 = 1
+        /// A pass of `countLocalChanges` and `uploadPending` is posted to the loop: one per
+        /// burst of commits.
+        var uploadPassPosted = false
+    }
 
     init(app: App, user: SyncUser, database: Database, path: String, options: SyncOpenOptions = SyncOpenOptions()) throws {
         self.app = app
@@ -106,14 +110,14 @@ public final class SyncSession: @unchecked Sendable {
         // behind under load (its sessions' other messages, a connection's close included,
         // waited behind them).
         database.setCommitListener(self) { [weak self] in
-            guard let self, self.lock.withLock({ () -> Bool in
-                if self.uploadPassPosted { return false }
-                self.uploadPassPosted = true
+            guard let self, self.shared.withLock({ (view: inout HostView) -> Bool in
+                if view.uploadPassPosted { return false }
+                view.uploadPassPosted = true
                 return true
             }) else { return }
             self.app.loop.post {
                 // Cleared first: a commit during the pass posts the next one.
-                self.lock.withLock { self.uploadPassPosted = false }
+                self.shared.withLock { $0.uploadPassPosted = false }
                 try? self.countLocalChanges()
                 self.uploadPending()
             }
@@ -127,43 +131,43 @@ public final class SyncSession: @unchecked Sendable {
     // MARK: state
 
     /// Active, paused (by `suspend()`), or inactive (closed, logged out, fatal error).
-    public var state: SessionState { lock.withLock { _state } }
+    public var state: SessionState { shared.withLock { $0.state } }
 
     /// The state of the connection this session syncs over; `disconnected` while paused.
-    public var connectionState: ConnectionState { lock.withLock { _connectionState } }
+    public var connectionState: ConnectionState { shared.withLock { $0.connectionState } }
 
     /// Calls `observer(old, new)` on the loop thread at every change of `connectionState`
     /// until the token is cancelled or released.
     public func observeConnectionState(_ observer: @escaping @Sendable (ConnectionState, ConnectionState) -> Void) -> ConnectionStateToken {
-        let id = lock.withLock { () -> UInt64 in
-            defer { nextObserver += 1 }
-            stateObservers[nextObserver] = observer
-            return nextObserver
+        let id = shared.withLock { view -> UInt64 in
+            defer { view.nextObserver += 1 }
+            view.observers[view.nextObserver] = observer
+            return view.nextObserver
         }
         let loop = app.loop
-        return ConnectionStateToken(post: { loop.post($0) }) { [weak self] in _ = self?.lock.withLock { self?.stateObservers.removeValue(forKey: id) } }
+        return ConnectionStateToken(post: { loop.post($0) }) { [weak self] in _ = self?.shared.withLock { $0.observers.removeValue(forKey: id) } }
     }
 
     /// Loop thread: the connection (or the session's leaving it) changed the state. Observers
     /// get the state this session last reported, so they see every step exactly once.
     func connectionStateChanged(from _: ConnectionState, to new: ConnectionState) {
-        let (previous, observers): (ConnectionState, [@Sendable (ConnectionState, ConnectionState) -> Void]) = lock.withLock {
-            let previous = _connectionState
+        let (previous, observers): (ConnectionState, [@Sendable (ConnectionState, ConnectionState) -> Void]) = shared.withLock { view in
+            let previous = view.connectionState
             guard previous != new else { return (previous, []) }
-            _connectionState = new
-            return (previous, stateObservers.sorted { $0.key < $1.key }.map(\.value))
+            view.connectionState = new
+            return (previous, view.observers.sorted { $0.key < $1.key }.map(\.value))
         }
         for o in observers { o(previous, new) }
     }
 
-    private func setState(_ s: SessionState) { lock.withLock { _state = s } }
+    private func setState(_ s: SessionState) { shared.withLock { $0.state = s } }
 
     /// Pauses syncing in both directions (SPEC F-SUSPEND): the session leaves its connection
     /// (closed when no other session uses it); local writes are kept and uploaded after
     /// `resume()`; waits stay pending until then. Other sessions are not affected.
     public func suspend() {
         // The state reads `paused` as soon as this returns; the loop thread does the rest.
-        lock.withLock { if _state == .active { _state = .paused } }
+        shared.withLock { if $0.state == .active { $0.state = .paused } }
         app.loop.post { [self] in
             guard !closed, fatal == nil, !paused else { return }
             paused = true
@@ -179,7 +183,7 @@ public final class SyncSession: @unchecked Sendable {
     /// Resumes a suspended session: it connects (or joins its user's connection) and catches
     /// up both ways. Does nothing unless paused.
     public func resume() {
-        lock.withLock { if _state == .paused { _state = .active } }
+        shared.withLock { if $0.state == .paused { $0.state = .active } }
         app.loop.post { [self] in
             guard !closed, fatal == nil, paused else { return }
             paused = false
@@ -227,36 +231,6 @@ public final class SyncSession: @unchecked Sendable {
         try database.syncValue(WritePrecheck.rulesKey).flatMap { try? WriteRulesCodec.decode($0) }
     }
 
-    /// The current subscription set, as stored in the database.
-    public func subscriptions() throws -> SubscriptionSet { try SubscriptionSet.load(database) }
-
-    /// Updates the subscription set atomically: `body` edits a copy; the result becomes the
-    /// next version (state pending) and is sent to the server. Returns the new version.
-    @discardableResult
-    public func updateSubscriptions(_ body: (inout SubscriptionSet) throws -> Void) throws -> UInt64 {
-        var set = try SubscriptionSet.load(database)
-        try body(&set)
-        set.version += 1
-        set.state = .pending
-        set.errorMessage = ""
-        try set.save(database)
-        precheck?.update(subscriptions: set.subscriptions)
-        let v = set.version
-        progress.expectDownload()
-        app.loop.post { [self] in sendQuery() }
-        return v
-    }
-
-    /// Calls `done` once the subscription set of `version` (or a later one) is complete, or
-    /// with the error that stopped it.
-    public func waitForSubscriptions(version: UInt64, _ done: @escaping @Sendable (FerryError?) -> Void) {
-        app.loop.post { [self] in
-            if let f = fatal { return done(f.asFerryError) }
-            subscriptionWaiters.append((version, done))
-            checkSubscriptionWaiters()
-        }
-    }
-
     /// Calls `done` once every local change committed before this call is acknowledged by the
     /// server (durable there), or with the error that stopped the session.
     public func waitForUpload(_ done: @escaping @Sendable (FerryError?) -> Void) {
@@ -269,7 +243,7 @@ public final class SyncSession: @unchecked Sendable {
         app.loop.post { [self] in
             if let f = fatal { return done(f.asFerryError) }
             if closed { return done(FerryError(.closed, "the sync session is closed")) }
-            uploadWaiters.append((target, done))
+            waits.waitForUpload(through: target, done)
             checkUploadWaiters()
         }
     }
@@ -280,14 +254,7 @@ public final class SyncSession: @unchecked Sendable {
         app.loop.post { [self] in
             if let f = fatal { return done(f.asFerryError) }
             if closed { return done(FerryError(.closed, "the sync session is closed")) }
-            if ready, let id = sessionId {
-                let m = nextMark
-                nextMark += 1
-                markWaiters[m] = done
-                connection?.send(.mark(session: id, request: m))
-            } else {
-                unsentMarks.append(done)
-            }
+            if ready { sendMark(.download(done)) } else { marks.postpone(.download(done)) }
         }
     }
 
@@ -351,16 +318,30 @@ public final class SyncSession: @unchecked Sendable {
         // Settles what an earlier connection left acknowledged but unanswered (nothing, as a
         // rule: a session without receipts to settle sends no MARK).
         if hasUnsettledReceipts, database.receiptsWanted { sendReceiptMark() }
-        for m in unsentMarks { waitForDownloadNow(m) }
-        unsentMarks.removeAll()
+        sendUnsentMarks()
     }
 
-    func waitForDownloadNow(_ done: @escaping @Sendable (FerryError?) -> Void) {
-        guard let id = sessionId else { return }
-        let m = nextMark
-        nextMark += 1
-        markWaiters[m] = done
-        connection?.send(.mark(session: id, request: m))
+    /// Sends a MARK whose answer completes `wait`.
+    func sendMark(_ wait: MarkBook.Wait) {
+        guard let id = sessionId else { return marks.postpone(wait) }
+        connection?.send(.mark(session: id, request: marks.issue(wait)))
+    }
+
+    /// The session is ready again: the MARKs a lost connection took go out, in order.
+    func sendUnsentMarks() {
+        for w in marks.takeUnsent() { sendMark(w) }
+    }
+
+    /// Runs what a MARK's answer (or the session's end, `error`) completes.
+    private func complete(_ wait: MarkBook.Wait, _ error: FerryError?) {
+        switch wait {
+        case .download(let done):
+            done(error)
+        case .receipts(let target):
+            guard error == nil else { return }
+            settleReceipts(through: target)
+            if hasUnsettledReceipts { scheduleReceiptMark() }
+        }
     }
 
     /// Sends a MARK after the uploads sent so far: the server handles a connection's messages
@@ -370,20 +351,9 @@ public final class SyncSession: @unchecked Sendable {
     /// `acknowledgementMoved`); this is for the last upload of a burst. One is in flight at a
     /// time. A MARK lost with its connection is sent again on the next one, after the uploads.
     func sendReceiptMark() {
-        guard ready, !receiptMarkInFlight, let id = sessionId else { return }
-        receiptMarkInFlight = true
+        guard ready, !marks.receiptMarkOut, sessionId != nil else { return }
         receiptMarksSent += 1
-        let target = lastUploaded
-        let m = nextMark
-        nextMark += 1
-        markWaiters[m] = { [weak self] error in
-            guard let self else { return }
-            self.receiptMarkInFlight = false
-            guard error == nil else { return }
-            self.settleReceipts(through: target)
-            if self.hasUnsettledReceipts { self.scheduleReceiptMark() }
-        }
-        connection?.send(.mark(session: id, request: m))
+        sendMark(.receipts(through: lastUploaded))
     }
 
     /// The connection closed (`fatal` nil: it will reconnect).
@@ -402,38 +372,7 @@ public final class SyncSession: @unchecked Sendable {
     /// Marks sent but not answered wait to be sent again (answers to the old ones are then
     /// ignored): after a lost connection, or when the server refused the file's identity (it
     /// answers marks of a session it did not bind, which must not complete a wait).
-    func requeueMarks() {
-        unsentMarks += markWaiters.sorted { $0.key < $1.key }.map(\.value)
-        markWaiters.removeAll()
-    }
-
-    /// `bound`: the first QUERY after binding a known file (see below).
-    private func sendQuery(bound: Bool = false) {
-        guard ready, let id = sessionId else { return }
-        let set: SubscriptionSet
-        do { set = try SubscriptionSet.load(database) } catch {
-            // Unread, the set is never sent: its waiters would wait for ever (issue 22, point 10).
-            return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the subscription set of \(path): \(error)", isFatal: true, action: .applicationBug))
-        }
-        guard set.version > 0, set.version != sentQueryVersion else { return }
-        if bound, set.state == .pending {
-            // The first QUERY after binding a known file, of a set not complete: the server
-            // may have recorded it as what the data reflects when it queued its bootstrap,
-            // which this file never integrated (the connection dropped first). Naming first
-            // the set the data does reflect makes the server's view match the file, so the
-            // pending set's bootstrap sends everything that enters it (issue 22, point 11).
-            let reflected: (version: UInt64, subscriptions: [Subscription])
-            do { reflected = try SubscriptionSet.reflected(database) } catch {
-                return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the subscription set \(path) last completed: \(error)", isFatal: true, action: .applicationBug))
-            }
-            if reflected.version < set.version {
-                connection?.send(.query(session: id, version: reflected.version, subscriptions: reflected.subscriptions))
-            }
-        }
-        sentQueryVersion = set.version
-        progress.expectDownload()
-        connection?.send(.query(session: id, version: set.version, subscriptions: set.subscriptions))
-    }
+    func requeueMarks() { marks.requeue() }
 
     /// Upload messages carry about this many changeset bytes (at least one changeset): each is
     /// acknowledged on its own, so the upload progress moves in steps of this size.
@@ -496,7 +435,7 @@ public final class SyncSession: @unchecked Sendable {
                                 settled: isLast && subscriptionVersion >= sentQueryVersion)
             checkUploadWaiters()
         case let .mark(_, request):
-            markWaiters.removeValue(forKey: request)?(nil)
+            if let wait = marks.answered(request) { complete(wait, nil) }
         case let .writeRules(_, rules):
             // Kept in the file even in mode off: a later open with a check has them offline.
             do { try database.setSyncValue(WritePrecheck.rulesKey, WriteRulesCodec.encode(rules)) } catch {
@@ -520,78 +459,17 @@ public final class SyncSession: @unchecked Sendable {
         }
     }
 
-    func subscriptionCompleted(_ version: UInt64) {
-        // A download that completes no set (version 0) reads nothing.
-        guard version > 0 else { return checkSubscriptionWaiters() }
-        // What the data reflects first: a crash between the two leaves the set pending, and
-        // the next connection only asks for it again.
-        do {
-            var set = try SubscriptionSet.load(database)
-            guard set.version == version, set.state != .complete else {
-                checkSubscriptionWaiters()
-                return
-            }
-            set.state = .complete
-            try set.saveAsReflected(database)
-            try set.save(database)
-        } catch {
-            return fail(SyncError(code: ProtocolError.Code.local, message: "cannot record subscription set \(version) of \(path) as complete: \(error)", isFatal: true, action: .applicationBug))
-        }
-        checkSubscriptionWaiters()
-    }
-
-    private func subscriptionFailed(_ message: String) {
-        do {
-            var set = try SubscriptionSet.load(database)
-            guard set.version == sentQueryVersion else { return }
-            set.state = .error
-            set.errorMessage = message
-            try set.save(database)
-        } catch {
-            return fail(SyncError(code: ProtocolError.Code.local, message: "cannot record that the server rejected subscription set \(sentQueryVersion) of \(path) (\(message)): \(error)",
-                                  isFatal: true, action: .applicationBug))
-        }
-        checkSubscriptionWaiters()
-    }
-
-    private func checkSubscriptionWaiters() {
-        let set: SubscriptionSet
-        do { set = try SubscriptionSet.load(database) } catch {
-            // A wait that cannot read the set would never be answered: it fails with the reason.
-            let e = FerryError(.io, "cannot read the subscription set of \(path): \(error)")
-            app.log(.error, e.message)
-            let waiting = subscriptionWaiters
-            subscriptionWaiters.removeAll()
-            for w in waiting { w.done(e) }
-            return
-        }
-        subscriptionWaiters.removeAll { w in
-            if set.version > w.version || (set.version == w.version && set.state == .complete) { w.done(nil); return true }
-            if set.version == w.version && set.state == .error {
-                w.done(FerryError(.sync, "the subscription set was rejected: \(set.errorMessage)"))
-                return true
-            }
-            return false
-        }
-    }
-
     func checkUploadWaiters() {
-        uploadWaiters.removeAll { w in
-            guard acknowledged >= w.target else { return false }
-            w.done(nil)
-            return true
-        }
+        for done in waits.uploadsDone(acknowledged: acknowledged) { done(nil) }
     }
 
     private func failWaiters(_ e: FerryError) {
-        let marks = Array(markWaiters.values) + unsentMarks
-        markWaiters.removeAll(); unsentMarks.removeAll()
-        let uploads = uploadWaiters; uploadWaiters.removeAll()
-        let subs = subscriptionWaiters; subscriptionWaiters.removeAll()
+        let marked = marks.takeAll()
+        let uploads = waits.takeUploads(), subs = waits.takeSubscriptions()
         let receipts = receiptWaiters; receiptWaiters.removeAll()
-        for m in marks { m(e) }
-        for u in uploads { u.done(e) }
-        for s in subs { s.done(e) }
+        for m in marked { complete(m, e) }
+        for u in uploads { u(e) }
+        for s in subs { s(e) }
         for r in receipts { r.done(.failure(e)) }
     }
 
