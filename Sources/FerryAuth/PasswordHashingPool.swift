@@ -1,4 +1,5 @@
 import Foundation
+import FerryCore
 
 /// A few dedicated threads for password hashing, with a bounded queue.
 ///
@@ -42,25 +43,8 @@ public final class PasswordHashingPool: Sendable {
     /// The name the pool's threads carry (what `top -H` and a debugger show).
     public static let threadName = "ferry-hashing"
 
-    /// Linux keeps a thread's name in /proc (glibc's pthread_setname_np is not visible to
-    /// Swift without _GNU_SOURCE); elsewhere Foundation's name is what there is.
-    static func nameCurrentThread() {
-        #if os(Linux)
-        try? Data(threadName.utf8).write(to: URL(fileURLWithPath: "/proc/thread-self/comm"))
-        #else
-        Thread.current.name = threadName
-        #endif
-    }
-
     /// The OS name of the calling thread.
-    public static func currentThreadName() -> String {
-        #if os(Linux)
-        let text = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
-        return text.trimmingCharacters(in: .newlines)
-        #else
-        return Thread.current.name ?? ""
-        #endif
-    }
+    public static func currentThreadName() -> String { WorkerThread.currentThreadName() }
 
     /// Jobs waiting or running now.
     public var pendingJobs: Int { state.counts.pending }
@@ -83,7 +67,7 @@ public final class PasswordHashingPool: Sendable {
     }
 
     private final class State: @unchecked Sendable {
-        private let condition = NSCondition()
+        private let condition = ThreadLock()
         private let threads: Int
         private let maxQueued: Int
         // Guarded by `condition`:
@@ -114,15 +98,18 @@ public final class PasswordHashingPool: Sendable {
             condition.signal()
             if queue.count > idle && started < threads {
                 started += 1
-                let thread = Thread { [self] in
-                    // Named from inside, through pthreads: on Linux a name set before start
-                    // is not applied, and Foundation's `Thread.current.name` could hand back
-                    // the name inherited from the creating thread under load. At most 15
-                    // bytes, as Linux keeps.
-                    PasswordHashingPool.nameCurrentThread()
-                    work()
+                do {
+                    try WorkerThread(name: PasswordHashingPool.threadName) { [self] in work() }.detach()
+                } catch {
+                    // No thread: the threads already running take the job; with none, it is
+                    // refused (the login answers that the server is busy) rather than left.
+                    started -= 1
+                    if started == 0, let i = queue.lastIndex(where: { $0.ticket === job.ticket }) {
+                        queue.remove(at: i)
+                        condition.unlock()
+                        return job.fail(AuthError.hashingBusy)
+                    }
                 }
-                thread.start()
             }
             condition.unlock()
         }

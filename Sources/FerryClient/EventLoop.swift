@@ -15,7 +15,7 @@ public final class EventLoop: @unchecked Sendable {
     /// from the loop thread.
     public var uvLoop: UnsafeMutablePointer<uv_loop_t> { loop }
     private let async: UnsafeMutablePointer<uv_async_t>
-    private var thread = pthread_t()
+    private var thread: WorkerThread?
     private let lock = ThreadLock()
     private var queue: [@Sendable () -> Void] = []
     private var stopping = false
@@ -62,14 +62,7 @@ public final class EventLoop: @unchecked Sendable {
             Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().drain()
         }
         async.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        let retained = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&thread, nil, { arg in
-            guard let arg else { return nil }
-            Unmanaged<EventLoop>.fromOpaque(arg).takeRetainedValue().run()
-            return nil
-        }, retained)
-        guard rc == 0 else {
-            Unmanaged<EventLoop>.fromOpaque(retained).release()
+        do { thread = try WorkerThread(name: "ferry-loop") { [self] in run() } } catch {
             uv_close(UnsafeMutableRawPointer(async).assumingMemoryBound(to: uv_handle_t.self), nil)
             uv_run(loop, UV_RUN_DEFAULT)
             uv_loop_close(loop)
@@ -133,11 +126,11 @@ public final class EventLoop: @unchecked Sendable {
         lock.withLock { stopping = true }
         uv_async_send(async)
         if isCurrent {
-            pthread_detach(thread)
+            thread?.detach()
             // The loop ends when this callback returns; `run` then drops the last reference.
             return
         }
-        pthread_join(thread, nil)
+        thread?.join()
         uv_loop_close(loop)
         loop.deallocate()
         async.deallocate()

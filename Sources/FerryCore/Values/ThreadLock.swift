@@ -42,6 +42,8 @@ public final class ThreadLock: @unchecked Sendable {
     /// Waits on the condition; call with the lock held.
     public func wait() { pthread_cond_wait(cond, mutex) }
     public func broadcast() { pthread_cond_broadcast(cond) }
+    /// Wakes one waiter (hold the lock).
+    public func signal() { pthread_cond_signal(cond) }
 
     /// Waits until broadcast or until `milliseconds` pass (callers re-check their condition).
     public func wait(milliseconds: Int) {

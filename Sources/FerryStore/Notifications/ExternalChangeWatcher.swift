@@ -24,8 +24,7 @@ final class ExternalChangeWatcher: @unchecked Sendable {
     private let connection: SQLiteConnection
     private let lock = ThreadLock()
     private var stopping = false
-    private var thread = pthread_t()
-    private var started = false
+    private var thread: WorkerThread?
     private var dataVersion: Int64 = -1
     private var lastHistory: UInt64 = 0
     private var lastChangeLog: UInt64 = 0
@@ -43,18 +42,10 @@ final class ExternalChangeWatcher: @unchecked Sendable {
             connection.close()
             throw error
         }
-        let retained = Unmanaged.passRetained(self).toOpaque()
-        let created = pthread_create(&thread, nil, { arg in
-            guard let arg else { return nil }
-            Unmanaged<ExternalChangeWatcher>.fromOpaque(arg).takeRetainedValue().run()
-            return nil
-        }, retained)
-        guard created == 0 else {
-            Unmanaged<ExternalChangeWatcher>.fromOpaque(retained).release()
+        do { thread = try WorkerThread(name: "ferry-watcher") { [self] in run() } } catch {
             connection.close()
-            throw FerryError(.internal, "cannot start a thread to watch for other processes' commits: \(String(cString: strerror(created)))")
+            throw FerryError(.internal, "cannot start a thread to watch for other processes' commits: \((error as? FerryError)?.message ?? "\(error)")")
         }
-        started = true
     }
 
     private static func heads(_ c: SQLiteConnection) throws -> (UInt64, UInt64) {
@@ -136,13 +127,13 @@ final class ExternalChangeWatcher: @unchecked Sendable {
 
     /// Stops and joins the thread and closes its connection.
     func stop() {
-        guard started else { return }
-        started = false
+        guard let worker = thread else { return }
+        thread = nil
         lock.withLock {
             stopping = true
             lock.broadcast()
         }
-        pthread_join(thread, nil)
+        worker.join()
         connection.close()
     }
 }

@@ -18,22 +18,14 @@ final class Checkpointer: @unchecked Sendable {
     private let lock = ThreadLock()
     private var requested = false
     private var stopping = false
-    private var thread = pthread_t()
-    private var started = false
+    private var thread: WorkerThread?
 
     init(name: String, description: String) throws {
         connection = try SQLiteConnection(path: name, flags: SQLITE_OPEN_READWRITE, description: description)
-        let retained = Unmanaged.passRetained(self).toOpaque()
-        guard pthread_create(&thread, nil, { arg in
-            guard let arg else { return nil }
-            Unmanaged<Checkpointer>.fromOpaque(arg).takeRetainedValue().run()
-            return nil
-        }, retained) == 0 else {
-            Unmanaged<Checkpointer>.fromOpaque(retained).release()
+        do { thread = try WorkerThread(name: "ferry-checkpoint") { [self] in run() } } catch {
             connection.close()
-            throw FerryError(.io, "cannot start the checkpoint thread")
+            throw error
         }
-        started = true
     }
 
     /// Installs the hook on the writer that decides, after each commit, who checkpoints.
@@ -72,13 +64,13 @@ final class Checkpointer: @unchecked Sendable {
 
     /// Stops and joins the thread and closes its connection. Detach the hook first.
     func stop() {
-        guard started else { return }
-        started = false
+        guard let worker = thread else { return }
+        thread = nil
         lock.withLock {
             stopping = true
             lock.broadcast()
         }
-        pthread_join(thread, nil)
+        worker.join()
         connection.close()
     }
 }
