@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 
 /// The header of a compact JWT, read before JWTKit verifies the token. JWTKit picks the key
@@ -13,8 +14,11 @@ enum JWTHeader {
         text += String(repeating: "=", count: (4 - text.count % 4) % 4)
         guard let data = Data(base64Encoded: text),
               // A header that is not a JSON object makes the token unreadable: nil is that answer.
-              let header = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
-        return header["alg"] as? String
+              let header = try? JSON.parse(Array(data)), case .object(let members) = header else { return nil }
+        // Two `alg` members are ambiguous (another reader may take the other one): unreadable.
+        let algs = members.filter { $0.0 == "alg" }
+        guard algs.count == 1 else { return nil }
+        return algs[0].1.stringValue
     }
 
     /// Throws `invalidToken` unless the header names exactly `expected`. `what` names the token

@@ -41,15 +41,29 @@ public enum SQLWriteDecoding {
     }
 
     /// One column as `captureRow` makes it: a value's text, null, or a list's element texts.
-    enum Column: Decodable, Equatable {
+    enum Column: Equatable {
         case text(String)
         case null
         case list([String?])
 
-        init(from decoder: any Decoder) throws {
-            let c = try decoder.singleValueContainer()
-            // Not a string: then it must be a list (whose own decoding error is the one thrown).
-            if c.decodeNil() { self = .null } else if let s = try? c.decode(String.self) { self = .text(s) } else { self = .list(try c.decode([String?].self)) }
+        /// A column as the capture trigger wrote it: null, a text, or a list of texts and nulls
+        /// (nil: anything else).
+        init?(_ json: JSON) {
+            switch json {
+            case .null: self = .null
+            case .string(let s): self = .text(s)
+            case .array(let items):
+                var list: [String?] = []
+                for i in items {
+                    switch i {
+                    case .null: list.append(nil)
+                    case .string(let s): list.append(s)
+                    default: return nil
+                    }
+                }
+                self = .list(list)
+            default: return nil
+            }
         }
     }
 
@@ -129,11 +143,16 @@ public enum SQLWriteDecoding {
     /// A row's JSON array of column texts, one per property.
     static func columns(_ json: String?, of os: ObjectSchema) throws -> [Column] {
         guard let json else { throw Refusal("the captured row has no values") }
-        // Any decoding error is this one refusal, which says what was wrong.
-        guard let items = try? JSONDecoder().decode([Column].self, from: Data(json.utf8)), items.count == os.properties.count else {
+        // Any parse error is this one refusal, which says what was wrong.
+        guard case .array(let items)? = try? JSON.parse(Array(json.utf8)), items.count == os.properties.count else {
             throw Refusal("the captured row does not match the class's \(os.properties.count) properties (was the table changed outside Ferry?)")
         }
-        return items
+        var columns: [Column] = []
+        for i in items {
+            guard let c = Column(i) else { throw Refusal("a captured column is neither text, null nor a list of texts (was the table changed outside Ferry?)") }
+            columns.append(c)
+        }
+        return columns
     }
 
     static func values(_ json: String?, of os: ObjectSchema) throws -> [FerryValue] {

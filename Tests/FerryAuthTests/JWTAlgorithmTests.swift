@@ -41,6 +41,12 @@ struct JWTAlgorithmTests {
         }
         let noAlg = Self.hs256Signed(header: #"{"typ":"JWT"}"#, payload: payload, secret: Self.serverSecret)
         await #expect(throws: AuthError.self) { try await tokens.verifyAccessToken(noAlg) }
+        // Two `alg` members: another reader of the header may take the other one (the header is
+        // read with FerryCore's JSON parser, which keeps every member).
+        for header in [#"{"alg":"HS256","alg":"none"}"#, #"{"alg":"none","alg":"HS256"}"#] {
+            let twice = Self.hs256Signed(header: header, payload: payload, secret: Self.serverSecret)
+            await #expect(throws: AuthError.invalidToken("the token has no readable header algorithm")) { try await tokens.verifyAccessToken(twice) }
+        }
     }
 
     @Test func customTokensNamingAnotherAlgorithmThanConfiguredAreRefused() async throws {
