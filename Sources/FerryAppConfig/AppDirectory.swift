@@ -161,13 +161,35 @@ public enum AppDirectory {
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw AppConfigurationError(file: file, "missing or unreadable (looked in \(root.path))")
         }
-        let parsed: Any
-        do { parsed = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) } catch {
-            throw AppConfigurationError(file: file, "not valid JSON: \(error.localizedDescription)")
+        let parsed: JSON
+        do { parsed = try JSON.parse(Array(data)) } catch let e as FerryError {
+            throw AppConfigurationError(file: file, "not valid JSON: \(e.message)")
         }
-        guard let o = parsed as? [String: Any] else { throw AppConfigurationError(file: file, "must hold a JSON object") }
+        guard case .object = parsed, let o = native(parsed) as? [String: Any] else { throw AppConfigurationError(file: file, "must hold a JSON object") }
         return o
     }
+
+    /// A JSON value as the readers here take it: objects `[String: Any]` (a member named twice:
+    /// the first), lists `[Any]`, `String`, `Bool`, integers `Int`, other numbers `Double`,
+    /// and null `JSONNull`. Parsed by FerryCore's `JSON` (the one parser, bounded and fuzzed),
+    /// so a boolean is never a number and a number never a boolean.
+    static func native(_ v: JSON) -> Any {
+        switch v {
+        case .null: return JSONNull()
+        case .bool(let b): return b
+        case .int(let i): return Int(i)
+        case .double(let d): return d
+        case .string(let s): return s
+        case .array(let items): return items.map(native)
+        case .object(let members):
+            var o: [String: Any] = [:]
+            for (k, m) in members where o[k] == nil { o[k] = native(m) }
+            return o
+        }
+    }
+
+    /// JSON's null in the values `native` makes.
+    struct JSONNull {}
 
     private static func string(_ o: [String: Any], _ key: String, _ file: String) throws -> String {
         guard let s = o[key] as? String, !s.isEmpty else { throw AppConfigurationError(file: file, "'\(key)' must be a non-empty string") }
@@ -182,22 +204,15 @@ public enum AppDirectory {
 
     static func json(_ v: Any, _ file: String) throws -> JSONValue {
         switch v {
-        case is NSNull: return .null
-        case let n as NSNumber where isJSONBool(n): return .bool(n.boolValue)
-        case let n as NSNumber:
-            // Integral and within Int64: an integer, as FerryCore's parser reads one.
-            let d = n.doubleValue
-            return d.rounded() == d && abs(d) < 9.0e15 ? .int(n.int64Value) : .double(d)
+        case is JSONNull: return .null
+        case let b as Bool: return .bool(b)
+        case let i as Int: return .int(Int64(i))
+        case let d as Double: return .double(d)
         case let s as String: return .string(s)
         case let a as [Any]: return .array(try a.map { try json($0, file) })
-        // JSONSerialization keeps no member order: the keys are sorted, so a file reads alike every time.
+        // A dictionary keeps no member order: the keys are sorted, so a file reads alike every time.
         case let o as [String: Any]: return .object(try o.sorted { $0.key < $1.key }.map { ($0.key, try json($0.value, file)) })
         default: throw AppConfigurationError(file: file, "unexpected JSON value \(v)")
         }
     }
-}
-
-/// Whether an NSNumber from JSONSerialization is a JSON boolean.
-func isJSONBool(_ n: NSNumber) -> Bool {
-    String(cString: n.objCType) == "c" && (n == NSNumber(value: true) || n == NSNumber(value: false))
 }
