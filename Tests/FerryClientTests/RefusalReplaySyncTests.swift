@@ -56,4 +56,62 @@ struct RefusalReplaySyncTests {
             #expect(try s.itemNames().isEmpty)
         }
     }
+
+    /// The same, when the process ends between the acknowledgement and its 231 (the app is
+    /// closed before it reconnects): the next process's session binds with the version it has
+    /// every answer through, gets the 231 (without the reverted values, which were in the
+    /// ended process's memory), and the receipt never reads acknowledged on the way.
+    @Test func isReportedToTheNextProcessAndItsReceiptNeverReadsAcknowledgedFirst() async throws {
+        try await SyncTestServer.withSingleServer { url in
+            let cuts = Atomic<Int>(0)
+            let proxy = try HostileServerProxy(serverURL: url) { message in
+                if case .error(let e) = message, e.code == ProtocolError.Code.compensatingWrite, cuts.add(1, ordering: .relaxed).oldValue == 0 {
+                    return [0xFF]
+                }
+                return ProtocolCodec.encode(message)
+            }
+            defer { proxy.stop() }
+            let subject = "refusal-replay-restart-\(UInt64.random(in: 0...UInt64.max))"
+            // The first process does not reconnect in the test's time.
+            let first = try await SessionTestApp(url: proxy.url, subject: subject) {
+                $0.reconnectDelayMinMs = 600_000
+                $0.reconnectDelayMaxMs = 600_000
+            }
+            let id = ObjectId.generate()
+            let receipt: UInt64
+            do {
+                let s = try first.open("d.ferry")
+                try await s.subscribe("complexity <= 4")
+                let states = StateRecorder(s)
+                try s.database.beginWrite()
+                try s.database.create(classIndex: 0, values: [(0, .objectId(id)), (1, .string(first.user.id)), (2, .string("outside")), (3, .int(7))])
+                receipt = try s.database.commit()
+                // The 231 is cut: the client drops the connection right after the acknowledgement.
+                let dropped = await states.log.wait(seconds: 60) { $0.contains { $0.0 == .connected } }
+                #expect(dropped, "the connection never left connected: \(states.transitions)")
+                #expect(cuts.load(ordering: .relaxed) == 1)
+                #expect(try s.itemNames().isEmpty, "the acknowledging download reverted the write")
+                s.close()
+            }
+            first.app.close()
+
+            let next = try SessionTestApp(cachedIn: first.directory, url: proxy.url) {
+                $0.reconnectDelayMinMs = 50
+                $0.reconnectDelayMaxMs = 200
+            }
+            defer { next.app.close() }
+            let errors = EventLog<SyncError>()
+            next.app.errorHandler = { _, e in errors.add(e) }
+            let s = try next.open("d.ferry")
+            defer { s.close() }
+            #expect(try s.database.receiptStatus(receipt).state != .acknowledged)
+            let reported = await errors.wait(seconds: 60) { all in all.contains { $0.code == ProtocolError.Code.compensatingWrite } }
+            #expect(reported, "no compensating write reached the next process: \(errors.all.map(\.message))")
+            let refusal = errors.all.first { $0.code == ProtocolError.Code.compensatingWrite }
+            #expect(refusal?.compensatingWrites.map(\.primaryKey) == [.objectId(id)])
+            #expect(refusal?.revertedObjects.isEmpty == true, "the ended process held what the revert took")
+            let status = try await s.receipt(receipt, reaching: .acknowledged)
+            #expect(status.state == .rejected)
+        }
+    }
 }

@@ -46,7 +46,7 @@ extension SyncSession {
         }
         if let meta {
             uploads.adopt(stored: meta.acknowledged)
-            database.startReceiptSession(acknowledged: acknowledged)
+            database.startReceiptSession(acknowledged: meta.answered)
         }
         app.attempt("\(path): counting the unsynced changes", cost: "progress counts them from the next commit") { try countLocalChanges() }
         if !paused { app.attach(self) }

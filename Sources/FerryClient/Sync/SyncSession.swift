@@ -89,7 +89,9 @@ public final class SyncSession: @unchecked Sendable {
         let meta = try database.syncMetadata()
         uploads = UploadWindow(acknowledged: meta.acknowledged, answered: meta.answered)
         progressCount = UploadProgressCount(countedThrough: meta.acknowledged)
-        database.startReceiptSession(acknowledged: meta.acknowledged)
+        // Settled only as far as the file has every answer: a 231 the last connection lost is
+        // sent again (`RefusalLedger`), so a receipt it rejects never reads acknowledged first.
+        database.startReceiptSession(acknowledged: meta.answered)
         try countLocalChanges()
         if let reason = database.otherProcessesUnwatchedReason {
             app.log(.warn, "\(path) is not watched for other processes' commits (\(reason)): other processes' writes are uploaded only when this process next commits or reconnects, and its observers do not see them")
