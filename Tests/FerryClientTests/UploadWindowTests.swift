@@ -39,8 +39,34 @@ import Testing
         #expect(UploadWindow(acknowledged: 7).lastAcknowledgement == nil)
         var w = UploadWindow(acknowledged: 7, answered: 4)
         #expect(w.captureFloor(for: 7) == 7, "the device already took the revert when it took the acknowledgement")
-        #expect(w.acknowledge(9) == 7)
-        #expect(w.lastAcknowledgement == .init(after: 7, through: 9))
+        // The first acknowledgement completes only what the file had answered (below).
+        #expect(w.acknowledge(9) == 4)
+        #expect(w.lastAcknowledgement == .init(after: 4, through: 9))
+    }
+
+    /// A new connection of a file acknowledged through 7 but answered only through 4: the
+    /// server sends the missing refusals again with its first acknowledgement (9), so that one
+    /// completes the answers through 4 only, and the 231 after it answers (4, 9]; once it came,
+    /// the next acknowledgement completes from 9 again (the simulation found both: a receipt
+    /// settled acknowledged before its 231, and one whose rejection a later span replaced).
+    @Test func aConnectionsFirstAcknowledgementCompletesOnlyWhatTheFileHadAnswered() {
+        var w = UploadWindow(acknowledged: 7)
+        w.connected(stored: 7, answered: 4)
+        #expect(w.lastAcknowledgement == .init(after: 4, through: 7))
+        #expect(w.answersComplete(for: 9) == 4 && w.answersComplete(for: 7) == nil)
+        #expect(w.acknowledge(9) == 4)
+        #expect(w.lastAcknowledgement == .init(after: 4, through: 9))
+        w.refusalArrived()
+        #expect(w.acknowledge(12) == 9)
+        #expect(w.lastAcknowledgement == .init(after: 9, through: 12))
+        // Without a 231 the floor goes with the connection's first acknowledgement.
+        var v = UploadWindow(acknowledged: 5, answered: 3)
+        #expect(v.acknowledge(6) == 3)
+        #expect(v.acknowledge(8) == 6)
+        // A file with every answer: as before.
+        var u = UploadWindow(acknowledged: 5)
+        u.connected(stored: 5, answered: 5)
+        #expect(u.lastAcknowledgement == nil && u.acknowledge(6) == 5)
     }
 
     @Test func aResetStartsTheWindowAtTheNewHistory() {

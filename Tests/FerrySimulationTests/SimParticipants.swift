@@ -19,13 +19,15 @@ enum ToServer: CustomStringConvertible {
 
 enum ToDevice: CustomStringConvertible {
     case ident(UInt64, salt: UInt64)
-    /// `refused`: the compensating writes (error 231) that come right after this download.
-    case download(serverVersion: UInt64, acknowledged: UInt64, [Instruction], refused: [CompensatingWrite])
+    case download(serverVersion: UInt64, acknowledged: UInt64, [Instruction])
+    /// ERROR 231: the compensating writes of the answer whose DOWNLOAD came just before (a
+    /// message of its own, as on the wire: a connection may be lost between the two).
+    case refusal([CompensatingWrite])
     var description: String {
         switch self {
         case .ident(let i, _): return "IDENT(file \(i))"
-        case let .download(v, a, i, r):
-            return "DOWNLOAD(server version \(v), acknowledged \(a), \(i.count) objects" + (r.isEmpty ? ")" : ", refusing \(r.map { "\($0.primaryKey)" }))")
+        case let .download(v, a, i): return "DOWNLOAD(server version \(v), acknowledged \(a), \(i.count) objects)"
+        case .refusal(let r): return "ERROR 231(\(r.map { "\($0.primaryKey)" }))"
         }
     }
 }
@@ -146,7 +148,8 @@ struct SimServer {
             objects[k]?.object?.fullState(os) ?? .erase(table: k.table, key: k.key)
         }
         sessions[device]?.delivered = head
-        devices[device].toDevice.append(.download(serverVersion: head, acknowledged: files[s.file]?.acknowledged ?? 0, instructions, refused: refused))
+        devices[device].toDevice.append(.download(serverVersion: head, acknowledged: files[s.file]?.acknowledged ?? 0, instructions))
+        if !refused.isEmpty { devices[device].toDevice.append(.refusal(refused)) }
     }
 
     /// The live documents.
@@ -184,6 +187,10 @@ final class SimDevice {
     var captured: Set<String> = []
     /// The refused keys whose compensating write (error 231) reached this device.
     var answered: Set<String> = []
+    /// Every transaction the host committed, by its write receipt, with the keys of its writes
+    /// the server must refuse (the host's knowledge: kept across crashes, as the file keeps
+    /// the receipts).
+    var receipts: [(receipt: UInt64, denied: Set<String>)] = []
 
     init(index: Int, name: String, schema: Schema, clock: SimClock) throws {
         self.index = index
@@ -194,6 +201,7 @@ final class SimDevice {
         scheduler = try PollingScheduler()
         keeper = try Database.open(c, scheduler: scheduler)
         db = try Database.open(c, scheduler: scheduler)
+        db.startReceiptSession(acknowledged: 0)
     }
 
     func destroy() {
@@ -204,7 +212,7 @@ final class SimDevice {
     func connect() throws {
         connected = true
         let meta = try db.syncMetadata()
-        window.connected(stored: meta.acknowledged)
+        window.connected(stored: meta.acknowledged, answered: meta.answered)
         toServer = [.bind(ident: meta.clientFileIdent, salt: meta.clientFileSalt, lastServerVersion: meta.serverVersion, answeredThrough: meta.answered)]
         toDevice = []
         bound = meta.clientFileIdent != 0
@@ -225,6 +233,8 @@ final class SimDevice {
         db = try Database.open(configuration, scheduler: scheduler)
         let meta = try db.syncMetadata()
         window = UploadWindow(acknowledged: meta.acknowledged, answered: meta.answered)
+        // As the sync session: settled only as far as the file has every answer.
+        db.startReceiptSession(acknowledged: meta.answered)
     }
 
     func receive(_ message: ToDevice, failure: (String) -> Error) throws {
@@ -233,17 +243,24 @@ final class SimDevice {
             try db.setClientFile(ident: ident, salt: salt)
             bound = true
             _ = try uploadPending()
-        case let .download(serverVersion, acknowledged, instructions, refused):
-            for w in refused { if case .string(let key) = w.primaryKey { answered.insert(key) } }
+        case let .download(serverVersion, acknowledged, instructions):
             let encoded = ChangesetCodec.encode(Changeset(timestamp: 0, instructions: instructions))
             let captures = try db.integrate(changesets: [encoded], serverVersion: serverVersion, completesVersion: true, acknowledged: acknowledged,
-                                            capturingWritesAfter: window.captureFloor(for: acknowledged))
+                                            capturingWritesAfter: window.captureFloor(for: acknowledged),
+                                            answeredThrough: window.answersComplete(for: acknowledged))
             for c in captures { if case .string(let key) = c.primaryKey { captured.insert(key) } }
-            window.acknowledge(acknowledged)
-            // As the sync session takes an error 231: against the span it answers, which
-            // records that every answer through it is in (`SyncMetadata.answered`).
-            if !refused.isEmpty, let span = window.lastAcknowledgement {
-                try db.recordRejection(refused, after: span.after, through: span.through)
+            // As the sync session settles receipts (SyncSession+Receipts): an acknowledgement
+            // that moves from A completes the answers through A.
+            if let previous = window.acknowledge(acknowledged) { db.noteReceiptsSettled(through: min(previous, window.acknowledged)) }
+        case .refusal(let writes):
+            for w in writes { if case .string(let key) = w.primaryKey { answered.insert(key) } }
+            // As the sync session takes an error 231: recorded against the span it answers,
+            // which completes it (and records that every answer through it is in:
+            // `SyncMetadata.answered`).
+            if let span = window.lastAcknowledgement {
+                try db.recordRejection(writes, after: span.after, through: span.through)
+                db.noteReceiptsSettled(through: span.through)
+                window.refusalArrived()
             }
         }
     }
@@ -255,6 +272,7 @@ final class SimDevice {
         guard let last = pending.last else { return false }
         toServer.append(.upload(pending.map { UploadChangeset(clientVersion: $0.version, lastIntegratedServerVersion: $0.base, changeset: $0.bytes) }))
         window.sent(through: last.version)
+        db.noteReceiptsUploaded(through: last.version)
         return true
     }
 
@@ -290,7 +308,8 @@ final class SimDevice {
                 case .add(let n): try db.addInteger(classIndex: 0, key: k, property: layout.counter, delta: n)
                 }
             }
-            _ = try db.commit()
+            let receipt = try db.commit()
+            receipts.append((receipt, Set(ops.compactMap { $0.0.hasPrefix("x") ? $0.0 : nil })))
         } catch {
             try? db.cancel()  // the error thrown is the one that matters
             throw error

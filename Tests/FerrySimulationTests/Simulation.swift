@@ -16,15 +16,23 @@ import Foundation
 /// documents (create, set, add, delete) and documents every device shares (a title that the
 /// last writer sets, a counter every device adds to).
 ///
-/// At every quiet point (every device connected and nothing left to send) it checks: every
+/// After every step, no receipt of a transaction the server refuses reads acknowledged. At every
+/// quiet point (every device connected and nothing left to send) it checks: every
 /// device holds exactly the server's documents; the server's documents are what a sequential
 /// oracle of the hosts' commits says (sim time orders every commit, and the merge's "later
 /// stamp wins" and "adds commute" agree with that order for these operations); nothing is left
-/// unacknowledged. A device crash loses no committed write (the oracle includes them all).
+/// unacknowledged; every refused write was reported to its device and its revert captured;
+/// every write receipt has settled: rejected (with exactly its refused objects) or
+/// acknowledged. A device crash loses no committed write (the oracle includes them all).
+///
+/// Refused writes (other users' documents) are reverted and reported with an ERROR 231 that is a
+/// message of its own, so a connection can be lost between an answer's DOWNLOAD and its 231,
+/// as on the wire; the server keeps its refusals and sends them again (`RefusalLedger`). Write
+/// receipts are settled as the sync session settles them (`UploadWindow`, `recordRejection`).
 ///
 /// Not yet simulated (issue 25 leaves them to the session state machine): the client's
 /// `SyncSession` itself (this driver speaks the protocol the way it does), the hub's sessions and
-/// fan-out chain, subscriptions and views, permissions and reverts, receipts, progress, resets.
+/// fan-out chain, subscriptions and views, progress, resets.
 final class Simulation {
     struct Failure: Error, CustomStringConvertible {
         let step: Int
@@ -69,6 +77,7 @@ final class Simulation {
             step += 1
             clock.advance(by: 1_000_000)
             try randomStep()
+            try noRejectedReceiptReadsAcknowledged()
         }
         try quietPoint()
     }
@@ -233,6 +242,30 @@ final class Simulation {
             d.deniedWrites = []
             d.answered = []
             d.captured = []
+            // Every receipt settles: the network is quiet, so a MARK now would be answered after
+            // every upload's answer (what the sync session sends to settle the last upload). A
+            // transaction with a refused write reads rejected, with exactly those objects'
+            // compensating writes; every other reads acknowledged.
+            d.db.noteReceiptsSettled(through: min(d.window.lastUploaded, d.window.acknowledged))
+            for (receipt, denied) in d.receipts {
+                let status = try d.db.receiptStatus(receipt)
+                let named = Set(status.compensatingWrites.compactMap { w -> String? in if case .string(let k) = w.primaryKey { k } else { nil } })
+                if denied.isEmpty ? status.state != .acknowledged : (status.state != .rejected || named != denied) {
+                    throw fail("device \(d.index)'s write receipt \(receipt) reads \(status.state) \(named.sorted()); its refused writes: \(denied.sorted())")
+                }
+            }
+        }
+    }
+
+    /// A receipt never reads acknowledged before the answer that rejects it (checked at every
+    /// step, for the transactions with a refused write).
+    private func noRejectedReceiptReadsAcknowledged() throws {
+        for d in devices {
+            for (receipt, denied) in d.receipts where !denied.isEmpty {
+                if try d.db.receiptStatus(receipt).state == .acknowledged {
+                    throw fail("device \(d.index)'s write receipt \(receipt) reads acknowledged, but the server refuses its writes to \(denied.sorted())")
+                }
+            }
         }
     }
 

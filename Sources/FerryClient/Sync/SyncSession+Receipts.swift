@@ -70,6 +70,7 @@ extension SyncSession {
         do { try database.recordRejection(writes, after: window.after, through: window.through) } catch {
             app.log(.error, "cannot record the rejected write receipts of \(path): \(error)")
         }
+        uploads.refusalArrived()
         settleReceipts(through: window.through)
     }
 

@@ -300,7 +300,7 @@ public final class SyncSession: @unchecked Sendable {
         ready = false
         do {
             let meta = try database.syncMetadata()
-            uploads.connected(stored: meta.acknowledged)
+            uploads.connected(stored: meta.acknowledged, answered: meta.answered)
             // The refusals after `answered` are sent again by a server that keeps them (a lost
             // connection may have taken their ERROR 231: SPEC F-NOLOSS).
             let answered = connection?.serverReplaysRefusals == true && meta.clientFileIdent != 0 ? meta.answered : nil
@@ -424,7 +424,8 @@ public final class SyncSession: @unchecked Sendable {
             let floor = uploads.captureFloor(for: ack)
             do {
                 revertCaptures.add(try database.integrate(changesets: changesets.map(\.changeset), serverVersion: serverVersion,
-                                                          completesVersion: isLast, acknowledged: ack, capturingWritesAfter: floor))
+                                                          completesVersion: isLast, acknowledged: ack, capturingWritesAfter: floor,
+                                                          answeredThrough: uploads.answersComplete(for: ack)))
             } catch is MalformedDownload {
                 return fail(SyncError(code: ProtocolError.Code.badChangeset, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
             } catch {

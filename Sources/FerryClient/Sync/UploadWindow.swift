@@ -6,9 +6,12 @@
 /// Invariants:
 /// - `ackFloor <= acknowledged`, and neither ever goes back;
 /// - `lastAcknowledgement`, when set, ends at `acknowledged` (`through == acknowledged`) and starts
-///   at the acknowledgement before it (`after == ackFloor`), or, before the session's first
-///   acknowledgement, at the version the file has every answer through (`answered`): the span
-///   a refusal the server sends again answers (`RefusalLedger`);
+///   at the acknowledgement before it (`after == ackFloor`), except on a new connection of a
+///   file without every answer: there it starts at the version the file has every answer
+///   through (`answered`), before the connection's first acknowledgement and for that one,
+///   since a server that keeps refusals sends the missing ones again right after the BIND
+///   with the acknowledgement (`RefusalLedger`): what that acknowledgement completes starts
+///   there too (`acknowledge` returns it);
 /// - on a connection, `lastUploaded` starts at the acknowledgement the file holds (everything
 ///   after it is sent again: the server drops what it already has) and only grows.
 package struct UploadWindow: Sendable, Equatable {
@@ -28,6 +31,9 @@ package struct UploadWindow: Sendable, Equatable {
     /// What the last acknowledgement covered: the changesets a following compensating write
     /// (error 231) answers.
     package private(set) var lastAcknowledgement: Span?
+    /// On a connection whose file lacks some answers: the version it has every answer through,
+    /// until the connection's first acknowledgement.
+    private var answeredFloor: UInt64?
 
     /// A session opening a file whose stored acknowledgement is `acknowledged`, with every
     /// answer (compensating writes included) through `answered`.
@@ -35,14 +41,23 @@ package struct UploadWindow: Sendable, Equatable {
         lastUploaded = acknowledged
         self.acknowledged = acknowledged
         ackFloor = acknowledged
-        if let answered, answered < acknowledged { lastAcknowledgement = Span(after: answered, through: acknowledged) }
+        awaitAnswers(after: answered)
+    }
+
+    /// The file has every answer through `answered` only: a 231 sent again answers from there.
+    private mutating func awaitAnswers(after answered: UInt64?) {
+        guard let answered, answered < acknowledged else { return }
+        lastAcknowledgement = Span(after: answered, through: acknowledged)
+        answeredFloor = answered
     }
 
     /// A new connection: uploads start again after what the file holds as acknowledged
     /// (`stored`), which another process or an earlier connection may have moved.
-    package mutating func connected(stored: UInt64) {
+    /// `answered`: the version the file has every answer through (`SyncMetadata.answered`).
+    package mutating func connected(stored: UInt64, answered: UInt64? = nil) {
         acknowledged = max(acknowledged, stored)
         lastUploaded = stored
+        awaitAnswers(after: answered)
     }
 
     /// Another process's acknowledgement, read when this one becomes the sync agent.
@@ -62,16 +77,32 @@ package struct UploadWindow: Sendable, Equatable {
         ack > acknowledged ? acknowledged : ackFloor
     }
 
-    /// A download acknowledged local versions through `ack`. Returns the acknowledgement before
-    /// it when it moved (nil: it did not).
+    /// An error 231 answered `lastAcknowledgement`: every answer through it is in, so the next
+    /// acknowledgement completes from the one before it again.
+    package mutating func refusalArrived() {
+        if let span = lastAcknowledgement, span.through >= acknowledged { answeredFloor = nil }
+    }
+
+    /// What `acknowledge(ack)` would return, without moving anything (the store keeps it with
+    /// the download: `SyncMetadata.answered`).
+    package func answersComplete(for ack: UInt64) -> UInt64? {
+        ack > acknowledged ? min(acknowledged, answeredFloor ?? acknowledged) : nil
+    }
+
+    /// A download acknowledged local versions through `ack`. Returns, when it moved, the
+    /// version through which the answers are now complete: the acknowledgement before it (a
+    /// 231 for that upload came before), or, for a connection's first acknowledgement of a file
+    /// lacking answers, the version it had every answer through. Nil: it did not move.
     @discardableResult
     package mutating func acknowledge(_ ack: UInt64) -> UInt64? {
         guard ack > acknowledged else { return nil }
         let previous = acknowledged
+        let complete = min(previous, answeredFloor ?? previous)
+        answeredFloor = nil
         ackFloor = previous
-        lastAcknowledgement = Span(after: previous, through: ack)
+        lastAcknowledgement = Span(after: complete, through: ack)
         acknowledged = ack
-        return previous
+        return complete
     }
 
     /// After a client reset: the file's new history starts at `stored`, all of it acknowledged.

@@ -160,10 +160,14 @@ extension Database {
     /// per object (issue 23: a bootstrap's integration spent a quarter of its time building and
     /// dropping them); otherwise they are decoded first. A changeset that does not decode
     /// throws `MalformedDownload` and nothing of the download is integrated.
+    /// `answeredThrough`: when the download moves the acknowledgement, the version through which
+    /// the answers are complete, if less than the acknowledgement before it (`UploadWindow`: a
+    /// connection's first acknowledgement of a file lacking answers), kept as
+    /// `SyncMetadata.answered` in the same transaction.
     package func integrate(changesets: [[UInt8]], serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64,
-                          capturingWritesAfter floor: UInt64?) throws -> [RevertCapture] {
+                          capturingWritesAfter floor: UInt64?, answeredThrough: UInt64? = nil) throws -> [RevertCapture] {
         try integrate(.encoded(changesets), serverVersion: serverVersion, completesVersion: completesVersion, acknowledged: acknowledged,
-                      capturingWritesAfter: floor)
+                      capturingWritesAfter: floor, answeredThrough: answeredThrough)
     }
 
     /// A download as instructions, or as the changesets that hold them.
@@ -187,7 +191,7 @@ extension Database {
     }
 
     private func integrate(_ source: DownloadSource, serverVersion: UInt64, completesVersion: Bool, acknowledged: UInt64,
-                           capturingWritesAfter floor: UInt64?) throws -> [RevertCapture] {
+                           capturingWritesAfter floor: UInt64?, answeredThrough: UInt64? = nil) throws -> [RevertCapture] {
         var captures: [RevertCapture] = []
         try writingStore { c in
             let store = self.storeForSync
@@ -274,8 +278,9 @@ extension Database {
                                               writes: recent[ref] ?? []))
             }
             try Self.putMeta(c, "sync.acknowledged", ack)
-            // Every answer through the acknowledgement before this one came before this download.
-            if ack > previous { try Self.putMeta(c, "sync.answered", previous) }
+            // Every answer through the acknowledgement before this one came before this download
+            // (unless the session knows some did not: `answeredThrough`).
+            if ack > previous { try Self.putMeta(c, "sync.answered", min(previous, answeredThrough ?? previous)) }
             if completesVersion {
                 try Self.putMeta(c, "sync.server_version", serverVersion)
                 let h = try c.statement("INSERT OR REPLACE INTO __ferry_sync_bases (history_version, server_version) VALUES (?, ?)")
