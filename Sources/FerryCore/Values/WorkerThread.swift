@@ -13,7 +13,7 @@ import Darwin
 /// Not for work the cooperative pool or Dispatch already runs well: blocking SQLite reads on
 /// the server use a Dispatch queue (`BlockingReads`), and the fan-out encodes with
 /// `concurrentPerform`.
-public final class WorkerThread: @unchecked Sendable {
+public final class WorkerThread: Sendable {
     private final class Start {
         let name: String
         let body: @Sendable () -> Void
@@ -21,16 +21,17 @@ public final class WorkerThread: @unchecked Sendable {
     }
 
     public let name: String
-    private var thread = pthread_t()
-    private let lock = ThreadLock()
-    private var ended = false
+    private let thread: pthread_t
+    /// Joined or detached (each at most once, and not both).
+    private let ended = LockedValue(false)
 
     /// Starts the thread. Throws `FerryError(.io)` with the system's reason when it cannot
     /// (out of threads or memory): nothing then runs.
     public init(name: String, _ body: @escaping @Sendable () -> Void) throws {
         self.name = name
         let start = Unmanaged.passRetained(Start(name, body)).toOpaque()
-        let rc = pthread_create(&thread, nil, { arg in
+        var created = pthread_t()
+        let rc = pthread_create(&created, nil, { arg in
             guard let arg else { return nil }
             let start = Unmanaged<Start>.fromOpaque(arg).takeRetainedValue()
             WorkerThread.nameCurrentThread(start.name)
@@ -41,14 +42,15 @@ public final class WorkerThread: @unchecked Sendable {
             Unmanaged<Start>.fromOpaque(start).release()
             throw FerryError(.io, "cannot start the \(name) thread: \(String(cString: strerror(rc)))")
         }
+        thread = created
     }
 
     /// Waits until the body returned (the first call; later ones return at once). Never call
     /// it from the thread itself: `detach` there.
     public func join() {
-        guard lock.withLock({ () -> Bool in
-            defer { ended = true }
-            return !ended
+        guard ended.withLock({ (e: inout Bool) -> Bool in
+            defer { e = true }
+            return !e
         }) else { return }
         pthread_join(thread, nil)
     }
@@ -56,9 +58,9 @@ public final class WorkerThread: @unchecked Sendable {
     /// Lets the thread end on its own (for a thread that stops itself, or one nobody waits
     /// for); `join` then returns at once.
     public func detach() {
-        guard lock.withLock({ () -> Bool in
-            defer { ended = true }
-            return !ended
+        guard ended.withLock({ (e: inout Bool) -> Bool in
+            defer { e = true }
+            return !e
         }) else { return }
         pthread_detach(thread)
     }
