@@ -2,7 +2,6 @@ import FerryClient
 import FerryCore
 import FerryStore
 import Foundation
-import Synchronization
 import Testing
 
 /// Issue 25: the deterministic simulation found that a compensating write whose ERROR 231 was
@@ -15,15 +14,23 @@ import Testing
 /// connection right after the acknowledgement.
 @Suite("A compensating write whose answer was lost with the connection")
 struct RefusalReplaySyncTests {
+    /// A proxy in front of the server at `url` that turns the first ERROR 231 into a byte the
+    /// client cannot read (it drops the connection), and counts the 231s it saw.
+    static func cuttingTheFirstRefusal(_ url: String) throws -> (HostileServerProxy, LockedValue<Int>) {
+        let cuts = LockedValue(0)
+        let proxy = try HostileServerProxy(serverURL: url) { message in
+            if case .error(let e) = message, e.code == ProtocolError.Code.compensatingWrite,
+               cuts.withLock({ (n: inout Int) -> Int in defer { n += 1 }; return n }) == 0 {
+                return [0xFF]
+            }
+            return ProtocolCodec.encode(message)
+        }
+        return (proxy, cuts)
+    }
+
     @Test func isReportedOnceTheDeviceIsBackAndItsReceiptEndsRejected() async throws {
         try await SyncTestServer.withSingleServer { url in
-            let cuts = Atomic<Int>(0)
-            let proxy = try HostileServerProxy(serverURL: url) { message in
-                if case .error(let e) = message, e.code == ProtocolError.Code.compensatingWrite, cuts.add(1, ordering: .relaxed).oldValue == 0 {
-                    return [0xFF]
-                }
-                return ProtocolCodec.encode(message)
-            }
+            let (proxy, cuts) = try Self.cuttingTheFirstRefusal(url)
             defer { proxy.stop() }
             let device = try await SessionTestApp(url: proxy.url, subject: "refusal-replay-\(UInt64.random(in: 0...UInt64.max))") {
                 $0.reconnectDelayMinMs = 50
@@ -43,7 +50,7 @@ struct RefusalReplaySyncTests {
             let reported = await errors.wait(seconds: 60) { all in all.contains { $0.code == ProtocolError.Code.compensatingWrite } }
             #expect(reported, "no compensating write reached the host: \(errors.all.map(\.message))")
             // The proxy saw the 231 twice: the one it cut, and the one sent again.
-            #expect(cuts.load(ordering: .relaxed) == 2)
+            #expect(cuts.withLock { $0 } == 2)
             let refusals = errors.all.filter { $0.code == ProtocolError.Code.compensatingWrite }
             #expect(refusals.count == 1)
             #expect(refusals.first?.compensatingWrites.map(\.primaryKey) == [.objectId(id)])
@@ -63,13 +70,7 @@ struct RefusalReplaySyncTests {
     /// ended process's memory), and the receipt never reads acknowledged on the way.
     @Test func isReportedToTheNextProcessAndItsReceiptNeverReadsAcknowledgedFirst() async throws {
         try await SyncTestServer.withSingleServer { url in
-            let cuts = Atomic<Int>(0)
-            let proxy = try HostileServerProxy(serverURL: url) { message in
-                if case .error(let e) = message, e.code == ProtocolError.Code.compensatingWrite, cuts.add(1, ordering: .relaxed).oldValue == 0 {
-                    return [0xFF]
-                }
-                return ProtocolCodec.encode(message)
-            }
+            let (proxy, cuts) = try Self.cuttingTheFirstRefusal(url)
             defer { proxy.stop() }
             let subject = "refusal-replay-restart-\(UInt64.random(in: 0...UInt64.max))"
             // The first process does not reconnect in the test's time.
@@ -89,7 +90,7 @@ struct RefusalReplaySyncTests {
                 // The 231 is cut: the client drops the connection right after the acknowledgement.
                 let dropped = await states.log.wait(seconds: 60) { $0.contains { $0.0 == .connected } }
                 #expect(dropped, "the connection never left connected: \(states.transitions)")
-                #expect(cuts.load(ordering: .relaxed) == 1)
+                #expect(cuts.withLock { $0 } == 1)
                 #expect(try s.itemNames().isEmpty, "the acknowledging download reverted the write")
                 s.close()
             }
