@@ -8,7 +8,9 @@ public func fuzzProtocol(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         precondition((try? ProtocolCodec.decode(encoded)).map(ProtocolCodec.encode) == encoded, "message does not round-trip")
     }
     if let ledger = try? RefusalLedger.decode(bytes) {
-        precondition((try? RefusalLedger.decode(ledger.encoded)) == ledger, "refusal ledger does not round-trip")
+        // Compared as bytes, as the messages are: a NaN key is not equal to itself as a value.
+        let encoded = ledger.encoded
+        precondition((try? RefusalLedger.decode(encoded))?.encoded == encoded, "refusal ledger does not round-trip")
     }
     return 0
 }
