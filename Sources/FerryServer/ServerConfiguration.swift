@@ -62,6 +62,23 @@ public struct ServerConfiguration: Sendable {
     /// The scrypt cost of new password hashes. Internal, so only the tests (through
     /// `@testable import`) can lower it from OWASP's (`PasswordHasher.Parameters.standard`).
     var passwordHashing = PasswordHasher.Parameters.standard
+
+    /// Lowers the scrypt cost of new password hashes to `fastForTests` (N = 2^10) for the test
+    /// suites that start `ferry-server` as a process (C, Python, the console, the backend):
+    /// under a debug build each standard hash costs seconds of a core, and those suites log in
+    /// by the hundred. Refused unless the server listens on a loopback address only, so it
+    /// cannot weaken a server anyone else reaches; `ferry-server` logs a warning when it is on.
+    /// A hash made so is replaced by a standard one at the next login without it.
+    public mutating func weakenPasswordHashingForLocalTests() throws {
+        guard Self.isLoopback(host) else {
+            throw ServerStartError("weak password hashing is for tests on a loopback address only (this server listens on \(host))")
+        }
+        passwordHashing = .fastForTests
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.") && host.split(separator: ".").count == 4
+    }
     /// Wrong admin tokens an address may send before it must wait, and the waits. Internal:
     /// tests lengthen the wait so it cannot run out between two requests.
     var adminFailureLimits = AdminFailureThrottle.Limits()

@@ -20,6 +20,11 @@ struct AuthLimitOptions: ParsableArguments {
     @Flag(name: .customLong("limit-loopback"), help: "Apply the per-address limits to loopback clients too.")
     var limitLoopback = false
 
+    /// Hidden: only the test suites that start this binary use it
+    /// (`ServerConfiguration.weakenPasswordHashingForLocalTests`).
+    @Flag(name: .customLong("weak-password-hashing-for-tests"), help: .hidden)
+    var weakPasswordHashingForTests = false
+
     @Option(name: .customLong("trusted-proxy"), help: ArgumentHelp(
         "A reverse proxy (address or CIDR network, e.g. 127.0.0.1 or 10.0.0.0/8) whose --client-address-header names the client; repeat for several.",
         discussion: "Requests from other peers are attributed to the peer, whatever their headers say."))

@@ -77,6 +77,10 @@ struct FerryServerCommand: AsyncParsableCommand {
         config.syncLimits = syncLimits.limits
         config.authLimits = authLimits.limits
         config.trustedProxies = try authLimits.proxies()
+        if authLimits.weakPasswordHashingForTests {
+            do { try config.weakenPasswordHashingForLocalTests() } catch let e as ServerStartError { throw ValidationError(e.description) }
+            logger.warning("--weak-password-hashing-for-tests: new password hashes are weak (scrypt N = 2^10); for tests only")
+        }
         try operations.apply(to: &config)
         do {
             let portFile = self.portFile

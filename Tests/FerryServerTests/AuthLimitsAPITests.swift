@@ -35,6 +35,21 @@ struct AuthLimitsAPITests {
         #expect(PasswordHasher.Parameters.standard == PasswordHasher.Parameters(rounds: 1 << 17, blockSize: 8, parallelism: 1))
     }
 
+    /// The suites that start `ferry-server` as a process lower it with
+    /// `--weak-password-hashing-for-tests`, which only a loopback-only server accepts.
+    @Test func weakHashingIsOnlyForALoopbackServer() throws {
+        for host in ["127.0.0.1", "127.8.0.1", "::1", "localhost"] {
+            var c = ServerConfiguration(appDirectory: AuthAPITests.example, dataDirectory: NSTemporaryDirectory(), host: host)
+            try c.weakenPasswordHashingForLocalTests()
+            #expect(c.passwordHashing == .fastForTests, "\(host)")
+        }
+        for host in ["0.0.0.0", "::", "10.0.0.1", "127.0.0.1.example.com", "example.com", ""] {
+            var c = ServerConfiguration(appDirectory: AuthAPITests.example, dataDirectory: NSTemporaryDirectory(), host: host)
+            #expect(throws: ServerStartError.self, "\(host)") { try c.weakenPasswordHashingForLocalTests() }
+            #expect(c.passwordHashing == .standard, "\(host)")
+        }
+    }
+
     @Test func repeatedWrongPasswordsGet429WithRetryAfter() async throws {
         // A first delay of 5 minutes: it cannot run out between the third guess and the
         // login below, however loaded the machine (at 1 s it did, once, in the full suite).

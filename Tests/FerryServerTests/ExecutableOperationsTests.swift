@@ -43,6 +43,22 @@ struct ExecutableOperationsTests {
         #expect(opened?["user_id"] as? String == device.userId && opened?["connection_id"] != nil)
     }
 
+    @Test func weakPasswordHashingIsRefusedOffLoopback() async throws {
+        let binary = try #require(ServerExecutable.binary, "no ferry-server binary beside the tests (swift build, or FERRY_SERVER_BINARY)")
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: binary)
+        server.arguments = ["--app-dir", AuthAPITests.example, "--data", NSTemporaryDirectory() + "ferry-exe-weak-\(UInt64.random(in: 0...UInt64.max))",
+                            "--host", "0.0.0.0", "--port", "0", "--weak-password-hashing-for-tests"]
+        let errors = Pipe()
+        server.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        server.standardError = errors
+        try server.run()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        server.waitUntilExit()
+        #expect(server.terminationStatus != 0)
+        #expect(said.contains("loopback"), "\(said)")
+    }
+
     @Test func anUnknownLogFormatIsRefused() async throws {
         let binary = try #require(ServerExecutable.binary, "no ferry-server binary beside the tests (swift build, or FERRY_SERVER_BINARY)")
         let server = Process()

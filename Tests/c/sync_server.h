@@ -80,13 +80,14 @@ static bool server_start(void) {
   snprintf(port_file, sizeof port_file, "%s", test_path(leaf));
   server_starts++;
   char *argv[] = {(char *)server, "--app-dir", (char *)app_dir, "--data", data_dir, "--port", "0",
-                  "--port-file", port_file, "--log-level", "warning", NULL, NULL, NULL, NULL, NULL};
+                  "--port-file", port_file, "--log-level", "warning", "--weak-password-hashing-for-tests",
+                  NULL, NULL, NULL, NULL, NULL};
   const bool tls = server_tls_certificate != NULL && server_tls_key != NULL;
   if (tls) {
-    argv[11] = "--tls-certificate";
-    argv[12] = (char *)server_tls_certificate;
-    argv[13] = "--tls-key";
-    argv[14] = (char *)server_tls_key;
+    argv[12] = "--tls-certificate";
+    argv[13] = (char *)server_tls_certificate;
+    argv[14] = "--tls-key";
+    argv[15] = (char *)server_tls_key;
   }
   size_t n = 0;
   while (environ[n]) n++;

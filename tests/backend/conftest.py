@@ -83,7 +83,8 @@ class Server:
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             [_required("FERRY_SERVER_BIN"), "--app-dir", str(app), "--data", str(work / "data"), "--database", self.database_url,
-             "--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--log-level", "info"],
+             "--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--log-level", "info",
+             "--weak-password-hashing-for-tests"],
             env=env, stdout=self._log, stderr=subprocess.STDOUT)
         port = wait_until(lambda: self._port(port_file), TIMEOUT, "ferry-server wrote no port file")
         self.url = f"http://127.0.0.1:{port}"

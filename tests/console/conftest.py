@@ -86,7 +86,8 @@ class Server:
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             [binary, "--app-dir", str(app_dir or REPO / "examples" / "item-app"), "--data", str(work / "data"),
-             "--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--log-level", "info"]
+             "--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--log-level", "info",
+             "--weak-password-hashing-for-tests"]
             + (["--database", database_url] if database_url else []),
             env=env, stdout=self._log, stderr=subprocess.STDOUT)
         try:

@@ -69,7 +69,8 @@ def run_server(work: Path, extra_env: Optional[dict[str, str]] = None,
     env = {**os.environ, "jwtSigningKey": SIGNING_KEY, **(extra_env or {})}
     proc = subprocess.Popen(
         [str(exe), "--app-dir", str(app_dir or REPO / "examples" / "item-app"), "--data", str(work / "data"),
-         "--port", "0", "--port-file", str(port_file), "--log-level", "warning"]
+         "--port", "0", "--port-file", str(port_file), "--log-level", "warning",
+         "--weak-password-hashing-for-tests"]
         + (["--tls-certificate", str(tls[0]), "--tls-key", str(tls[1])] if tls else []),
         env=env,
     )

@@ -90,7 +90,7 @@ impl Server {
             .arg(&data)
             .args(["--port", "0", "--port-file"])
             .arg(&port_file)
-            .args(["--log-level", "warning"])
+            .args(["--log-level", "warning", "--weak-password-hashing-for-tests"])
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
