@@ -76,11 +76,13 @@ enum SessionBinding {
         }
         let writes = record.refusals.toRepeat(answeredThrough: answeredThrough, acknowledged: record.acknowledgedClientVersion)
         guard !writes.isEmpty else { return }
+        // Read in one go (one round trip on PostgreSQL, however many: at most the ledger's bound).
+        let keys = writes.compactMap { w in hub.schema.objectSchema(named: w.objectType).map { _ in ObjectKey(table: w.objectType, key: w.primaryKey) } }
+        let stored = try await hub.storage.objects(keys, schema: hub.schema)
         var batch = DownloadBatch(session: s.id)
-        for w in writes {
-            guard let os = hub.schema.objectSchema(named: w.objectType) else { continue }
-            let k = ObjectKey(table: w.objectType, key: w.primaryKey)
-            if let current = try await hub.storage.object(k, schema: os)?.object, s.view.contains(current.values, of: os) {
+        for k in keys {
+            guard let os = hub.schema.objectSchema(named: k.table) else { continue }
+            if let current = stored[k]?.object, s.view.contains(current.values, of: os) {
                 batch.add(current.fullState(os))
             } else {
                 batch.add(.erase(table: k.table, key: k.key))
