@@ -197,6 +197,23 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
             """)
     }
 
+    /// Compare and set: the ledger is replaced only if no upload changed it since it was read.
+    public func forgetAnsweredRefusals(clientFile ident: UInt64, answeredThrough: UInt64) async throws {
+        guard let before = try await clientFile(ident)?.refusals, !before.isEmpty else { return }
+        var after = before
+        after.forgetAnswered(through: answeredThrough)
+        guard after != before else { return }
+        let id = Int64(bitPattern: ident)
+        let old = before.encoded.buffer
+        if after.isEmpty {
+            try await execute("forgetting client file \(ident)'s answered refusals",
+                              "UPDATE client_files SET refusals = NULL WHERE ident = \(id) AND refusals = \(old)")
+        } else {
+            try await execute("forgetting client file \(ident)'s answered refusals",
+                              "UPDATE client_files SET refusals = \(after.encoded.buffer) WHERE ident = \(id) AND refusals = \(old)")
+        }
+    }
+
     public func oldestBoundVersion() async throws -> UInt64? {
         try await withConnection("reading the oldest bound version") { connection -> UInt64? in
             let rows = try await connection.guardedQuery("SELECT min(bound_version) FROM client_files", logger: logger).collect()

@@ -209,6 +209,20 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         }
     }
 
+    public func forgetAnsweredRefusals(clientFile ident: UInt64, answeredThrough: UInt64) async throws {
+        try await write { db in
+            guard let before = try Self.clientFile(db, ident)?.refusals, !before.isEmpty else { return }
+            var after = before
+            after.forgetAnswered(through: answeredThrough)
+            guard after != before else { return }
+            let s = try db.statement("UPDATE client_files SET refusals = ? WHERE ident = ?")
+            defer { s.reset() }
+            if after.isEmpty { s.bindNull(1) } else { s.bind(1, blob: after.encoded) }
+            s.bind(2, Int64(bitPattern: ident))
+            try s.run()
+        }
+    }
+
     public func oldestBoundVersion() async throws -> UInt64? {
         try read { db in
             let s = try db.statement("SELECT min(bound_version) FROM client_files")

@@ -59,6 +59,10 @@ public protocol SyncStorage: AnyObject, Sendable {
     /// (`touchClientFile`, and `oldestBoundVersion` learns the version). A new client file
     /// counts as bound at the head it was made at (its bootstrap starts there).
     func clientFileBound(_ ident: UInt64, at secondsSinceEpoch: Int, serverVersion: UInt64) async throws
+    /// Drops from the client file's refusal ledger what its device has every answer of
+    /// (`RefusalLedger.forgetAnswered`), stored empty as none. Only a saving: a backend may
+    /// leave the ledger as it is when an upload changed it meanwhile (the next BIND forgets).
+    func forgetAnsweredRefusals(clientFile ident: UInt64, answeredThrough: UInt64) async throws
     /// The oldest server version any client file had at its last bind: history after it may
     /// still be asked for (`ferry_oldest_needed_version`); a lower bound, as devices move on
     /// while connected. Files from before this was recorded count as 0. Nil without client files.

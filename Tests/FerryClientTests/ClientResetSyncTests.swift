@@ -56,9 +56,13 @@ struct ClientResetSyncTests {
     /// The first fatal error or reset report among the errors the device got. Refusals
     /// (error 240 while sync is terminated) come before it, one per reconnect attempt: on a
     /// loaded machine, more than a handful.
-    static func resetReport(_ errors: ErrorLog) async -> (SyncError?, ClientResetReport?) {
+    /// Waits up to `seconds` for each error. A deadline, not a timing: alone the reset of
+    /// `aResetWhileTheDeviceKeepsWriting...` takes under a second, but in the ASan phase's
+    /// widest run (16 tests at once on 2 cores, its writer committing as fast as it can) it
+    /// took 17 to 41 s when it passed, and 30 s was missed once (stop 36).
+    static func resetReport(_ errors: ErrorLog, seconds: Double = 30) async -> (SyncError?, ClientResetReport?) {
         for n in 1...1_000 {
-            let all = await errors.wait(count: n, seconds: 30)
+            let all = await errors.wait(count: n, seconds: seconds)
             guard all.count >= n else { break }
             let e = all[n - 1]
             if e.isFatal || e.clientResetReport != nil { return (e, e.clientResetReport) }
@@ -383,7 +387,7 @@ struct ClientResetSyncTests {
             let atTerminate = writer.count
             #expect(await writer.reaching(atTerminate + 20).wait(seconds: 60) != nil)
             try await AdminAPI.post(url, "sync/enable")
-            let (error, report) = await Self.resetReport(p.errorsA)
+            let (error, report) = await Self.resetReport(p.errorsA, seconds: 120)
             if report == nil {
                 let sa = p.sa
                 let state = Arrival<String>()

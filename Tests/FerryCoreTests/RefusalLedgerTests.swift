@@ -24,6 +24,29 @@ struct RefusalLedgerTests {
         #expect(l.records.map(\.through) == [3, 5, 9])
     }
 
+    @Test func whatADeviceAnsweredIsForgottenAndNothingLaterIs() {
+        var l = RefusalLedger()
+        l.record(through: 3, writes: [Self.w("a")])
+        l.record(through: 5, writes: [Self.w("b")])
+        l.record(through: 9, writes: [Self.w("c")])
+        let before = l
+        l.forgetAnswered(through: 4)
+        #expect(l.records.map(\.through) == [5, 9])
+        // What a device that answered through less than 5 is sent is unchanged.
+        #expect(l.toRepeat(answeredThrough: 4, acknowledged: 9) == before.toRepeat(answeredThrough: 4, acknowledged: 9))
+        l.forgetAnswered(through: 9)
+        #expect(l.isEmpty && l == RefusalLedger())
+        // The mark of refusals the bound dropped goes once the device answered past it.
+        var bounded = RefusalLedger()
+        bounded.record(through: 2, writes: [Self.w("a"), Self.w("b")], maxWrites: 2)
+        bounded.record(through: 4, writes: [Self.w("c")], maxWrites: 2)
+        #expect(bounded.droppedThrough == 2)
+        bounded.forgetAnswered(through: 1)
+        #expect(bounded.lostRefusals(answeredThrough: 1) && bounded.records.map(\.through) == [4])
+        bounded.forgetAnswered(through: 3)
+        #expect(!bounded.lostRefusals(answeredThrough: 0) && bounded.records.map(\.through) == [4])
+    }
+
     @Test func anObjectRefusedTwiceIsNamedOnceWithItsLastReasonInFirstOrder() {
         var l = RefusalLedger()
         l.record(through: 2, writes: [Self.w("a", "first"), Self.w("b")])

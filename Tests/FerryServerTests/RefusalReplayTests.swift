@@ -68,6 +68,12 @@ struct RefusalReplayTests {
                 #expect(!other.messages.contains { if case .error = $0 { true } else { false } })
                 await other.client.close()
             }
+            // The BIND that said it has the answer through 1 made the server forget that
+            // refusal: even a bind that claims less is told nothing now.
+            let late = try await OperationsDevice.connect(port: port, user: user, sdk: nil)
+            try await Self.bind(late, ident: ident, salt: salt, answeredThrough: 0)
+            #expect(Self.refusals(late).isEmpty)
+            await late.client.close()
         }
     }
 }

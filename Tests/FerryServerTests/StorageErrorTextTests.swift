@@ -33,6 +33,9 @@ struct StorageErrorTextTests {
         func forgetLeastRecentClientFile(userId: String) async throws { try await base.forgetLeastRecentClientFile(userId: userId) }
         func forgetClientFile(_ ident: UInt64) async throws { try await base.forgetClientFile(ident) }
         func touchClientFile(_ ident: UInt64, at secondsSinceEpoch: Int) async throws { try await base.touchClientFile(ident, at: secondsSinceEpoch) }
+        func forgetAnsweredRefusals(clientFile ident: UInt64, answeredThrough: UInt64) async throws {
+            try await base.forgetAnsweredRefusals(clientFile: ident, answeredThrough: answeredThrough)
+        }
         func clientFileBound(_ ident: UInt64, at secondsSinceEpoch: Int, serverVersion: UInt64) async throws {
             try await base.clientFileBound(ident, at: secondsSinceEpoch, serverVersion: serverVersion)
         }

@@ -41,6 +41,31 @@ struct RefusalLedgerStorageTests {
         }
     }
 
+    /// A BIND that says the device has every answer through a version drops the records
+    /// through it; none left is stored as none.
+    @Test(arguments: Backend.all)
+    func answeredRefusalsAreForgotten(_ backend: Backend) async throws {
+        try await backend.withStore { store in
+            let s = store.storage
+            let file = try await s.newClientFile(userId: "u1")
+            try await s.writeTransaction { tx in
+                _ = try await tx.write(objects: [:], clientFile: file.ident, clientVersion: 5)
+                try await tx.recordRefusals(clientFile: file.ident, through: 3, writes: [Self.refused(1)])
+                try await tx.recordRefusals(clientFile: file.ident, through: 5, writes: [Self.refused(2)])
+            }
+            try await s.forgetAnsweredRefusals(clientFile: file.ident, answeredThrough: 2)
+            #expect(try await s.clientFile(file.ident)?.refusals.records.map(\.through) == [3, 5])
+            try await s.forgetAnsweredRefusals(clientFile: file.ident, answeredThrough: 4)
+            #expect(try await s.clientFile(file.ident)?.refusals.records == [RefusalLedger.Record(through: 5, writes: [Self.refused(2)])])
+            try await s.forgetAnsweredRefusals(clientFile: file.ident, answeredThrough: 5)
+            #expect(try await s.clientFile(file.ident)?.refusals == RefusalLedger())
+            // Nothing to forget, and a file the store does not have: no change, no error.
+            try await s.forgetAnsweredRefusals(clientFile: file.ident, answeredThrough: 9)
+            try await s.forgetAnsweredRefusals(clientFile: file.ident + 99, answeredThrough: 9)
+            #expect(try await s.clientFile(file.ident)?.acknowledgedClientVersion == 5)
+        }
+    }
+
     @Test(arguments: Backend.all)
     func aFailedTransactionKeepsNoRefusal(_ backend: Backend) async throws {
         try await backend.withStore { store in

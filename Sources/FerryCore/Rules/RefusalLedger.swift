@@ -80,6 +80,15 @@ public struct RefusalLedger: Sendable, Equatable {
         return out
     }
 
+    /// Drops what a device that has every answer through `answeredThrough` is never sent again
+    /// (`toRepeat` skips it): the records through it, and the mark of older ones the bound
+    /// dropped. Its BIND says so, and the server forgets them then, so a device that reads its
+    /// answers leaves nothing behind and its uploads read an empty ledger.
+    public mutating func forgetAnswered(through answeredThrough: UInt64) {
+        records.removeAll { $0.through <= answeredThrough }
+        if droppedThrough <= answeredThrough { droppedThrough = 0 }
+    }
+
     /// Whether a device that answered through `answeredThrough` missed refusals the bound
     /// dropped.
     public func lostRefusals(answeredThrough: UInt64) -> Bool { droppedThrough > answeredThrough }

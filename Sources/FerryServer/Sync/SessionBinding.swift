@@ -58,7 +58,12 @@ enum SessionBinding {
         hub.sessions[key] = s
         if outbox.sendsWriteRules { outbox.send(.writeRules(session: id, rules: hub.app.publishedWriteRules(for: outbox.user, schema: hub.schema))) }
         hub.telemetry.sessionBound(outbox, session: id, clientFile: record.ident, newFile: ident == 0, serverVersion: bindVersion)
-        if ident != 0, let answeredThrough { try await repeatRefusals(hub, s, record, answeredThrough: answeredThrough) }
+        if ident != 0, let answeredThrough {
+            try await repeatRefusals(hub, s, record, answeredThrough: answeredThrough)
+            if record.refusals.records.contains(where: { $0.through <= answeredThrough }) || record.refusals.droppedThrough > 0 {
+                try await hub.storage.forgetAnsweredRefusals(clientFile: record.ident, answeredThrough: answeredThrough)
+            }
+        }
     }
 
     /// Sends a device that just bound the refusals whose answer it did not get
