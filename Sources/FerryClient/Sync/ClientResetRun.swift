@@ -21,3 +21,79 @@ struct ClientResetRun {
     /// How many of the fresh download's changesets this run has staged.
     var stagedChangesets = 0
 }
+
+/// What the session does when the server asks for a client reset: run one, or leave it to the
+/// host's error handler (the error, with why).
+enum ClientResetStart {
+    case run(ClientResetRun)
+    case handOver(SyncError)
+}
+
+/// The next step of a run, for the session to carry out (`SyncSession+ClientReset`).
+enum ClientResetStep: Equatable {
+    /// Ask for the data of the file's subscription set (version), on the new identity.
+    case query(version: UInt64)
+    /// The fresh state is all staged (or empty): apply it at this server version.
+    case finish(serverVersion: UInt64)
+    /// Wait for more of the download.
+    case wait
+}
+
+/// The decisions of a client reset, without I/O (issue 25: deciding apart from doing). The
+/// session reads the facts (the failures counted in the file, the subscription set), asks
+/// here, and does what it is told; `ClientResetRunTests` covers each rule.
+extension ClientResetRun {
+    /// Failed resets in a row (counted in the file) after which the session stops trying and
+    /// hands the reset to the error handler.
+    static let maxFailures: UInt64 = 3
+
+    /// The server refused the file's identity with `error`: what the file's `mode` says to
+    /// do, given whether the server allows recovery (`error.action`) and how many resets of
+    /// this file failed in a row.
+    static func start(_ error: SyncError, mode: ClientResetMode, failures: UInt64) -> ClientResetStart {
+        let recoveryAllowed = error.action == .clientReset
+        let recover: Bool
+        let reason: String
+        switch mode {
+        case .manual:
+            return .handOver(error)
+        case .recoverUnsyncedChanges:
+            guard recoveryAllowed else {
+                var e = error
+                e.message += " (the server disabled recovery, and this database's client reset mode is recoverUnsyncedChanges: the host must handle it)"
+                return .handOver(e)
+            }
+            recover = true
+            reason = ""
+        case .recoverOrDiscardUnsyncedChanges:
+            recover = recoveryAllowed && failures == 0
+            reason = !recoveryAllowed ? "the server disabled recovery" : "an earlier recovery of these changes failed"
+        case .discardUnsyncedChanges:
+            recover = false
+            reason = "the client reset mode is discardUnsyncedChanges"
+        }
+        guard failures < maxFailures else {
+            var e = error
+            e.message += " (the client reset failed \(failures) times in a row; it is not tried again automatically)"
+            return .handOver(e)
+        }
+        return .run(ClientResetRun(error: error, recover: recover, discardReason: reason))
+    }
+
+    /// The server gave the new client file its identity; `subscriptionVersion` is the file's
+    /// set (0: none, so the server's state for it is empty and there is nothing to download).
+    mutating func identified(ident: UInt64, salt: UInt64, subscriptionVersion: UInt64) -> ClientResetStep {
+        self.ident = ident
+        self.salt = salt
+        guard subscriptionVersion > 0 else { return .finish(serverVersion: 0) }
+        queryVersion = subscriptionVersion
+        return .query(version: subscriptionVersion)
+    }
+
+    /// A DOWNLOAD message of the fresh state was staged (`count` changesets): the run is
+    /// complete with the last message of the set it asked for.
+    mutating func staged(_ count: Int, serverVersion: UInt64, subscriptionVersion: UInt64, isLast: Bool) -> ClientResetStep {
+        stagedChangesets += count
+        return isLast && subscriptionVersion >= queryVersion ? .finish(serverVersion: serverVersion) : .wait
+    }
+}

@@ -11,44 +11,19 @@ import FerryStore
 /// says. The host keeps its handles; its notifications report what changed; the error handler
 /// gets the report.
 extension SyncSession {
-    /// Failed resets in a row are counted in the file; past this many the session stops and
-    /// hands the reset to the error handler instead of trying forever.
-    static let maxResetFailures: UInt64 = 3
+    /// Where the file counts its failed resets in a row (`ClientResetRun.maxFailures`).
     static let resetFailuresKey = "client_reset.failures"
 
     func beginClientReset(_ error: SyncError) {
         guard !closed, fatal == nil, let id = sessionId else { return }
-        let recoveryAllowed = error.action == .clientReset
-        let failures = resetFailures()
-        let recover: Bool
-        let reason: String
-        switch resetMode {
-        case .manual:
-            return handOver(error)
-        case .recoverUnsyncedChanges:
-            guard recoveryAllowed else {
-                var e = error
-                e.message += " (the server disabled recovery, and this database's client reset mode is recoverUnsyncedChanges: the host must handle it)"
-                return handOver(e)
-            }
-            recover = true
-            reason = ""
-        case .recoverOrDiscardUnsyncedChanges:
-            recover = recoveryAllowed && failures == 0
-            reason = !recoveryAllowed ? "the server disabled recovery" : "an earlier recovery of these changes failed"
-        case .discardUnsyncedChanges:
-            recover = false
-            reason = "the client reset mode is discardUnsyncedChanges"
+        let run: ClientResetRun
+        switch ClientResetRun.start(error, mode: resetMode, failures: resetFailures()) {
+        case .handOver(let e): return handOver(e)
+        case .run(let r): run = r
         }
-        guard failures < Self.maxResetFailures else {
-            var e = error
-            e.message += " (the client reset failed \(failures) times in a row; it is not tried again automatically)"
-            return handOver(e)
-        }
-        app.log(.info, "client reset of \(path) (\(recover ? "recovering" : "discarding") unsynced changes): \(error.message)")
+        app.log(.info, "client reset of \(path) (\(run.recover ? "recovering" : "discarding") unsynced changes): \(error.message)")
         ready = false
         requeueMarks()
-        let run = ClientResetRun(error: error, recover: recover, discardReason: reason)
         // A run starts from scratch: whatever an earlier run staged (abandoned, or cut short
         // by a crash) is not part of this one's download.
         do { try database.clearStagedResetDownload() } catch { return resetFailed(run, error) }
@@ -59,22 +34,15 @@ extension SyncSession {
     /// The server gave the reset file its new identity: ask for the subscriptions' data.
     func resetIdentified(ident: UInt64, salt: UInt64) {
         guard var run = reset, let id = sessionId else { return }
-        run.ident = ident
-        run.salt = salt
         let set: SubscriptionSet
         do { set = try SubscriptionSet.load(database) } catch {
             // Not "no subscriptions": that would take an empty server state as the file's.
-            reset = run
             return resetFailed(run, error)
         }
-        guard set.version > 0 else {
-            // No subscriptions: the server's state for this file is empty.
-            reset = run
-            return finishClientReset(serverVersion: 0)
-        }
-        run.queryVersion = set.version
+        let step = run.identified(ident: ident, salt: salt, subscriptionVersion: set.version)
         reset = run
-        connection?.send(.query(session: id, version: set.version, subscriptions: set.subscriptions))
+        if case .query(let version) = step { connection?.send(.query(session: id, version: version, subscriptions: set.subscriptions)) }
+        perform(step)
     }
 
     /// One DOWNLOAD message of the fresh state: checked, then staged in the file in a
@@ -89,12 +57,16 @@ extension SyncSession {
             reset = nil
             return resetFailed(run, error)
         }
-        run.stagedChangesets += changesets.count
+        let step = run.staged(changesets.count, serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast)
         reset = run
         resetStagingProbe?(run.stagedChangesets)
         // The probe may have cut the connection, which abandons the run.
-        guard let run = reset, isLast && subscriptionVersion >= run.queryVersion else { return }
-        finishClientReset(serverVersion: serverVersion)
+        guard reset != nil else { return }
+        perform(step)
+    }
+
+    private func perform(_ step: ClientResetStep) {
+        if case .finish(let serverVersion) = step { finishClientReset(serverVersion: serverVersion) }
     }
 
     /// The reset in progress is given up (its connection was lost, or the session closed): its
