@@ -13,27 +13,22 @@ enum HandleKind: String {
     case remoteResults = "remote results"
 }
 
-final class HandleTable: @unchecked Sendable {
+final class HandleTable: Sendable {
     static let shared = HandleTable()
-    private var lock = pthread_mutex_t()
-    private var live: [UInt: (HandleKind, AnyObject)] = [:]
+    private let live = LockedValue<[UInt: (HandleKind, AnyObject)]>([:])
 
-    private init() { pthread_mutex_init(&lock, nil) }
+    private init() {}
 
     func register(_ object: AnyObject, kind: HandleKind) -> OpaquePointer {
         let raw = Unmanaged.passRetained(object).toOpaque()
-        pthread_mutex_lock(&lock)
-        live[UInt(bitPattern: raw)] = (kind, object)
-        pthread_mutex_unlock(&lock)
+        live.withLock { $0[UInt(bitPattern: raw)] = (kind, object) }
         return OpaquePointer(raw)
     }
 
     /// The live object behind a handle, strongly referenced for the caller's use.
     func lookup<T: AnyObject>(_ handle: OpaquePointer?, _ kind: HandleKind, as: T.Type) throws -> T {
         guard let handle else { throw FerryError(.invalidHandle, "the \(kind.rawValue) handle is NULL") }
-        pthread_mutex_lock(&lock)
-        let entry = live[UInt(bitPattern: UnsafeRawPointer(handle))]
-        pthread_mutex_unlock(&lock)
+        let entry = live.withLock { $0[UInt(bitPattern: UnsafeRawPointer(handle))] }
         guard let (k, object) = entry else { throw FerryError(.invalidHandle, "not a live Ferry handle (already freed?)") }
         guard k == kind, let typed = object as? T else {
             throw FerryError(.invalidHandle, "expected a \(kind.rawValue) handle, got a \(k.rawValue) handle")
@@ -45,11 +40,11 @@ final class HandleTable: @unchecked Sendable {
     func remove<T: AnyObject>(_ handle: OpaquePointer?, _ kind: HandleKind, as: T.Type) -> T? {
         guard let handle else { return nil }
         let raw = UnsafeMutableRawPointer(handle)
-        pthread_mutex_lock(&lock)
-        defer { pthread_mutex_unlock(&lock) }
-        guard let (k, object) = live[UInt(bitPattern: raw)], k == kind, let typed = object as? T else { return nil }
-        live[UInt(bitPattern: raw)] = nil
-        Unmanaged<AnyObject>.fromOpaque(raw).release()
-        return typed
+        return live.withLock { live -> T? in
+            guard let (k, object) = live[UInt(bitPattern: raw)], k == kind, let typed = object as? T else { return nil }
+            live[UInt(bitPattern: raw)] = nil
+            Unmanaged<AnyObject>.fromOpaque(raw).release()
+            return typed
+        }
     }
 }

@@ -1,6 +1,5 @@
 import FerryCore
 import Foundation
-import NIOConcurrencyHelpers
 import PostgresNIO
 
 /// A connection leased from the pool within a deadline. postgres-nio's pool keeps a lease
@@ -23,18 +22,18 @@ final class BoundedLease: @unchecked Sendable {
 
     /// Connections taken out of each pool through a lease and not yet given back (the pool
     /// metric `ferry_db_pool_connections`): postgres-nio does not publish its pool's use.
-    private static let inUse = NIOLockedValueBox<[ObjectIdentifier: Int]>([:])
+    private static let inUse = LockedValue<[ObjectIdentifier: Int]>([:])
 
     /// How many of `client`'s connections leases hold now.
-    static func connectionsInUse(of client: PostgresClient) -> Int { inUse.withLockedValue { $0[ObjectIdentifier(client)] ?? 0 } }
+    static func connectionsInUse(of client: PostgresClient) -> Int { inUse.withLock { $0[ObjectIdentifier(client)] ?? 0 } }
 
     static func lease(from client: PostgresClient, within deadline: Duration) async throws -> BoundedLease {
         let handoff = Handoff()
         let holder = Task {
             do {
                 try await client.withConnection { connection in
-                    inUse.withLockedValue { $0[ObjectIdentifier(client), default: 0] += 1 }
-                    defer { inUse.withLockedValue { $0[ObjectIdentifier(client), default: 1] -= 1 } }
+                    inUse.withLock { $0[ObjectIdentifier(client), default: 0] += 1 }
+                    defer { inUse.withLock { $0[ObjectIdentifier(client), default: 1] -= 1 } }
                     guard handoff.deliver(connection) else { return }   // abandoned: back to the pool
                     await handoff.waitForRelease()
                 }
