@@ -22,7 +22,7 @@ extension SyncSession {
         case .run(let r): run = r
         }
         app.log(.info, "client reset of \(path) (\(run.recover ? "recovering" : "discarding") unsynced changes): \(error.message)")
-        ready = false
+        life.notReady()
         requeueMarks()
         // A run starts from scratch: whatever an earlier run staged (abandoned, or cut short
         // by a crash) is not part of this one's download.
@@ -140,7 +140,7 @@ extension SyncSession {
         dropSnapshot()
         app.report(SyncError(code: run.error.code, message: "client reset done: \(run.error.message)", isFatal: false,
                              action: run.error.action, clientResetReport: report), session: self)
-        ready = true
+        life.becameReady()
         uploadPending()
         sendUnsentMarks()
         checkUploadWaiters()

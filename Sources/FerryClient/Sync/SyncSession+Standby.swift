@@ -13,8 +13,7 @@ extension SyncSession {
 
     /// Loop thread: the session starts in standby.
     func enterStandby() {
-        guard !closed, fatal == nil else { return }
-        standby = true
+        guard life.enterStandby() else { return }
         app.log(.info, "\(path): another process is the sync agent; this process writes to the file and takes the role when that process goes")
         scheduleStandbyRetry()
     }
@@ -37,7 +36,7 @@ extension SyncSession {
         guard agent else { return scheduleStandbyRetry() }
         standbyTimer?.invalidate()
         standbyTimer = nil
-        standby = false
+        _ = life.leaveStandby()
         app.log(.info, "\(path): this process is now the sync agent")
         // What the previous agent read of the file is this process's to read again: the
         // acknowledged version and the unsynced count may have moved while it synced.

@@ -15,9 +15,14 @@ public final class SyncSession: @unchecked Sendable {
     let app: App
     weak var connection: SyncConnection?
     private(set) var sessionId: UInt64?
+    /// Ready, closed, paused, in standby, failed (`SessionLifecycle`: its invariants).
+    var life = SessionLifecycle()
     /// Bound and identified: messages may flow.
-    var ready = false
-    var closed = false
+    var ready: Bool { life.ready }
+    var closed: Bool { life.closed }
+    var paused: Bool { life.paused }
+    var standby: Bool { life.standby }
+    var fatal: SyncError? { life.fatal }
     /// What was sent and what the server acknowledged (`UploadWindow`: its invariants).
     var uploads: UploadWindow
     var lastUploaded: UInt64 { uploads.lastUploaded }
@@ -40,11 +45,8 @@ public final class SyncSession: @unchecked Sendable {
     var receiptMarksSent = 0
     /// Sends a receipt MARK when acknowledgements stop coming (SyncSession+Receipts).
     var receiptTimer: LoopTimer?
-    /// Another process is the file's sync agent: this session waits for the role
-    /// (SyncSession+Standby, loop thread).
-    var standby = false
+    /// Retries the sync agent role while in standby (SyncSession+Standby, loop thread).
     var standbyTimer: LoopTimer?
-    var fatal: SyncError?
     /// What the host chose for client resets, and the reset in progress (loop thread).
     let resetMode: ClientResetMode
     let beforeReset: (@Sendable (Database) -> Void)?
@@ -55,7 +57,6 @@ public final class SyncSession: @unchecked Sendable {
     /// Tests only (loop thread): called after each DOWNLOAD message of a reset's fresh state is
     /// staged, with the number of changesets the run has staged so far.
     var resetStagingProbe: ((Int) -> Void)?
-    var paused = false
     /// The upload progress's count of local changesets not acknowledged yet.
     private var progressCount: UploadProgressCount
     let progress: ProgressNotifiers
@@ -171,8 +172,7 @@ public final class SyncSession: @unchecked Sendable {
         // The state reads `paused` as soon as this returns; the loop thread does the rest.
         shared.withLock { if $0.state == .active { $0.state = .paused } }
         app.loop.post { [self] in
-            guard !closed, fatal == nil, !paused else { return }
-            paused = true
+            guard life.pause() else { return }
             app.pausedSessions[ObjectIdentifier(self)] = self
             let c = connection
             connection = nil
@@ -187,8 +187,7 @@ public final class SyncSession: @unchecked Sendable {
     public func resume() {
         shared.withLock { if $0.state == .paused { $0.state = .active } }
         app.loop.post { [self] in
-            guard !closed, fatal == nil, paused else { return }
-            paused = false
+            guard life.resume() else { return }
             app.pausedSessions[ObjectIdentifier(self)] = nil
             // In standby the session connects when it gets the sync agent role.
             if !standby { app.attach(self) }
@@ -268,7 +267,7 @@ public final class SyncSession: @unchecked Sendable {
         if precheck != nil { database.setCommitCheck(nil) }
         let done = LoopSemaphore()
         app.loop.post { [self] in
-            closed = true
+            _ = life.close()
             receiptTimer?.invalidate()
             receiptTimer = nil
             standbyTimer?.invalidate()
@@ -296,8 +295,8 @@ public final class SyncSession: @unchecked Sendable {
 
     /// The connection is open: bind, then (once identified) query and upload.
     func activate() {
-        guard !closed, fatal == nil, !paused, let id = sessionId else { return }
-        ready = false
+        guard life.wantsConnection, let id = sessionId else { return }
+        life.notReady()
         do {
             let meta = try database.syncMetadata()
             uploads.connected(stored: meta.acknowledged, answered: meta.answered)
@@ -313,7 +312,7 @@ public final class SyncSession: @unchecked Sendable {
     }
 
     private func identified(knownFile: Bool) {
-        ready = true
+        guard life.becameReady() else { return }
         sentQueryVersion = 0
         sendQuery(bound: knownFile)
         uploadPending()
@@ -360,7 +359,7 @@ public final class SyncSession: @unchecked Sendable {
 
     /// The connection closed (`fatal` nil: it will reconnect).
     func connectionEnded(fatal error: SyncError?) {
-        ready = false
+        life.notReady()
         // The captures stay: a revert's error lost with this connection is sent again at the
         // next BIND (`RefusalLedger`), and claims them then (SPEC F-NOLOSS).
         // A reset in progress starts over: the file still has its old identity, which the
@@ -479,9 +478,7 @@ public final class SyncSession: @unchecked Sendable {
     /// A fatal error: the session stops syncing for good (it leaves its connection, so
     /// `App.reconnect()` has nothing to do for it), reports, and fails its waits.
     func fail(_ error: SyncError) {
-        guard fatal == nil else { return }
-        fatal = error
-        ready = false
+        guard life.fail(error) else { return }
         receiptTimer?.invalidate()
         receiptTimer = nil
         standbyTimer?.invalidate()
