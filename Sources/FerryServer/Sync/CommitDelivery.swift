@@ -42,13 +42,19 @@ enum CommitDelivery {
         var skippedIdle: [SessionKey] = []
         var receivers: [FanOutEncoding.Receiver] = []
         for key in concerned {
-            guard let other = hub.sessions[key], other.hasQuery else { continue }
+            guard let other = hub.sessions[key] else { continue }
             // Others are caught up from storage once no upload is in flight (`SessionCatchUp.headMoved`); so
             // is a session whose client has not read what it was sent (`fanOutWindowBytes`).
-            guard !other.busy, other.delivered == before, other.outbox.queuedBytes <= hub.limits.fanOutWindowBytes else {
-                hub.sessions.skip(key, owing: after)
-                if !other.busy { skippedIdle.append(key) }
+            switch DeliveryRules.fanOut(other.delivery, before: before, queuedBytes: other.outbox.queuedBytes,
+                                        windowBytes: hub.limits.fanOutWindowBytes) {
+            case .ignore:
                 continue
+            case .skip(let idle):
+                hub.sessions.skip(key, owing: after)
+                if idle { skippedIdle.append(key) }
+                continue
+            case .send:
+                break
             }
             sent.append(key)
             receivers.append(FanOutEncoding.Receiver(session: other.id, view: other.view, acknowledged: other.acknowledged,
@@ -61,9 +67,13 @@ enum CommitDelivery {
         // joins the chain once the chain reaches it; behind, it is caught up now, not when
         // this node's uploads pause, unless its own upload awaits its answer (`respond`
         // catches it up after that).
-        for key in skippedIdle where hub.uploading[key] == nil {
-            guard let s = hub.sessions[key], !s.busy else { continue }
-            if s.lastSkipped <= s.delivered { hub.sessions.reconsiderChain(key) } else { SessionCatchUp.startCatchUp(hub, key) }
+        for key in skippedIdle {
+            guard let s = hub.sessions[key] else { continue }
+            switch DeliveryRules.afterSkip(s.delivery, uploading: hub.uploading[key] != nil) {
+            case .leave: break
+            case .followChain: hub.sessions.reconsiderChain(key)
+            case .catchUp: SessionCatchUp.startCatchUp(hub, key)
+            }
         }
     }
 
@@ -80,7 +90,7 @@ enum CommitDelivery {
         let entries = committed.outcome.entries
         var target = committed.after
         var extras: [ObjectKey] = []
-        let inMemory = s.delivered == committed.before || !s.hasQuery && s.delivered <= committed.before
+        let inMemory = DeliveryRules.answersFromMemory(s.delivery, before: committed.before)
         if inMemory {
             for (k, e) in entries {
                 guard let os = hub.schema.objectSchema(named: k.table) else { continue }

@@ -26,6 +26,11 @@ struct ServerSession: Sendable {
     var busy = false
 
     var key: SessionKey { SessionKey(connection: outbox.id, session: id) }
+
+    /// What the delivery rules decide on (`DeliveryRules`).
+    var delivery: DeliveryRules.Session {
+        DeliveryRules.Session(hasQuery: hasQuery, busy: busy, delivered: delivered, lastSkipped: lastSkipped)
+    }
 }
 
 struct SessionKey: Hashable, Sendable {

@@ -17,7 +17,7 @@ enum SessionCatchUp {
         hub.sessions.breakChain(at: hub.knownHead)
         var behind: [SessionKey] = []
         for key in hub.sessions.detachedKeys {
-            guard let s = hub.sessions[key], s.hasQuery, !s.busy, s.delivered < hub.knownHead else { continue }
+            guard let s = hub.sessions[key], DeliveryRules.needsCatchUp(s.delivery, head: hub.knownHead) else { continue }
             behind.append(key)
         }
         guard behind.count > 1 else {
@@ -118,7 +118,7 @@ enum SessionCatchUp {
     /// Frees a session's turn; if commits arrived meanwhile, catches it up.
     static func releaseAndCatchUp(_ hub: isolated SyncHub, _ key: SessionKey) {
         hub.sessions.release(key)
-        if let s = hub.sessions[key], s.hasQuery, !s.busy, s.delivered < hub.knownHead { startCatchUp(hub, key) }
+        if let s = hub.sessions[key], DeliveryRules.needsCatchUp(s.delivery, head: hub.knownHead) { startCatchUp(hub, key) }
     }
 
     /// The catch-up instructions themselves, read off the 
