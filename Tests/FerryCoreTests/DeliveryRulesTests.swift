@@ -44,6 +44,20 @@ struct DeliveryRulesTests {
         #expect(DeliveryRules.afterSkip(S(hasQuery: true, busy: true, delivered: 9, lastSkipped: 11), uploading: false) == .leave)
     }
 
+    @Test func aSessionFollowsTheChainOnlyIfItMissedNothingOfIt() {
+        let follows = { (s: S) in DeliveryRules.followsChain(s, chainStart: 10, chainHead: 15) }
+        #expect(follows(S(hasQuery: true, busy: false, delivered: 10)))
+        #expect(follows(S(hasQuery: true, busy: false, delivered: 15, lastSkipped: 12)))
+        // Before the chain's start: a commit before it may concern it.
+        #expect(!follows(S(hasQuery: true, busy: false, delivered: 9)))
+        // Past the chain's head (a catch-up read further), busy, without a query, or owing a
+        // commit it was skipped for.
+        #expect(!follows(S(hasQuery: true, busy: false, delivered: 16)))
+        #expect(!follows(S(hasQuery: true, busy: true, delivered: 12)))
+        #expect(!follows(S(hasQuery: false, busy: false, delivered: 12)))
+        #expect(!follows(S(hasQuery: true, busy: false, delivered: 12, lastSkipped: 13)))
+    }
+
     @Test func catchUpAndAnswersFromMemory() {
         #expect(DeliveryRules.needsCatchUp(S(hasQuery: true, busy: false, delivered: 4), head: 5))
         #expect(!DeliveryRules.needsCatchUp(S(hasQuery: true, busy: false, delivered: 5), head: 5))

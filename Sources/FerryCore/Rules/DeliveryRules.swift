@@ -60,6 +60,15 @@ public enum DeliveryRules {
         return s.lastSkipped <= s.delivered ? .followChain : .catchUp
     }
 
+    /// Whether a session follows the chain of this node's commits fanned out from memory
+    /// (`chainStart`, `chainHead`]: it does when it is idle with a query, owes nothing it was
+    /// skipped for, and has every commit up to the chain's start, since every commit after that
+    /// was fanned out here and none that concerned it was missed. A follower's `delivered` is
+    /// the chain's head, whatever is stored, until it leaves the chain.
+    public static func followsChain(_ s: Session, chainStart: UInt64, chainHead: UInt64) -> Bool {
+        s.hasQuery && !s.busy && s.lastSkipped <= s.delivered && s.delivered >= chainStart && s.delivered <= chainHead
+    }
+
     /// Whether a session must be caught up from storage now: it has a query, no task sends to
     /// it, and it lacks commits through `head`.
     public static func needsCatchUp(_ s: Session, head: UInt64) -> Bool {

@@ -45,8 +45,7 @@ final class SessionRegistry {
             } else {
                 sessions[key] = newValue
             }
-            if newValue.hasQuery && !newValue.busy && newValue.lastSkipped <= newValue.delivered
-                && newValue.delivered >= chainStart && newValue.delivered <= chainHead {
+            if DeliveryRules.followsChain(newValue.delivery, chainStart: chainStart, chainHead: chainHead) {
                 detached.remove(key)
             } else {
                 detached.insert(key)
