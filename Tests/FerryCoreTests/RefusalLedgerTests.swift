@@ -47,6 +47,18 @@ struct RefusalLedgerTests {
         #expect(!bounded.lostRefusals(answeredThrough: 0) && bounded.records.map(\.through) == [4])
     }
 
+    @Test func aBindRepeatsWhatFollowsItsAnswerAndKeepsOnlyThat() {
+        var l = RefusalLedger()
+        l.record(through: 3, writes: [Self.w("a")])
+        l.record(through: 5, writes: [Self.w("b")])
+        let (again, kept) = l.atBind(answeredThrough: 3, acknowledged: 5)
+        #expect(again == [Self.w("b")])
+        #expect(kept.records.map(\.through) == [5])
+        // A later bind that lost that answer too is still told.
+        #expect(kept.atBind(answeredThrough: 3, acknowledged: 5).repeat == [Self.w("b")])
+        #expect(kept.atBind(answeredThrough: 5, acknowledged: 5) == ([], RefusalLedger()))
+    }
+
     @Test func anObjectRefusedTwiceIsNamedOnceWithItsLastReasonInFirstOrder() {
         var l = RefusalLedger()
         l.record(through: 2, writes: [Self.w("a", "first"), Self.w("b")])

@@ -102,9 +102,11 @@ struct SimServer {
             } else {
                 guard let f = files[ident], f.salt == salt else { throw failure("device \(device) bound client file \(ident), which the server never issued") }
                 guard lastServerVersion <= head else { throw failure("device \(device) claims server version \(lastServerVersion) past the head \(head)") }
-                // As `SessionBinding.repeatRefusals`: the refusals the device has no answer for,
-                // with their objects as they are now.
-                repeated = refusals[ident]?.toRepeat(answeredThrough: answeredThrough, acknowledged: f.acknowledged) ?? []
+                // As `SessionBinding.bind`: the refusals the device has no answer for, with their
+                // objects as they are now; what it has answered is forgotten.
+                if let ledger = refusals[ident] {
+                    (repeated, refusals[ident]) = ledger.atBind(answeredThrough: answeredThrough, acknowledged: f.acknowledged)
+                }
             }
             sessions[device] = (file, delivered)
             refusalsRepeated += repeated.count

@@ -89,6 +89,15 @@ public struct RefusalLedger: Sendable, Equatable {
         if droppedThrough <= answeredThrough { droppedThrough = 0 }
     }
 
+    /// What a device's BIND with `answeredThrough` does: the refusals to send it again
+    /// (`toRepeat`), and the ledger to keep (`forgetAnswered`; store it when it differs from
+    /// this one). The server's bind and the simulation's both apply it.
+    public func atBind(answeredThrough: UInt64, acknowledged: UInt64) -> (repeat: [CompensatingWrite], kept: RefusalLedger) {
+        var kept = self
+        kept.forgetAnswered(through: answeredThrough)
+        return (toRepeat(answeredThrough: answeredThrough, acknowledged: acknowledged), kept)
+    }
+
     /// Whether a device that answered through `answeredThrough` missed refusals the bound
     /// dropped.
     public func lostRefusals(answeredThrough: UInt64) -> Bool { droppedThrough > answeredThrough }

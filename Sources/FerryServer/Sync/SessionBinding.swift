@@ -59,10 +59,9 @@ enum SessionBinding {
         if outbox.sendsWriteRules { outbox.send(.writeRules(session: id, rules: hub.app.publishedWriteRules(for: outbox.user, schema: hub.schema))) }
         hub.telemetry.sessionBound(outbox, session: id, clientFile: record.ident, newFile: ident == 0, serverVersion: bindVersion)
         if ident != 0, let answeredThrough {
-            try await repeatRefusals(hub, s, record, answeredThrough: answeredThrough)
-            if record.refusals.records.contains(where: { $0.through <= answeredThrough }) || record.refusals.droppedThrough > 0 {
-                try await hub.storage.forgetAnsweredRefusals(clientFile: record.ident, answeredThrough: answeredThrough)
-            }
+            let (writes, kept) = record.refusals.atBind(answeredThrough: answeredThrough, acknowledged: record.acknowledgedClientVersion)
+            try await repeatRefusals(hub, s, record, writes, answeredThrough: answeredThrough)
+            if kept != record.refusals { try await hub.storage.forgetAnsweredRefusals(clientFile: record.ident, answeredThrough: answeredThrough) }
         }
     }
 
@@ -72,14 +71,14 @@ enum SessionBinding {
     /// and lets the device capture what the revert takes, then the ERROR 231 naming them.
     /// Before the session's first QUERY, so at the version it bound with, as an upload's answer
     /// before a QUERY is.
-    static func repeatRefusals(_ hub: isolated SyncHub, _ s: ServerSession, _ record: ClientFileRecord, answeredThrough: UInt64) async throws {
+    static func repeatRefusals(_ hub: isolated SyncHub, _ s: ServerSession, _ record: ClientFileRecord, _ writes: [CompensatingWrite],
+                               answeredThrough: UInt64) async throws {
         if record.refusals.lostRefusals(answeredThrough: answeredThrough) {
             s.outbox.logger.warning("""
                 connection \(s.outbox.id) session \(s.id): client file \(record.ident) missed refusals older than the \(RefusalLedger.maxWrites) \
                 the server keeps; they are not sent again
                 """)
         }
-        let writes = record.refusals.toRepeat(answeredThrough: answeredThrough, acknowledged: record.acknowledgedClientVersion)
         guard !writes.isEmpty else { return }
         // Read in one go (one round trip on PostgreSQL, however many: at most the ledger's bound).
         let keys = writes.compactMap { w in hub.schema.objectSchema(named: w.objectType).map { _ in ObjectKey(table: w.objectType, key: w.primaryKey) } }
