@@ -26,7 +26,7 @@ enum PostgresClientFiles {
                 ident: UInt64(bitPattern: ident), salt: UInt64(bitPattern: salt), userId: userId,
                 acknowledgedClientVersion: UInt64(bitPattern: acked), subscriptionVersion: UInt64(bitPattern: subVersion),
                 subscriptions: try subs.map { try SubscriptionCodec.decode($0.bytes) } ?? [], lastSeen: Int(lastSeen))
-            if let refusals { record.refusals = try RefusalLedger.decode(refusals.bytes) }
+            if let refusals { record.refusalBytes = refusals.bytes }
             out[UInt64(bitPattern: ident)] = record
         }
         return out

@@ -199,12 +199,14 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     /// Compare and set: the ledger is replaced only if no upload changed it since it was read.
     public func forgetAnsweredRefusals(clientFile ident: UInt64, answeredThrough: UInt64) async throws {
-        guard let before = try await clientFile(ident)?.refusals, !before.isEmpty else { return }
-        var after = before
+        guard let bytes = try await clientFile(ident)?.refusalBytes, !bytes.isEmpty else { return }
+        // A damaged ledger is dropped (the bind that read it logged it).
+        let before = try? RefusalLedger.decode(bytes)
+        var after = before ?? RefusalLedger()
         after.forgetAnswered(through: answeredThrough)
         guard after != before else { return }
         let id = Int64(bitPattern: ident)
-        let old = before.encoded.buffer
+        let old = bytes.buffer
         if after.isEmpty {
             try await execute("forgetting client file \(ident)'s answered refusals",
                               "UPDATE client_files SET refusals = NULL WHERE ident = \(id) AND refusals = \(old)")

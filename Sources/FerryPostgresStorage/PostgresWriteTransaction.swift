@@ -156,12 +156,12 @@ final class PostgresWriteTransaction: SyncWriteTransaction, @unchecked Sendable 
         let (ack, refusals) = lock.withLock { (pendingAcks[r.ident], pendingRefusals[r.ident]) }
         var r = r
         if let ack, ack > r.acknowledgedClientVersion { r.acknowledgedClientVersion = ack }
-        if let refusals { r.refusals = refusals }
+        if let refusals { r.refusalBytes = refusals.encoded }
         return r
     }
 
     func recordRefusals(clientFile ident: UInt64, through: UInt64, writes: [CompensatingWrite]) async throws {
-        guard !writes.isEmpty, var ledger = try await clientFile(ident)?.refusals else { return }
+        guard !writes.isEmpty, var ledger = try await clientFile(ident)?.refusalsToExtend else { return }
         ledger.record(through: through, writes: writes)
         lock.withLock { pendingRefusals[ident] = ledger }
     }

@@ -211,8 +211,10 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
 
     public func forgetAnsweredRefusals(clientFile ident: UInt64, answeredThrough: UInt64) async throws {
         try await write { db in
-            guard let before = try Self.clientFile(db, ident)?.refusals, !before.isEmpty else { return }
-            var after = before
+            guard let bytes = try Self.clientFile(db, ident)?.refusalBytes, !bytes.isEmpty else { return }
+            // A damaged ledger is dropped (the bind that read it logged it).
+            let before = try? RefusalLedger.decode(bytes)
+            var after = before ?? RefusalLedger()
             after.forgetAnswered(through: answeredThrough)
             guard after != before else { return }
             let s = try db.statement("UPDATE client_files SET refusals = ? WHERE ident = ?")
@@ -257,13 +259,13 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
         var record = ClientFileRecord(ident: ident, salt: UInt64(bitPattern: s.int64(0)), userId: s.string(1),
                                       acknowledgedClientVersion: UInt64(bitPattern: s.int64(2)),
                                       subscriptionVersion: UInt64(bitPattern: s.int64(3)), subscriptions: subs, lastSeen: Int(s.int64(5)))
-        if !s.isNull(6) { record.refusals = try RefusalLedger.decode(s.blob(6)) }
+        if !s.isNull(6) { record.refusalBytes = s.blob(6) }
         return record
     }
 
     /// `SyncWriteTransaction.recordRefusals` on the writer, inside its transaction.
     static func recordRefusals(_ db: SQLiteConnection, clientFile ident: UInt64, through: UInt64, writes: [CompensatingWrite]) throws {
-        guard !writes.isEmpty, var ledger = try clientFile(db, ident)?.refusals else { return }
+        guard !writes.isEmpty, var ledger = try clientFile(db, ident)?.refusalsToExtend else { return }
         ledger.record(through: through, writes: writes)
         let s = try db.statement("UPDATE client_files SET refusals = ? WHERE ident = ?")
         defer { s.reset() }

@@ -11,9 +11,15 @@ public struct ClientFileRecord: Sendable, Equatable {
     public var subscriptions: [Subscription]
     /// When the client file last bound or uploaded (seconds since the epoch; 0: unknown).
     public var lastSeen: Int = 0
+    /// The stored refusal ledger (empty: none), decoded only when asked (`refusals`): every
+    /// upload reads its client file, and only a BIND and an upload with refusals need it.
+    public var refusalBytes: [UInt8] = []
     /// The compensating writes sent to the file, kept to send again when their answer was lost
-    /// (`RefusalLedger`).
-    public var refusals = RefusalLedger()
+    /// (`RefusalLedger`). Throws when the stored bytes are damaged.
+    public var refusals: RefusalLedger { get throws { try RefusalLedger.decode(refusalBytes) } }
+    /// The ledger to add an upload's refusals to: the stored one, or a new one if it is
+    /// damaged (what it held is lost; the bind that reads it logs that).
+    public var refusalsToExtend: RefusalLedger { (try? RefusalLedger.decode(refusalBytes)) ?? RefusalLedger() }
     public init(ident: UInt64, salt: UInt64, userId: String, acknowledgedClientVersion: UInt64, subscriptionVersion: UInt64,
                 subscriptions: [Subscription], lastSeen: Int = 0) {
         self.ident = ident

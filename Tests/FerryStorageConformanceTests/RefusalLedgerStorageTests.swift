@@ -33,9 +33,9 @@ struct RefusalLedgerStorageTests {
             try await place.withOpen { store in
                 let record = try #require(try await store.storage.clientFile(file))
                 #expect(record.acknowledgedClientVersion == 5)
-                #expect(record.refusals.records == [RefusalLedger.Record(through: 3, writes: [Self.refused(1)]),
+                #expect(try record.refusals.records == [RefusalLedger.Record(through: 3, writes: [Self.refused(1)]),
                                                     RefusalLedger.Record(through: 5, writes: [Self.refused(2), Self.refused(3)])])
-                #expect(record.refusals.toRepeat(answeredThrough: 3, acknowledged: record.acknowledgedClientVersion) == [Self.refused(2), Self.refused(3)])
+                #expect(try record.refusals.toRepeat(answeredThrough: 3, acknowledged: record.acknowledgedClientVersion) == [Self.refused(2), Self.refused(3)])
                 #expect(try await store.storage.clientFile(other)?.refusals.isEmpty == true)
             }
         }
@@ -66,6 +66,21 @@ struct RefusalLedgerStorageTests {
         }
     }
 
+    /// A client file is read by every upload; its ledger is decoded only when asked, so damaged
+    /// bytes fail only what needs them (a BIND logs and drops them; an upload with refusals
+    /// starts a new ledger), never the device's sync.
+    @Test func aDamagedLedgerIsDecodedOnlyWhenAsked() throws {
+        var record = ClientFileRecord(ident: 1, salt: 2, userId: "u1", acknowledgedClientVersion: 0, subscriptionVersion: 0, subscriptions: [])
+        #expect(try record.refusals == RefusalLedger())
+        var ledger = RefusalLedger()
+        ledger.record(through: 3, writes: [Self.refused(1)])
+        record.refusalBytes = ledger.encoded
+        #expect(try record.refusals == ledger && record.refusalsToExtend == ledger)
+        record.refusalBytes = [1, 0, 9, 9]
+        #expect(throws: (any Error).self) { try record.refusals }
+        #expect(record.refusalsToExtend == RefusalLedger())
+    }
+
     @Test(arguments: Backend.all)
     func aFailedTransactionKeepsNoRefusal(_ backend: Backend) async throws {
         try await backend.withStore { store in
@@ -80,7 +95,7 @@ struct RefusalLedgerStorageTests {
                 }
             }
             let record = try #require(try await s.clientFile(file.ident))
-            #expect(record.acknowledgedClientVersion == 0 && record.refusals.isEmpty)
+            #expect(try record.acknowledgedClientVersion == 0 && record.refusals.isEmpty)
         }
     }
 }

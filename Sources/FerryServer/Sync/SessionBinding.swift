@@ -59,9 +59,14 @@ enum SessionBinding {
         if outbox.sendsWriteRules { outbox.send(.writeRules(session: id, rules: hub.app.publishedWriteRules(for: outbox.user, schema: hub.schema))) }
         hub.telemetry.sessionBound(outbox, session: id, clientFile: record.ident, newFile: ident == 0, serverVersion: bindVersion)
         if ident != 0, let answeredThrough {
-            let (writes, kept) = record.refusals.atBind(answeredThrough: answeredThrough, acknowledged: record.acknowledgedClientVersion)
-            try await repeatRefusals(hub, s, record, writes, answeredThrough: answeredThrough)
-            if kept != record.refusals { try await hub.storage.forgetAnsweredRefusals(clientFile: record.ident, answeredThrough: answeredThrough) }
+            let ledger: RefusalLedger?
+            do { ledger = try record.refusals } catch {
+                outbox.logger.error("connection \(outbox.id) session \(id): the refusals kept for client file \(record.ident) are damaged (\(error)): they are dropped, and the device is not told again of those it missed")
+                ledger = nil
+            }
+            let (writes, kept) = (ledger ?? RefusalLedger()).atBind(answeredThrough: answeredThrough, acknowledged: record.acknowledgedClientVersion)
+            try await repeatRefusals(hub, s, record, ledger ?? RefusalLedger(), writes, answeredThrough: answeredThrough)
+            if kept != ledger { try await hub.storage.forgetAnsweredRefusals(clientFile: record.ident, answeredThrough: answeredThrough) }
         }
     }
 
@@ -71,9 +76,9 @@ enum SessionBinding {
     /// and lets the device capture what the revert takes, then the ERROR 231 naming them.
     /// Before the session's first QUERY, so at the version it bound with, as an upload's answer
     /// before a QUERY is.
-    static func repeatRefusals(_ hub: isolated SyncHub, _ s: ServerSession, _ record: ClientFileRecord, _ writes: [CompensatingWrite],
-                               answeredThrough: UInt64) async throws {
-        if record.refusals.lostRefusals(answeredThrough: answeredThrough) {
+    static func repeatRefusals(_ hub: isolated SyncHub, _ s: ServerSession, _ record: ClientFileRecord, _ ledger: RefusalLedger,
+                               _ writes: [CompensatingWrite], answeredThrough: UInt64) async throws {
+        if ledger.lostRefusals(answeredThrough: answeredThrough) {
             s.outbox.logger.warning("""
                 connection \(s.outbox.id) session \(s.id): client file \(record.ident) missed refusals older than the \(RefusalLedger.maxWrites) \
                 the server keeps; they are not sent again
