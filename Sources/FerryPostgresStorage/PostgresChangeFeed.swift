@@ -98,7 +98,7 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
                                    notified: { notification in
                                        if let (signal, sent) = PostgresSyncMeta.notification(payload: notification.payload) {
                                            if let sent {
-                                               let lag = max(0, Date().timeIntervalSince1970 - Double(sent) / 1000)
+                                               let lag = max(0, (Double(WallClock.system.millisecondsSinceEpoch()) - Double(sent)) / 1000)  // in Double: `sent` is any Int64 a payload held
                                                lock.withLock { lastLag = lag }
                                            }
                                            publish(headVersion: signal.headVersion, stateRevision: signal.stateRevision)
