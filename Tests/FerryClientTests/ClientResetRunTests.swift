@@ -24,23 +24,27 @@ import Testing
             (.discardUnsyncedChanges, Self.withRecovery, ClientResetRun.maxFailures, nil),
             (.recoverUnsyncedChanges, Self.withRecovery, ClientResetRun.maxFailures, nil),
         ]
-        for (mode, error, failures, recover) in cases {
-            switch ClientResetRun.start(error, mode: mode, failures: failures) {
-            case .run(let run):
-                #expect(run.recover == recover, "\(mode) \(error.action) \(failures)")
+        for (mode, refusal, failures, recover) in cases {
+            do {
+                let run = try ClientResetRun.start(refusal, mode: mode, failures: failures)
+                #expect(run.recover == recover, "\(mode) \(refusal.action) \(failures)")
                 #expect(run.ident == 0 && run.queryVersion == 0 && run.stagedChangesets == 0)
                 #expect(run.recover || !run.discardReason.isEmpty, "a discard says why: \(mode)")
-            case .handOver(let e):
-                #expect(recover == nil, "\(mode) \(error.action) \(failures) was handed over: \(e.message)")
-                #expect(e.code == error.code && e.message.hasPrefix(error.message))
+            } catch {
+                #expect(recover == nil, "\(mode) \(refusal.action) \(failures) was handed over: \(error.message)")
+                #expect(error.code == refusal.code && error.message.hasPrefix(refusal.message))
             }
         }
     }
 
     @Test func whyAResetIsHandedOverIsInItsMessage() {
-        guard case .handOver(let disabled) = ClientResetRun.start(Self.noRecovery, mode: .recoverUnsyncedChanges, failures: 0),
-              case .handOver(let failing) = ClientResetRun.start(Self.withRecovery, mode: .discardUnsyncedChanges, failures: 3),
-              case .handOver(let manual) = ClientResetRun.start(Self.withRecovery, mode: .manual, failures: 0) else {
+        func handedOver(_ error: SyncError, _ mode: ClientResetMode, _ failures: UInt64) -> SyncError? {
+            do { _ = try ClientResetRun.start(error, mode: mode, failures: failures) } catch { return error }
+            return nil
+        }
+        guard let disabled = handedOver(Self.noRecovery, .recoverUnsyncedChanges, 0),
+              let failing = handedOver(Self.withRecovery, .discardUnsyncedChanges, 3),
+              let manual = handedOver(Self.withRecovery, .manual, 0) else {
             Issue.record("not handed over")
             return
         }
@@ -49,11 +53,8 @@ import Testing
         #expect(manual.message == Self.withRecovery.message)
     }
 
-    @Test func aRunAsksForItsSetAndEndsWithItsLastMessage() {
-        guard case .run(var run) = ClientResetRun.start(Self.withRecovery, mode: .recoverUnsyncedChanges, failures: 0) else {
-            Issue.record("no run")
-            return
-        }
+    @Test func aRunAsksForItsSetAndEndsWithItsLastMessage() throws {
+        var run = try ClientResetRun.start(Self.withRecovery, mode: .recoverUnsyncedChanges, failures: 0)
         #expect(run.identified(ident: 7, salt: 9, subscriptionVersion: 3) == .query(version: 3))
         #expect(run.ident == 7 && run.salt == 9 && run.queryVersion == 3)
         #expect(run.staged(2, serverVersion: 10, subscriptionVersion: 3, isLast: false) == .wait)
@@ -63,11 +64,8 @@ import Testing
         #expect(run.stagedChangesets == 7)
     }
 
-    @Test func aFileWithoutSubscriptionsBecomesEmptyAtOnce() {
-        guard case .run(var run) = ClientResetRun.start(Self.withRecovery, mode: .discardUnsyncedChanges, failures: 0) else {
-            Issue.record("no run")
-            return
-        }
+    @Test func aFileWithoutSubscriptionsBecomesEmptyAtOnce() throws {
+        var run = try ClientResetRun.start(Self.withRecovery, mode: .discardUnsyncedChanges, failures: 0)
         #expect(run.identified(ident: 4, salt: 1, subscriptionVersion: 0) == .finish(serverVersion: 0))
         #expect(run.queryVersion == 0)
     }

@@ -17,10 +17,7 @@ extension SyncSession {
     func beginClientReset(_ error: SyncError) {
         guard !closed, fatal == nil, let id = sessionId else { return }
         let run: ClientResetRun
-        switch ClientResetRun.start(error, mode: resetMode, failures: resetFailures()) {
-        case .handOver(let e): return handOver(e)
-        case .run(let r): run = r
-        }
+        do { run = try ClientResetRun.start(error, mode: resetMode, failures: resetFailures()) } catch { return handOver(error) }
         app.log(.info, "client reset of \(path) (\(run.recover ? "recovering" : "discarding") unsynced changes): \(error.message)")
         life.notReady()
         requeueMarks()
