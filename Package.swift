@@ -109,9 +109,9 @@ let package = Package(
         ]),
         /// Helpers the test targets share (not shipped): child processes started without
         /// Foundation's `Process`, deadlines (`within`, `poll`), a webhook receiver for the
-        /// trigger tests.
+        /// trigger tests, the seeded generator of the randomized tests (`SplitMix64`).
         .target(name: "FerryTestSupport", dependencies: ["FerryCore", .product(name: "Hummingbird", package: "hummingbird")], path: "Tests/Support"),
-        .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
+        .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore", "FerryTestSupport"]),
         .testTarget(name: "FerryAppConfigTests", dependencies: ["FerryAppConfig"]),
         .testTarget(name: "FerryServerTests", dependencies: [
             "FerryServer", "FerryTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -119,7 +119,7 @@ let package = Package(
         .testTarget(name: "FerryAuthTests", dependencies: [
             "FerryAuth", "FerryTestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
         ]),
-        .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerrySQLite", "FerryClient"]),
+        .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerrySQLite", "FerryClient", "FerryTestSupport"]),
         /// One suite run against every storage backend (PostgreSQL when FERRY_TEST_POSTGRES_URL
         /// names a database the tests may empty).
         .testTarget(name: "FerryStorageConformanceTests", dependencies: [

@@ -2,6 +2,7 @@ import FerryClient
 import FerryCore
 import FerryStore
 import Foundation
+import FerryTestSupport
 import Testing
 
 /// Sessions through tools/fault-proxy (issue 4, points 6 and 7): the read timeout drops a dead

@@ -2,6 +2,7 @@ import FerryClient
 import FerryCore
 import FerryStore
 import Foundation
+import FerryTestSupport
 import Testing
 
 /// Randomized convergence (issue 3, point 15): five devices of one user make random creates,
@@ -408,16 +409,3 @@ struct RandomConvergenceTests {
     }
 }
 
-/// A small seeded generator, so a failing run can be replayed exactly.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func nextRaw() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func next(_ bound: Int) -> Int { Int(nextRaw() % UInt64(max(bound, 1))) }
-}

@@ -1,4 +1,5 @@
 @testable import FerryClient
+import FerryTestSupport
 import Testing
 
 /// A session's life as one value (`SessionLifecycle`): the invariants written on it, checked
@@ -54,7 +55,7 @@ import Testing
     }
 
     @Test func randomSequencesKeepTheInvariants() {
-        var rng = SplitMix(seed: 25)
+        var rng = SplitMix64(seed: 25)
         for _ in 0..<2_000 {
             var l = SessionLifecycle()
             var wasClosed = false, firstError: String?
@@ -76,19 +77,6 @@ import Testing
                 if let firstError { #expect(l.fatal?.message == firstError) }
                 firstError = l.fatal?.message
             }
-        }
-    }
-
-    /// A small seeded generator (the test must replay).
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 }

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Testing
 @testable import FerryCore
 
@@ -112,7 +113,7 @@ struct CodecTests {
                 _ = try? SchemaCodec.decode(bad)
             }
         }
-        var rng = SplitMix(seed: 42)
+        var rng = SplitMix64(seed: 42)
         for _ in 0..<20_000 {
             let bytes = (0..<Int(rng.next() % 64)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
             _ = try? ChangesetCodec.decode(bytes)
@@ -124,15 +125,3 @@ struct CodecTests {
     }
 }
 
-/// A small deterministic generator, so failures replay.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e3779b97f4a7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58476d1ce4e5b9
-        z = (z ^ (z >> 27)) &* 0x94d049bb133111eb
-        return z ^ (z >> 31)
-    }
-}

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Testing
 @testable import FerryCore
 
@@ -76,25 +77,10 @@ struct QueryLimitsTests {
         }
     }
 
-    /// A deterministic generator (SplitMix64) for the random terms and rows.
-    struct SplitMix {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9e3779b97f4a7c15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xbf58476d1ce4e5b9
-            z = (z ^ (z >> 27)) &* 0x94d049bb133111eb
-            return z ^ (z >> 31)
-        }
-        mutating func next(in range: ClosedRange<Int64>) -> Int64 {
-            range.lowerBound + Int64(next() % UInt64(range.upperBound - range.lowerBound + 1))
-        }
-    }
-
     /// Random terms over `a` and `b`, as text and as a Swift closure (the oracle). For an OR chain
     /// mostly `==` (and `<`, `>` near the ends of the range), for an AND chain mostly `!=` (and
     /// `>=`, `<=` near the ends), so that the chain holds for some rows and not for others.
-    static func randomTerms(_ count: Int, joiner: String, rng: inout SplitMix) -> [(text: String, holds: (Int64, Int64) -> Bool)] {
+    static func randomTerms(_ count: Int, joiner: String, rng: inout SplitMix64) -> [(text: String, holds: (Int64, Int64) -> Bool)] {
         typealias Op = (text: String, test: (Int64, Int64) -> Bool, values: ClosedRange<Int64>)
         let low: ClosedRange<Int64> = -620 ... -590, middle: ClosedRange<Int64> = -600...600, high: ClosedRange<Int64> = 590...620
         let ops: [Op]
@@ -115,7 +101,7 @@ struct QueryLimitsTests {
 
     @Test(arguments: ["OR", "AND"])
     func aChainAtTheTermLimitCompilesAndEvaluatesLikeTheOracle(joiner: String) throws {
-        var rng = SplitMix(state: joiner == "OR" ? 1 : 2)
+        var rng = SplitMix64(seed: joiner == "OR" ? 1 : 2)
         let terms = Self.randomTerms(QueryLimits.maxTerms, joiner: joiner, rng: &rng)
         let text = terms.map(\.text).joined(separator: " \(joiner) ")
         #expect(text.utf8.count <= QueryLimits.maxBytes)

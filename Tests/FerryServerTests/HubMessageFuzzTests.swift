@@ -2,6 +2,7 @@ import FerryAppConfig
 import FerryCore
 import Foundation
 import Logging
+import FerryTestSupport
 import Testing
 @testable import FerryServer
 
@@ -22,28 +23,16 @@ import Testing
 /// protocol's range); and after every sequence the hub still syncs a well-behaved device.
 @Suite("Server: the hub fuzzed with hostile message sequences")
 struct HubMessageFuzzTests {
-    /// SplitMix64: a seeded generator, so a failing seed replays exactly.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-        mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-        mutating func pick<T>(_ from: [T]) -> T { from[below(from.count)] }
-    }
+    /// The seeded generator (FerryTestSupport), so a failing seed replays exactly.
+    typealias Random = SplitMix64
 
     static let edges: [UInt64] = [0, 1, 2, 3, UInt64(Int64.max) - 1, UInt64(Int64.max), UInt64(Int64.max) + 1, UInt64.max]
 
     static func integer(_ r: inout Random) -> UInt64 {
-        switch r.below(4) {
+        switch r.next(4) {
         case 0: return r.pick(edges)
         case 1: return r.next()
-        default: return UInt64(r.below(6))  // small: the ids a session really has
+        default: return UInt64(r.next(6))  // small: the ids a session really has
         }
     }
 
@@ -51,7 +40,7 @@ struct HubMessageFuzzTests {
                           "nosuchfield == 1", "complexity >", "", String(repeating: "(", count: 400), "complexity IN {1, 2, 3}"]
 
     static func subscriptions(_ r: inout Random) -> [Subscription] {
-        (0..<r.below(4)).map { i in
+        (0..<r.next(4)).map { i in
             Subscription(name: r.chance(80) ? "s\(i)" : "", objectType: r.chance(85) ? "Item" : r.pick(["NoSuchClass", "", "item"]),
                          query: r.pick(queries))
         }
@@ -60,13 +49,13 @@ struct HubMessageFuzzTests {
     /// A changeset: a valid write (create, set, erase, list change) of one of a few keys, owned by
     /// this user or another, or random bytes, or a valid one with some bytes changed.
     static func changeset(_ r: inout Random, userIds: [String]) -> [UInt8] {
-        let last = UInt8(r.below(4))
+        let last = UInt8(r.next(4))
         let key = FerryValue.objectId(try! ObjectId(bytes: [7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, last]))
         let owner = FerryValue.string(r.pick(userIds))
         let instruction: Instruction
-        switch r.below(5) {
+        switch r.next(5) {
         case 0, 1: instruction = .create(table: "Item", key: key, fields: [
-            FieldValue(name: "ownerId", value: owner), FieldValue(name: "itemName", value: .string("n\(r.below(9))")),
+            FieldValue(name: "ownerId", value: owner), FieldValue(name: "itemName", value: .string("n\(r.next(9))")),
             FieldValue(name: "complexity", value: .int(Int64(bitPattern: integer(&r)))),
         ])
         case 2: instruction = .set(table: "Item", key: key, field: r.pick(["complexity", "itemName", "ownerId", "nosuch"]), value: r.pick([.int(1), .string("x"), owner, .null]))
@@ -75,20 +64,20 @@ struct HubMessageFuzzTests {
         }
         var bytes = ChangesetCodec.encode(Changeset(timestamp: Int64(bitPattern: integer(&r)), instructions: [instruction]))
         if r.chance(15) {
-            for _ in 0..<(1 + r.below(3)) { bytes[r.below(bytes.count)] = UInt8(truncatingIfNeeded: r.next()) }
+            for _ in 0..<(1 + r.next(3)) { bytes[r.next(bytes.count)] = UInt8(truncatingIfNeeded: r.next()) }
         } else if r.chance(5) {
-            bytes = (0..<r.below(40)).map { _ in UInt8(truncatingIfNeeded: r.next()) }
+            bytes = (0..<r.next(40)).map { _ in UInt8(truncatingIfNeeded: r.next()) }
         }
         return bytes
     }
 
     static func message(_ r: inout Random, userIds: [String]) -> ProtocolMessage {
-        let session = r.chance(70) ? UInt64(1 + r.below(3)) : integer(&r)
-        switch r.below(12) {
+        let session = r.chance(70) ? UInt64(1 + r.next(3)) : integer(&r)
+        switch r.next(12) {
         case 0, 1: return .bind(session: session, database: "items", clientFileIdent: r.chance(60) ? 0 : integer(&r), clientFileSalt: integer(&r),
                                 lastServerVersion: r.chance(50) ? 0 : integer(&r))
         case 2, 3: return .query(session: session, version: integer(&r), subscriptions: subscriptions(&r))
-        case 4, 5, 6: return .upload(session: session, changesets: (0..<(1 + r.below(3))).map { _ in
+        case 4, 5, 6: return .upload(session: session, changesets: (0..<(1 + r.next(3))).map { _ in
             UploadChangeset(clientVersion: integer(&r), lastIntegratedServerVersion: integer(&r), changeset: changeset(&r, userIds: userIds))
         })
         case 7: return .mark(session: session, request: integer(&r))
@@ -96,7 +85,7 @@ struct HubMessageFuzzTests {
         case 9: return .ping(timestamp: integer(&r))
         default:
             // A server-only kind: refused, the connection closed.
-            switch r.below(4) {
+            switch r.next(4) {
             case 0: return .ident(session: session, clientFileIdent: integer(&r), clientFileSalt: integer(&r))
             case 1: return .pong(timestamp: integer(&r))
             case 2: return .error(ProtocolError(session: session, code: 201, message: "x", tryAgain: false, action: .warning))
@@ -139,15 +128,15 @@ struct HubMessageFuzzTests {
                                     limits: SyncLimits(viewEvaluationSeconds: 5), telemetry: telemetry)
         let userIds = ["fuzz-a", "fuzz-b"]
         for seed in seeds {
-            var r = Random(state: seed)
+            var r = Random(seed: seed)
             // Two or three connections of the two users, their messages interleaved.
             var connections: [(outbox: ConnectionOutbox, drained: Task<[ProtocolMessage], Never>)] = []
-            for i in 0..<(2 + r.below(2)) {
+            for i in 0..<(2 + r.next(2)) {
                 let outbox = await hub.openConnection(user: UserContext(id: userIds[i % 2]))
                 connections.append((outbox, Self.drain(outbox)))
             }
-            for _ in 0..<(20 + r.below(40)) {
-                let c = connections[r.below(connections.count)]
+            for _ in 0..<(20 + r.next(40)) {
+                let c = connections[r.next(connections.count)]
                 let m = Self.message(&r, userIds: userIds)
                 // As the socket would: what the codec refuses never reaches the hub.
                 guard let decoded = try? ProtocolCodec.decode(ProtocolCodec.encode(m)) else { continue }

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Testing
 import FerryCore
 @testable import FerryStore
@@ -10,7 +11,7 @@ struct QueryExecutionTests {
     func pushdownNeverChangesResults(indexed: Bool) throws {
         let db = try Fixtures.memory(Fixtures.itemSchema(indexComplexity: indexed))
         defer { db.close() }
-        var rng = SplitMix(seed: indexed ? 7 : 8)
+        var rng = SplitMix64(seed: indexed ? 7 : 8)
         let owners = ["alice", "bob", "Carol", "dave", "", "émile"]
         try db.beginWrite()
         for n in 0..<400 {
@@ -79,14 +80,3 @@ struct QueryExecutionTests {
     }
 }
 
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e3779b97f4a7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58476d1ce4e5b9
-        z = (z ^ (z >> 27)) &* 0x94d049bb133111eb
-        return z ^ (z >> 31)
-    }
-}
