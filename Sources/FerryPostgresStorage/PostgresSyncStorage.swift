@@ -199,12 +199,8 @@ public final class PostgresSyncStorage: SyncStorage, @unchecked Sendable {
 
     /// Compare and set: the ledger is replaced only if no upload changed it since it was read.
     public func forgetAnsweredRefusals(clientFile ident: UInt64, answeredThrough: UInt64) async throws {
-        guard let bytes = try await clientFile(ident)?.refusalBytes, !bytes.isEmpty else { return }
-        // A damaged ledger is dropped (the bind that read it logged it).
-        let before = try? RefusalLedger.decode(bytes)
-        var after = before ?? RefusalLedger()
-        after.forgetAnswered(through: answeredThrough)
-        guard after != before else { return }
+        guard let bytes = try await clientFile(ident)?.refusalBytes,
+              let after = RefusalLedger.forgettingAnswered(stored: bytes, through: answeredThrough) else { return }
         let id = Int64(bitPattern: ident)
         let old = bytes.buffer
         if after.isEmpty {

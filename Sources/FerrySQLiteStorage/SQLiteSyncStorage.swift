@@ -211,12 +211,8 @@ public final class SQLiteSyncStorage: SyncStorage, @unchecked Sendable {
 
     public func forgetAnsweredRefusals(clientFile ident: UInt64, answeredThrough: UInt64) async throws {
         try await write { db in
-            guard let bytes = try Self.clientFile(db, ident)?.refusalBytes, !bytes.isEmpty else { return }
-            // A damaged ledger is dropped (the bind that read it logged it).
-            let before = try? RefusalLedger.decode(bytes)
-            var after = before ?? RefusalLedger()
-            after.forgetAnswered(through: answeredThrough)
-            guard after != before else { return }
+            guard let bytes = try Self.clientFile(db, ident)?.refusalBytes,
+                  let after = RefusalLedger.forgettingAnswered(stored: bytes, through: answeredThrough) else { return }
             let s = try db.statement("UPDATE client_files SET refusals = ? WHERE ident = ?")
             defer { s.reset() }
             if after.isEmpty { s.bindNull(1) } else { s.bind(1, blob: after.encoded) }

@@ -60,7 +60,8 @@ public struct ServerConfiguration: Sendable {
     /// limits (`--trusted-proxy`, `--client-address-header`); nil: the TCP peer is the client.
     public var trustedProxies: TrustedProxies?
     /// The scrypt cost of new password hashes. Internal, so only the tests (through
-    /// `@testable import`) can lower it from OWASP's (`PasswordHasher.Parameters.standard`).
+    /// `@testable import`, or `weakenPasswordHashingForLocalTests` on a loopback-only server)
+    /// can lower it from OWASP's (`PasswordHasher.Parameters.standard`).
     var passwordHashing = PasswordHasher.Parameters.standard
 
     /// Lowers the scrypt cost of new password hashes to `fastForTests` (N = 2^10) for the test
@@ -76,8 +77,12 @@ public struct ServerConfiguration: Sendable {
         passwordHashing = .fastForTests
     }
 
+    /// `localhost`, or an address (not a name, which DNS could point anywhere) in 127.0.0.0/8
+    /// or `::1`.
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.") && host.split(separator: ".").count == 4
+        if host == "localhost" { return true }
+        guard let address = IPNetwork(host)?.address else { return false }
+        return address.count == 4 ? address[0] == 127 : address == [UInt8](repeating: 0, count: 15) + [1]
     }
     /// Wrong admin tokens an address may send before it must wait, and the waits. Internal:
     /// tests lengthen the wait so it cannot run out between two requests.

@@ -18,7 +18,9 @@ public struct ClientFileRecord: Sendable, Equatable {
     /// (`RefusalLedger`). Throws when the stored bytes are damaged.
     public var refusals: RefusalLedger { get throws { try RefusalLedger.decode(refusalBytes) } }
     /// The ledger to add an upload's refusals to: the stored one, or a new one if it is
-    /// damaged (what it held is lost; the bind that reads it logs that).
+    /// damaged. What a damaged one held is lost: failing the upload instead would stop the
+    /// device's sync for good. The device's next BIND logs damage it finds; one an upload
+    /// replaced first goes unlogged (the store has no logger).
     public var refusalsToExtend: RefusalLedger { (try? RefusalLedger.decode(refusalBytes)) ?? RefusalLedger() }
     public init(ident: UInt64, salt: UInt64, userId: String, acknowledgedClientVersion: UInt64, subscriptionVersion: UInt64,
                 subscriptions: [Subscription], lastSeen: Int = 0) {

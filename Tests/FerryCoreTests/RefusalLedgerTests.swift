@@ -47,6 +47,18 @@ struct RefusalLedgerTests {
         #expect(!bounded.lostRefusals(answeredThrough: 0) && bounded.records.map(\.through) == [4])
     }
 
+    @Test func whatAStoreKeepsAfterABind() {
+        var l = RefusalLedger()
+        l.record(through: 3, writes: [Self.w("a")])
+        l.record(through: 5, writes: [Self.w("b")])
+        #expect(RefusalLedger.forgettingAnswered(stored: [], through: 9) == nil)
+        #expect(RefusalLedger.forgettingAnswered(stored: l.encoded, through: 2) == nil, "nothing answered: no write")
+        #expect(RefusalLedger.forgettingAnswered(stored: l.encoded, through: 3)?.records.map(\.through) == [5])
+        #expect(RefusalLedger.forgettingAnswered(stored: l.encoded, through: 5) == RefusalLedger())
+        // Damaged bytes are dropped.
+        #expect(RefusalLedger.forgettingAnswered(stored: [1, 0, 9, 9], through: 0) == RefusalLedger())
+    }
+
     @Test func aBindRepeatsWhatFollowsItsAnswerAndKeepsOnlyThat() {
         var l = RefusalLedger()
         l.record(through: 3, writes: [Self.w("a")])

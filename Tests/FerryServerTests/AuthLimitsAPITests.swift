@@ -43,7 +43,7 @@ struct AuthLimitsAPITests {
             try c.weakenPasswordHashingForLocalTests()
             #expect(c.passwordHashing == .fastForTests, "\(host)")
         }
-        for host in ["0.0.0.0", "::", "10.0.0.1", "127.0.0.1.example.com", "example.com", ""] {
+        for host in ["0.0.0.0", "::", "10.0.0.1", "127.0.0.1.example.com", "127.evil.example.com", "127.1.2.300", "example.com", ""] {
             var c = ServerConfiguration(appDirectory: AuthAPITests.example, dataDirectory: NSTemporaryDirectory(), host: host)
             #expect(throws: ServerStartError.self, "\(host)") { try c.weakenPasswordHashingForLocalTests() }
             #expect(c.passwordHashing == .standard, "\(host)")

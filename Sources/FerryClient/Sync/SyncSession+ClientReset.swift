@@ -38,8 +38,11 @@ extension SyncSession {
         }
         let step = run.identified(ident: ident, salt: salt, subscriptionVersion: set.version)
         reset = run
-        if case .query(let version) = step { connection?.send(.query(session: id, version: version, subscriptions: set.subscriptions)) }
-        perform(step)
+        switch step {
+        case .query(let version): connection?.send(.query(session: id, version: version, subscriptions: set.subscriptions))
+        case .finish(let serverVersion): finishClientReset(serverVersion: serverVersion)
+        case .wait: break
+        }
     }
 
     /// One DOWNLOAD message of the fresh state: checked, then staged in the file in a
@@ -58,12 +61,8 @@ extension SyncSession {
         reset = run
         resetStagingProbe?(run.stagedChangesets)
         // The probe may have cut the connection, which abandons the run.
-        guard reset != nil else { return }
-        perform(step)
-    }
-
-    private func perform(_ step: ClientResetStep) {
-        if case .finish(let serverVersion) = step { finishClientReset(serverVersion: serverVersion) }
+        guard reset != nil, case .finish(let serverVersion) = step else { return }
+        finishClientReset(serverVersion: serverVersion)
     }
 
     /// The reset in progress is given up (its connection was lost, or the session closed): its

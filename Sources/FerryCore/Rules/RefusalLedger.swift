@@ -89,6 +89,19 @@ public struct RefusalLedger: Sendable, Equatable {
         if droppedThrough <= answeredThrough { droppedThrough = 0 }
     }
 
+    /// What a store keeps of the ledger it holds as `stored` once a device has every answer
+    /// through `answeredThrough`: nil when that changes nothing; a damaged ledger is dropped
+    /// (an empty one), since the bind that read it logged it and can send none of it again.
+    /// Both stores' `forgetAnsweredRefusals` apply it, then write the result (empty: none).
+    public static func forgettingAnswered(stored: [UInt8], through answeredThrough: UInt64) -> RefusalLedger? {
+        guard !stored.isEmpty else { return nil }
+        // nil: damaged, and what replaces it is the empty ledger (see above).
+        let before = try? decode(stored)
+        var after = before ?? RefusalLedger()
+        after.forgetAnswered(through: answeredThrough)
+        return after == before ? nil : after
+    }
+
     /// What a device's BIND with `answeredThrough` does: the refusals to send it again
     /// (`toRepeat`), and the ledger to keep (`forgetAnswered`; store it when it differs from
     /// this one). The server's bind and the simulation's both apply it.

@@ -59,14 +59,15 @@ enum SessionBinding {
         if outbox.sendsWriteRules { outbox.send(.writeRules(session: id, rules: hub.app.publishedWriteRules(for: outbox.user, schema: hub.schema))) }
         hub.telemetry.sessionBound(outbox, session: id, clientFile: record.ident, newFile: ident == 0, serverVersion: bindVersion)
         if ident != 0, let answeredThrough {
-            let ledger: RefusalLedger?
+            var ledger = RefusalLedger(), damaged = false
             do { ledger = try record.refusals } catch {
                 outbox.logger.error("connection \(outbox.id) session \(id): the refusals kept for client file \(record.ident) are damaged (\(error)): they are dropped, and the device is not told again of those it missed")
-                ledger = nil
+                damaged = true
             }
-            let (writes, kept) = (ledger ?? RefusalLedger()).atBind(answeredThrough: answeredThrough, acknowledged: record.acknowledgedClientVersion)
-            try await repeatRefusals(hub, s, record, ledger ?? RefusalLedger(), writes, answeredThrough: answeredThrough)
-            if kept != ledger { try await hub.storage.forgetAnsweredRefusals(clientFile: record.ident, answeredThrough: answeredThrough) }
+            let (writes, kept) = ledger.atBind(answeredThrough: answeredThrough, acknowledged: record.acknowledgedClientVersion)
+            try await repeatRefusals(hub, s, record, ledger, writes, answeredThrough: answeredThrough)
+            // The store drops a damaged ledger as it forgets (`RefusalLedger.forgettingAnswered`).
+            if damaged || kept != ledger { try await hub.storage.forgetAnsweredRefusals(clientFile: record.ident, answeredThrough: answeredThrough) }
         }
     }
 
