@@ -6,28 +6,20 @@ import FerryStore
 import FerrySyncStorage
 import Foundation
 
-enum ToServer: CustomStringConvertible {
-    case bind(ident: UInt64, salt: UInt64, lastServerVersion: UInt64, answeredThrough: UInt64)
-    case upload([UploadChangeset])
-    var description: String {
-        switch self {
-        case let .bind(i, _, v, a): return "BIND(file \(i), server version \(v), answered through \(a))"
-        case .upload(let c): return "UPLOAD(local versions \(c.first?.clientVersion ?? 0)...\(c.last?.clientVersion ?? 0))"
-        }
-    }
-}
+/// The messages of the simulated network are the protocol's own (`ProtocolMessage`): the
+/// devices' sessions speak them through the real `SessionMachine`. Traces name them briefly.
+enum SimMessage {
+    static let session: UInt64 = 1
 
-enum ToDevice: CustomStringConvertible {
-    case ident(UInt64, salt: UInt64)
-    case download(serverVersion: UInt64, acknowledged: UInt64, [Instruction])
-    /// ERROR 231: the compensating writes of the answer whose DOWNLOAD came just before (a
-    /// message of its own, as on the wire: a connection may be lost between the two).
-    case refusal([CompensatingWrite])
-    var description: String {
-        switch self {
-        case .ident(let i, _): return "IDENT(file \(i))"
-        case let .download(v, a, i): return "DOWNLOAD(server version \(v), acknowledged \(a), \(i.count) objects)"
-        case .refusal(let r): return "ERROR 231(\(r.map { "\($0.primaryKey)" }))"
+    static func describe(_ m: ProtocolMessage) -> String {
+        switch m {
+        case let .bind(_, _, i, _, v, a): return "BIND(file \(i), server version \(v), answered through \(a.map(String.init) ?? "-"))"
+        case .upload(_, let c): return "UPLOAD(local versions \(c.first?.clientVersion ?? 0)...\(c.last?.clientVersion ?? 0))"
+        case let .ident(_, i, _): return "IDENT(file \(i))"
+        case let .download(_, v, a, _, _, _, c):
+            return "DOWNLOAD(server version \(v), acknowledged \(a), \(c.reduce(0) { $0 + $1.changeset.count }) bytes)"
+        case .error(let e): return "ERROR \(e.code)(\(e.compensatingWrites.map { "\($0.primaryKey)" }))"
+        default: return "\(m)"
         }
     }
 }
@@ -85,10 +77,11 @@ struct SimServer {
     mutating func disconnected(_ device: Int) { sessions[device] = nil }
     mutating func restart() { sessions = [:] }
 
-    mutating func receive(_ message: ToServer, from device: Int, devices: [SimDevice], failure: (String) -> Error) throws {
+    mutating func receive(_ message: ProtocolMessage, from device: Int, devices: [SimDevice], failure: (String) -> Error) throws {
         guard sessions[device] != nil else { return }
         switch message {
-        case let .bind(ident, salt, lastServerVersion, answeredThrough):
+        case let .bind(_, _, ident, salt, lastServerVersion, answered):
+            let answeredThrough = answered ?? 0
             var file = ident
             var repeated: [CompensatingWrite] = []
             var delivered = lastServerVersion
@@ -98,7 +91,7 @@ struct SimServer {
                 let newSalt = file &* 0x9E37_79B9 | 1
                 files[file] = (newSalt, 0)
                 delivered = 0
-                devices[device].toDevice.append(.ident(file, salt: newSalt))
+                devices[device].toDevice.append(.ident(session: SimMessage.session, clientFileIdent: file, clientFileSalt: newSalt))
             } else {
                 guard let f = files[ident], f.salt == salt else { throw failure("device \(device) bound client file \(ident), which the server never issued") }
                 guard lastServerVersion <= head else { throw failure("device \(device) claims server version \(lastServerVersion) past the head \(head)") }
@@ -111,7 +104,7 @@ struct SimServer {
             sessions[device] = (file, delivered)
             refusalsRepeated += repeated.count
             send(to: device, devices: devices, extras: Set(repeated.map { ObjectKey(table: $0.objectType, key: $0.primaryKey) }), refused: repeated)
-        case .upload(let changesets):
+        case .upload(_, let changesets):
             guard let s = sessions[device], s.file != 0 else { throw failure("device \(device) uploaded before binding") }
             let acknowledged = files[s.file]?.acknowledged ?? 0
             let integration = try UploadIntegration(session: 1, clientFile: s.file, user: user, view: view, app: app, schema: schema,
@@ -137,6 +130,8 @@ struct SimServer {
             files[s.file]?.acknowledged = max(acknowledged, outcome.lastClientVersion)
             send(to: device, devices: devices, extras: Set(outcome.entries.keys).union(integration.resend), refused: outcome.compensating)
             for other in sessions.keys.sorted() where other != device { send(to: other, devices: devices, extras: []) }
+        default:
+            throw failure("device \(device) sent \(SimMessage.describe(message)), which the simulation does not expect")
         }
     }
 
@@ -150,8 +145,16 @@ struct SimServer {
             objects[k]?.object?.fullState(os) ?? .erase(table: k.table, key: k.key)
         }
         sessions[device]?.delivered = head
-        devices[device].toDevice.append(.download(serverVersion: head, acknowledged: files[s.file]?.acknowledged ?? 0, instructions))
-        if !refused.isEmpty { devices[device].toDevice.append(.refusal(refused)) }
+        let changeset = DownloadChangeset(serverVersion: head, originFileIdent: 0,
+                                          changeset: ChangesetCodec.encode(Changeset(timestamp: 0, instructions: instructions)))
+        devices[device].toDevice.append(.download(session: SimMessage.session, serverVersion: head, uploadAcknowledged: files[s.file]?.acknowledged ?? 0,
+                                                  subscriptionVersion: 0, downloadableBytes: 0, isLastInBatch: true, changesets: [changeset]))
+        // ERROR 231: a message of its own, as on the wire (a connection may be lost between).
+        if !refused.isEmpty {
+            devices[device].toDevice.append(.error(ProtocolError(session: SimMessage.session, code: ProtocolError.Code.compensatingWrite,
+                                                                 message: SyncErrorText.compensatingWriteMessage, tryAgain: true, action: .warning,
+                                                                 compensatingWrites: refused)))
+        }
     }
 
     /// The live documents.
@@ -165,10 +168,12 @@ struct SimServer {
     }
 }
 
-/// A device: a real client store on in-memory SQLite, and the protocol as the sync session
-/// speaks it (bind, identity, uploads of the local changesets after the last one sent,
-/// integration of downloads with their acknowledgement). A second handle keeps the store
-/// alive across a crash of the first, as the file would stay on disk.
+/// A device: a real client store on in-memory SQLite, and the sync session's own protocol
+/// decisions (`SessionMachine`: bind, identity, uploads of the local changesets after the last
+/// one sent, integration of downloads with their acknowledgement, compensating writes and
+/// receipts), whose effects this runs as `SyncSession` does, on the simulated network. A
+/// second handle keeps the store alive across a crash of the first, as the file would stay on
+/// disk.
 final class SimDevice {
     let index: Int
     let configuration: DatabaseConfiguration
@@ -177,18 +182,20 @@ final class SimDevice {
     private let keeper: Database
     private(set) var db: Database
     var connected = false
-    var bound = false
-    /// What was sent and acknowledged: the sync session's own `UploadWindow`.
-    var window = UploadWindow(acknowledged: 0)
+    /// The session's state and decisions: the real sync session's.
+    private(set) var machine = SessionMachine(acknowledged: 0)
+    var window: UploadWindow { machine.uploads }
     var lastUploaded: UInt64 { window.lastUploaded }
-    var toServer: [ToServer] = []
-    var toDevice: [ToDevice] = []
+    var toServer: [ProtocolMessage] = []
+    var toDevice: [ProtocolMessage] = []
     /// The keys of this device's writes the server must refuse, and of the objects whose
     /// reverts its store captured (what a sync session hands to the host with error 231).
     var deniedWrites: Set<String> = []
     var captured: Set<String> = []
     /// The refused keys whose compensating write (error 231) reached this device.
     var answered: Set<String> = []
+    /// The refused keys whose reverted values the session handed over with their error 231.
+    var reverted: Set<String> = []
     /// Every transaction the host committed, by its write receipt, with the keys of its writes
     /// the server must refuse (the host's knowledge: kept across crashes, as the file keeps
     /// the receipts).
@@ -211,20 +218,17 @@ final class SimDevice {
         keeper.close()
     }
 
-    func connect() throws {
+    func connect(failure: (String) -> Error) throws {
         connected = true
-        let meta = try db.syncMetadata()
-        window.connected(stored: meta.acknowledged, answered: meta.answered)
-        toServer = [.bind(ident: meta.clientFileIdent, salt: meta.clientFileSalt, lastServerVersion: meta.serverVersion, answeredThrough: meta.answered)]
+        toServer = []
         toDevice = []
-        bound = meta.clientFileIdent != 0
-        // As the sync session does: a known file's uploads go right behind its BIND.
-        _ = try uploadPending()
+        machine.attached(id: SimMessage.session)
+        try run(machine.connected(database: "sim-\(index)", meta: try db.syncMetadata(), replaysRefusals: true), failure: failure)
     }
 
     func disconnect() {
         connected = false
-        bound = false
+        machine.connectionLost()
         toServer = []
         toDevice = []
     }
@@ -234,48 +238,61 @@ final class SimDevice {
         db.close()
         db = try Database.open(configuration, scheduler: scheduler)
         let meta = try db.syncMetadata()
-        window = UploadWindow(acknowledged: meta.acknowledged, answered: meta.answered)
+        machine = SessionMachine(acknowledged: meta.acknowledged, answered: meta.answered)
         // As the sync session: settled only as far as the file has every answer.
         db.startReceiptSession(acknowledged: meta.answered)
     }
 
-    func receive(_ message: ToDevice, failure: (String) -> Error) throws {
-        switch message {
-        case let .ident(ident, salt):
-            try db.setClientFile(ident: ident, salt: salt)
-            bound = true
-            _ = try uploadPending()
-        case let .download(serverVersion, acknowledged, instructions):
-            let encoded = ChangesetCodec.encode(Changeset(timestamp: 0, instructions: instructions))
-            let captures = try db.integrate(changesets: [encoded], serverVersion: serverVersion, completesVersion: true, acknowledged: acknowledged,
-                                            capturingWritesAfter: window.captureFloor(for: acknowledged),
-                                            answeredThrough: window.answersComplete(for: acknowledged))
-            for c in captures { if case .string(let key) = c.primaryKey { captured.insert(key) } }
-            // As the sync session settles receipts (SyncSession+Receipts): an acknowledgement
-            // that moves from A completes the answers through A.
-            if let previous = window.acknowledge(acknowledged) { db.noteReceiptsSettled(through: min(previous, window.acknowledged)) }
-        case .refusal(let writes):
-            for w in writes { if case .string(let key) = w.primaryKey { answered.insert(key) } }
-            // As the sync session takes an error 231: recorded against the span it answers,
-            // which completes it (and records that every answer through it is in:
-            // `SyncMetadata.answered`).
-            if let span = window.lastAcknowledgement {
-                try db.recordRejection(writes, after: span.after, through: span.through)
-                db.noteReceiptsSettled(through: span.through)
-                window.refusalArrived()
-            }
+    func receive(_ message: ProtocolMessage, failure: (String) -> Error) throws {
+        if case .error(let e) = message, e.code == ProtocolError.Code.compensatingWrite {
+            for w in e.compensatingWrites { if case .string(let key) = w.primaryKey { answered.insert(key) } }
         }
+        try run(machine.received(message), failure: failure)
     }
 
     /// Sends what was committed after the last upload; false when there was nothing.
     func uploadPending() throws -> Bool {
-        guard connected, bound else { return false }
-        let pending = try db.pendingChangesets(after: window.lastUploaded)
-        guard let last = pending.last else { return false }
-        toServer.append(.upload(pending.map { UploadChangeset(clientVersion: $0.version, lastIntegratedServerVersion: $0.base, changeset: $0.bytes) }))
-        window.sent(through: last.version)
-        db.noteReceiptsUploaded(through: last.version)
+        guard connected, let from = machine.uploadFrom else { return false }
+        guard let message = machine.upload(try db.pendingChangesets(after: from)) else { return false }
+        toServer.append(message)
+        db.noteReceiptsUploaded(through: machine.uploads.lastUploaded)
         return true
+    }
+
+    /// Runs the machine's effects as `SyncSession.perform` does, with the store and the
+    /// simulated network; what only a host sees (progress, subscriptions, MARKs) is not
+    /// simulated.
+    private func run(_ effects: [SessionEffect], failure: (String) -> Error) throws {
+        for effect in effects {
+            switch effect {
+            case .send(let m):
+                toServer.append(m)
+            case let .storeIdentity(ident, salt):
+                try db.setClientFile(ident: ident, salt: salt)
+            case .ready:
+                _ = try uploadPending()
+            case .integrate(let download):
+                let captures = try db.integrate(changesets: download.changesets, serverVersion: download.serverVersion,
+                                                completesVersion: download.isLast, acknowledged: download.acknowledged,
+                                                capturingWritesAfter: download.captureFloor, answeredThrough: download.answeredThrough)
+                for c in captures { if case .string(let key) = c.primaryKey { captured.insert(key) } }
+                try run(machine.integrated(download, captures: captures), failure: failure)
+            case .answersComplete(let through):
+                db.noteReceiptsSettled(through: min(through, window.acknowledged))
+            case let .refused(writes, span):
+                guard let span else { continue }
+                try db.recordRejection(writes, after: span.after, through: span.through)
+                db.noteReceiptsSettled(through: min(span.through, window.acknowledged))
+            case .report(let error):
+                for r in error.revertedObjects { if case .string(let key) = r.primaryKey { reverted.insert(key) } }
+            case .fail(let error):
+                throw failure("device \(index)'s session stopped: \(error.code) \(error.message)")
+            case .beginClientReset, .resetIdentified, .resetDownloaded:
+                throw failure("device \(index) was sent into a client reset, which the simulation does not make")
+            case .acknowledged, .subscriptionCompleted, .downloaded, .markAnswered, .storeWriteRules, .subscriptionFailed:
+                break
+            }
+        }
     }
 
     func doc(_ key: String) throws -> SimDoc? {

@@ -89,12 +89,12 @@ final class Simulation {
         case 35..<55:
             guard d.connected, !d.toServer.isEmpty else { return }
             let m = d.toServer.removeFirst()
-            note("server receives \(m) from device \(d.index)")
+            note("server receives \(SimMessage.describe(m)) from device \(d.index)")
             try server.receive(m, from: d.index, devices: devices, failure: fail)
         case 55..<75:
             guard d.connected, !d.toDevice.isEmpty else { return }
             let m = d.toDevice.removeFirst()
-            note("device \(d.index) receives \(m)")
+            note("device \(d.index) receives \(SimMessage.describe(m))")
             try d.receive(m, failure: fail)
         case 75..<85:
             guard d.connected else { return }
@@ -102,7 +102,7 @@ final class Simulation {
         case 85..<92:
             guard !d.connected else { return }
             note("device \(d.index) connects")
-            try d.connect()
+            try d.connect(failure: fail)
             server.connected(d.index)
         case 92..<96:
             guard d.connected else { return }
@@ -115,6 +115,7 @@ final class Simulation {
             d.deniedWrites = []
             d.captured = []
             d.answered = []
+            d.reverted = []
             d.disconnect()
             server.disconnected(d.index)
             try d.restart()
@@ -196,7 +197,7 @@ final class Simulation {
     /// the invariants.
     func quietPoint() throws {
         for d in devices where !d.connected {
-            try d.connect()
+            try d.connect(failure: fail)
             server.connected(d.index)
         }
         var rounds = 0
@@ -239,9 +240,13 @@ final class Simulation {
             if !unanswered.isEmpty { throw fail("device \(d.index)'s writes to \(unanswered.sorted()) were reverted without their error 231") }
             let uncaptured = d.deniedWrites.subtracting(d.captured)
             if !uncaptured.isEmpty { throw fail("device \(d.index) got the refusal of its writes to \(uncaptured.sorted()) but did not capture their revert") }
+            // ...and the session handed the host what each revert took, with its error 231.
+            let unreverted = d.deniedWrites.subtracting(d.reverted)
+            if !unreverted.isEmpty { throw fail("device \(d.index)'s session reported the refusal of its writes to \(unreverted.sorted()) without what the revert took") }
             d.deniedWrites = []
             d.answered = []
             d.captured = []
+            d.reverted = []
             // Every receipt settles: the network is quiet, so a MARK now would be answered after
             // every upload's answer (what the sync session sends to settle the last upload). A
             // transaction with a refused write reads rejected, with exactly those objects'

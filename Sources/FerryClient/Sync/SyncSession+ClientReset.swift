@@ -122,7 +122,7 @@ extension SyncSession {
             dropSnapshot()
             return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the sync state of \(path) after its client reset: \(error)", isFatal: true, action: .applicationBug))
         }
-        uploads.reset(to: meta.acknowledged)
+        machine.resetUploads(to: meta.acknowledged)
         countAcknowledged(meta.acknowledged)
         // The data is now the whole view of the set the reset asked for.
         subscriptionCompleted(run.queryVersion)

@@ -63,15 +63,14 @@ extension SyncSession {
         checkReceiptWaiters()
     }
 
-    /// Loop thread: a compensating write (error 231) answers the upload acknowledged last,
-    /// and completes that answer.
-    func rejectReceipts(_ writes: [CompensatingWrite]) {
-        guard let window = lastAcknowledgement else { return }
-        do { try database.recordRejection(writes, after: window.after, through: window.through) } catch {
+    /// Loop thread: a compensating write (error 231) answers the upload acknowledged last
+    /// (`span`, nil when none was), and completes that answer.
+    func rejectReceipts(_ writes: [CompensatingWrite], answering span: UploadWindow.Span?) {
+        guard let span else { return }
+        do { try database.recordRejection(writes, after: span.after, through: span.through) } catch {
             app.log(.error, "cannot record the rejected write receipts of \(path): \(error)")
         }
-        uploads.refusalArrived()
-        settleReceipts(through: window.through)
+        settleReceipts(through: span.through)
     }
 
     /// How long acknowledgements must pause before a MARK settles the last upload's receipts.

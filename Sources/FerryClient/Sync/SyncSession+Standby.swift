@@ -44,7 +44,7 @@ extension SyncSession {
             try database.syncMetadata()
         }
         if let meta {
-            uploads.adopt(stored: meta.acknowledged)
+            machine.adopt(acknowledged: meta.acknowledged)
             database.startReceiptSession(acknowledged: meta.answered)
         }
         app.attempt("\(path): counting the unsynced changes", cost: "progress counts them from the next commit") { try countLocalChanges() }

@@ -14,9 +14,15 @@ public final class SyncSession: @unchecked Sendable {
     /// Strong: a session keeps its App's machinery alive; `App.close()` stops the session.
     let app: App
     weak var connection: SyncConnection?
-    private(set) var sessionId: UInt64?
+    /// The protocol's state and decisions, without I/O (`SessionMachine`): this type runs
+    /// the effects it returns on the loop thread.
+    var machine: SessionMachine
+    var sessionId: UInt64? { machine.sessionId }
     /// Ready, closed, paused, in standby, failed (`SessionLifecycle`: its invariants).
-    var life = SessionLifecycle()
+    var life: SessionLifecycle {
+        get { machine.life }
+        set { machine.life = newValue }
+    }
     /// Bound and identified: messages may flow.
     var ready: Bool { life.ready }
     var closed: Bool { life.closed }
@@ -24,12 +30,9 @@ public final class SyncSession: @unchecked Sendable {
     var standby: Bool { life.standby }
     var fatal: SyncError? { life.fatal }
     /// What was sent and what the server acknowledged (`UploadWindow`: its invariants).
-    var uploads: UploadWindow
+    var uploads: UploadWindow { machine.uploads }
     var lastUploaded: UInt64 { uploads.lastUploaded }
     var acknowledged: UInt64 { uploads.acknowledged }
-    /// Objects that downloads changed under the device's recent writes, until an error 231
-    /// names them (loop thread).
-    private var revertCaptures = RevertCaptures()
     /// The subscription set version last sent in a QUERY on this connection.
     var sentQueryVersion: UInt64 = 0
     /// The MARKs sent and to send, and what each answer completes (`MarkBook`).
@@ -38,9 +41,6 @@ public final class SyncSession: @unchecked Sendable {
     var waits = SessionWaits()
     /// Waits for write receipts (SyncSession+Receipts, loop thread).
     var receiptWaiters: [ReceiptWaiter] = []
-    /// The local versions the last acknowledgement covered (after, through]: the changesets
-    /// of the upload a following compensating write (error 231) answers.
-    var lastAcknowledgement: UploadWindow.Span? { uploads.lastAcknowledgement }
     /// MARKs sent to settle receipts (loop thread; tests read it).
     var receiptMarksSent = 0
     /// Sends a receipt MARK when acknowledgements stop coming (SyncSession+Receipts).
@@ -51,7 +51,10 @@ public final class SyncSession: @unchecked Sendable {
     let resetMode: ClientResetMode
     let beforeReset: (@Sendable (Database) -> Void)?
     let afterReset: (@Sendable (Database, Database, ClientResetReport) -> Void)?
-    var reset: ClientResetRun?
+    var reset: ClientResetRun? {
+        get { machine.reset }
+        set { machine.reset = newValue }
+    }
     /// The pre-flight check installed on the file's store (nil in mode off).
     let precheck: WritePrecheck?
     /// Tests only (loop thread): called after each DOWNLOAD message of a reset's fresh state is
@@ -88,7 +91,7 @@ public final class SyncSession: @unchecked Sendable {
         let loop = app.loop
         progress = ProgressNotifiers { loop.post($0) }
         let meta = try database.syncMetadata()
-        uploads = UploadWindow(acknowledged: meta.acknowledged, answered: meta.answered)
+        machine = SessionMachine(acknowledged: meta.acknowledged, answered: meta.answered)
         progressCount = UploadProgressCount(countedThrough: meta.acknowledged)
         // Settled only as far as the file has every answer: a 231 the last connection lost is
         // sent again (`RefusalLedger`), so a receipt it rejects never reads acknowledged first.
@@ -290,29 +293,21 @@ public final class SyncSession: @unchecked Sendable {
 
     func attach(_ c: SyncConnection, id: UInt64) {
         connection = c
-        sessionId = id
+        machine.attached(id: id)
     }
 
     /// The connection is open: bind, then (once identified) query and upload.
     func activate() {
-        guard life.wantsConnection, let id = sessionId else { return }
-        life.notReady()
-        do {
-            let meta = try database.syncMetadata()
-            uploads.connected(stored: meta.acknowledged, answered: meta.answered)
-            // The refusals after `answered` are sent again by a server that keeps them (a lost
-            // connection may have taken their ERROR 231: SPEC F-NOLOSS).
-            let answered = connection?.serverReplaysRefusals == true && meta.clientFileIdent != 0 ? meta.answered : nil
-            connection?.send(.bind(session: id, database: path, clientFileIdent: meta.clientFileIdent,
-                                   clientFileSalt: meta.clientFileSalt, lastServerVersion: meta.serverVersion, answeredThrough: answered))
-            if meta.clientFileIdent != 0 { identified(knownFile: true) }
-        } catch {
-            fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the sync state of \(path): \(error)", isFatal: true, action: .applicationBug))
+        guard life.wantsConnection, sessionId != nil else { return }
+        let meta: SyncMetadata
+        do { meta = try database.syncMetadata() } catch {
+            return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the sync state of \(path): \(error)", isFatal: true, action: .applicationBug))
         }
+        run(machine.connected(database: path, meta: meta, replaysRefusals: connection?.serverReplaysRefusals == true))
     }
 
+    /// Bound and identified: the subscription set, the pending uploads, and the MARKs.
     private func identified(knownFile: Bool) {
-        guard life.becameReady() else { return }
         sentQueryVersion = 0
         sendQuery(bound: knownFile)
         uploadPending()
@@ -359,7 +354,7 @@ public final class SyncSession: @unchecked Sendable {
 
     /// The connection closed (`fatal` nil: it will reconnect).
     func connectionEnded(fatal error: SyncError?) {
-        life.notReady()
+        machine.connectionLost()
         // The captures stay: a revert's error lost with this connection is sent again at the
         // next BIND (`RefusalLedger`), and claims them then (SPEC F-NOLOSS).
         // A reset in progress starts over: the file still has its old identity, which the
@@ -380,20 +375,16 @@ public final class SyncSession: @unchecked Sendable {
     static let uploadMessageBytes = 256 << 10
 
     func uploadPending() {
-        guard ready, !closed, let id = sessionId else { return }
         let before = lastUploaded
-        while true {
+        while let from = machine.uploadFrom {
             let pending: [PendingChangeset]
-            do { pending = try database.pendingChangesets(after: lastUploaded, maxBytes: Self.uploadMessageBytes) } catch {
+            do { pending = try database.pendingChangesets(after: from, maxBytes: Self.uploadMessageBytes) } catch {
                 // Not a silent stop: the host learns that its writes are not being uploaded
                 // (they stay in the file, and go up once it opens again).
                 return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the local changes of \(path) to upload: \(error)", isFatal: true, action: .applicationBug))
             }
-            guard let last = pending.last else { break }
-            connection?.send(.upload(session: id, changesets: pending.map {
-                UploadChangeset(clientVersion: $0.version, lastIntegratedServerVersion: $0.base, changeset: $0.bytes)
-            }))
-            uploads.sent(through: last.version)
+            guard let message = machine.upload(pending) else { break }
+            connection?.send(message)
         }
         guard lastUploaded > before else { return }
         database.noteReceiptsUploaded(through: lastUploaded)
@@ -401,64 +392,76 @@ public final class SyncSession: @unchecked Sendable {
     }
 
     func handle(_ message: ProtocolMessage) {
-        guard !closed else { return }
-        switch message {
-        case let .ident(_, ident, salt) where reset != nil:
-            resetIdentified(ident: ident, salt: salt)
-        case let .download(_, serverVersion, _, subscriptionVersion, _, isLast, changesets) where reset != nil:
-            resetDownloaded(serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast, changesets: changesets)
-        case .error(let e) where e.action == .clientReset || e.action == .clientResetNoRecovery:
-            beginClientReset(SyncError(code: e.code, message: e.message, isFatal: true, action: e.action))
-        case .error(let e) where e.code == ProtocolError.Code.sessionNotBound && reset != nil:
-            // A query or upload sent before the server refused the old identity: stale.
-            break
-        case let .ident(_, ident, salt):
+        run(machine.received(message))
+    }
+
+    /// Runs the machine's effects in order; one that fails the session drops the rest.
+    private func run(_ effects: [SessionEffect]) {
+        for effect in effects {
+            guard perform(effect) else { return }
+        }
+    }
+
+    /// Runs one effect; false when it stopped the session.
+    private func perform(_ effect: SessionEffect) -> Bool {
+        switch effect {
+        case .send(let message):
+            connection?.send(message)
+        case let .storeIdentity(ident, salt):
             do { try database.setClientFile(ident: ident, salt: salt) } catch {
-                return fail(SyncError(code: ProtocolError.Code.local, message: "cannot store the client file identity: \(error)", isFatal: true, action: .applicationBug))
+                fail(SyncError(code: ProtocolError.Code.local, message: "cannot store the client file identity: \(error)", isFatal: true, action: .applicationBug))
+                return false
             }
-            identified(knownFile: false)
-        case let .download(_, serverVersion, ack, subscriptionVersion, downloadable, isLast, changesets):
-            // A download that moves the acknowledgement answers an upload whose writes are
-            // after the previous one; one that does not may still carry that answer's reverts.
-            let floor = uploads.captureFloor(for: ack)
+        case .ready(let knownFile):
+            identified(knownFile: knownFile)
+        case .integrate(let download):
+            let captures: [RevertCapture]
             do {
-                revertCaptures.add(try database.integrate(changesets: changesets.map(\.changeset), serverVersion: serverVersion,
-                                                          completesVersion: isLast, acknowledged: ack, capturingWritesAfter: floor,
-                                                          answeredThrough: uploads.answersComplete(for: ack)))
-            } catch is MalformedDownload {
-                return fail(SyncError(code: ProtocolError.Code.badChangeset, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
+                captures = try database.integrate(changesets: download.changesets, serverVersion: download.serverVersion,
+                                                  completesVersion: download.isLast, acknowledged: download.acknowledged,
+                                                  capturingWritesAfter: download.captureFloor, answeredThrough: download.answeredThrough)
             } catch {
-                return fail(SyncError(code: ProtocolError.Code.local, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug))
+                fail(SessionMachine.integrationFailed(error, database: path))
+                return false
             }
-            if let previous = uploads.acknowledge(ack) { acknowledgementMoved(from: previous) }
-            countAcknowledged(acknowledged)
-            if isLast { subscriptionCompleted(subscriptionVersion) }
-            progress.downloaded(bytes: UInt64(changesets.reduce(0) { $0 + $1.changeset.count }), remaining: downloadable,
-                                settled: isLast && subscriptionVersion >= sentQueryVersion)
+            run(machine.integrated(download, captures: captures))
+        case .answersComplete(let through):
+            settleReceipts(through: through)
+            if hasUnsettledReceipts { scheduleReceiptMark() }
+        case .acknowledged(let ack):
+            countAcknowledged(ack)
+        case .subscriptionCompleted(let version):
+            subscriptionCompleted(version)
+        case .downloaded(let download):
+            progress.downloaded(bytes: download.bytes, remaining: download.downloadable,
+                                settled: download.isLast && download.subscriptionVersion >= sentQueryVersion)
             checkUploadWaiters()
-        case let .mark(_, request):
+        case .markAnswered(let request):
             if let wait = marks.answered(request) { complete(wait, nil) }
-        case let .writeRules(_, rules):
+        case .storeWriteRules(let rules):
             // Kept in the file even in mode off: a later open with a check has them offline.
             do { try database.setSyncValue(WritePrecheck.rulesKey, WriteRulesCodec.encode(rules)) } catch {
                 app.log(.warn, "cannot store the write rules of \(path): \(error)")
             }
             precheck?.update(rules: rules)
-        case .unbind:
-            break
-        case .error(let e):
-            var error = SyncError(code: e.code, message: e.message, isFatal: !e.tryAgain && e.action != .warning, action: e.action,
-                                  compensatingWrites: e.compensatingWrites)
-            if e.code == ProtocolError.Code.compensatingWrite { error.revertedObjects = revertCaptures.claim(e.compensatingWrites) }
-            if e.code == ProtocolError.Code.compensatingWrite {
-                app.log(.error, SyncErrorText.compensatingWriteLogLine(connection: 1, session: Int(sessionId ?? 1)))
-                rejectReceipts(e.compensatingWrites)  // and settles the upload it answers
-            }
-            if e.code == ProtocolError.Code.badQuery { subscriptionFailed(e.message) }
-            if error.isFatal { fail(error) } else { app.report(error, session: self) }
-        default:
-            break
+        case let .refused(writes, span):
+            app.log(.error, SyncErrorText.compensatingWriteLogLine(connection: 1, session: Int(sessionId ?? 1)))
+            rejectReceipts(writes, answering: span)
+        case .subscriptionFailed(let message):
+            subscriptionFailed(message)
+        case .report(let error):
+            app.report(error, session: self)
+        case .fail(let error):
+            fail(error)
+            return false
+        case .beginClientReset(let error):
+            beginClientReset(error)
+        case let .resetIdentified(ident, salt):
+            resetIdentified(ident: ident, salt: salt)
+        case let .resetDownloaded(serverVersion, subscriptionVersion, isLast, changesets):
+            resetDownloaded(serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast, changesets: changesets)
         }
+        return !closed && fatal == nil
     }
 
     func checkUploadWaiters() {

@@ -1,0 +1,218 @@
+import FerryCore
+import FerryStore
+
+/// The sync protocol of one session as a state machine without I/O (issue 25: deciding apart
+/// from doing). It holds what the protocol needs to remember (where the session is in its
+/// life, what was uploaded and acknowledged, the reverts downloads captured, the client reset
+/// in progress) and turns events (connected, a message received, a download integrated, the
+/// connection lost) into effects (`SessionEffect`: send, store, integrate, settle, report),
+/// in the order they must run. It reads no file and sends nothing: `SyncSession` runs its
+/// effects on the libuv loop, the deterministic simulation (Tests/FerrySimulationTests) runs
+/// them on its simulated network, and `SessionMachineTests` checks each rule on its own.
+///
+/// Invariants (besides those of `SessionLifecycle` and `UploadWindow`):
+/// - uploads, queries and MARKs go out only while `life.ready` (bound and identified);
+/// - while a client reset runs (`reset`), IDENT and DOWNLOAD belong to it, not to the file's
+///   old identity, and an error "session not bound" answers a message sent before it: stale;
+/// - a compensating write (error 231) claims the captures of the objects it names and
+///   completes the answer to the last acknowledged upload (`UploadWindow.lastAcknowledgement`).
+package struct SessionMachine {
+    /// Ready, closed, paused, in standby, failed.
+    var life = SessionLifecycle()
+    /// What was sent and what the server acknowledged.
+    package private(set) var uploads: UploadWindow
+    /// Objects that downloads changed under the device's recent writes, until an error 231
+    /// names them.
+    private var revertCaptures = RevertCaptures()
+    /// The client reset in progress (its decisions: `ClientResetRun`).
+    var reset: ClientResetRun?
+    /// The session's number on its connection.
+    package private(set) var sessionId: UInt64?
+
+    /// A session opening a file whose stored acknowledgement is `acknowledged`, with every
+    /// answer through `answered` (`SyncMetadata`).
+    package init(acknowledged: UInt64, answered: UInt64? = nil) {
+        uploads = UploadWindow(acknowledged: acknowledged, answered: answered)
+    }
+
+    package var ready: Bool { life.ready }
+
+    // MARK: events
+
+    /// The session joined a connection under `id`.
+    package mutating func attached(id: UInt64) { sessionId = id }
+
+    /// The connection is open, and the file's sync state reads `meta`: bind, and for a file
+    /// the server already knows, start at once (the server takes messages right behind a
+    /// BIND). `replaysRefusals`: the server sends again the refusals after `answeredThrough`.
+    package mutating func connected(database path: String, meta: SyncMetadata, replaysRefusals: Bool) -> [SessionEffect] {
+        guard life.wantsConnection, let id = sessionId else { return [] }
+        life.notReady()
+        uploads.connected(stored: meta.acknowledged, answered: meta.answered)
+        let known = meta.clientFileIdent != 0
+        // The refusals after `answered` are sent again by a server that keeps them (a lost
+        // connection may have taken their ERROR 231: SPEC F-NOLOSS).
+        let answered = replaysRefusals && known ? meta.answered : nil
+        var effects: [SessionEffect] = [.send(.bind(session: id, database: path, clientFileIdent: meta.clientFileIdent,
+                                                     clientFileSalt: meta.clientFileSalt, lastServerVersion: meta.serverVersion,
+                                                     answeredThrough: answered))]
+        if known, life.becameReady() { effects.append(.ready(knownFile: true)) }
+        return effects
+    }
+
+    /// The connection closed: nothing flows until the next `connected`. The captures stay: a
+    /// revert's error lost with the connection is sent again at the next BIND
+    /// (`RefusalLedger`) and claims them then.
+    package mutating func connectionLost() { life.notReady() }
+
+    /// A message from the server for this session.
+    package mutating func received(_ message: ProtocolMessage) -> [SessionEffect] {
+        guard !life.closed else { return [] }
+        switch message {
+        case let .ident(_, ident, salt) where reset != nil:
+            return [.resetIdentified(ident: ident, salt: salt)]
+        case let .download(_, serverVersion, _, subscriptionVersion, _, isLast, changesets) where reset != nil:
+            return [.resetDownloaded(serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast, changesets: changesets)]
+        case .error(let e) where e.action == .clientReset || e.action == .clientResetNoRecovery:
+            return [.beginClientReset(SyncError(code: e.code, message: e.message, isFatal: true, action: e.action))]
+        case .error(let e) where e.code == ProtocolError.Code.sessionNotBound && reset != nil:
+            return []
+        case let .ident(_, ident, salt):
+            var effects: [SessionEffect] = [.storeIdentity(ident: ident, salt: salt)]
+            if life.becameReady() { effects.append(.ready(knownFile: false)) }
+            return effects
+        case let .download(_, serverVersion, ack, subscriptionVersion, downloadable, isLast, changesets):
+            return [.integrate(DownloadIntegration(
+                changesets: changesets.map(\.changeset), serverVersion: serverVersion, acknowledged: ack,
+                subscriptionVersion: subscriptionVersion, downloadable: downloadable, isLast: isLast,
+                // A download that moves the acknowledgement answers an upload whose writes are
+                // after the previous one; one that does not may still carry that answer's reverts.
+                captureFloor: uploads.captureFloor(for: ack), answeredThrough: uploads.answersComplete(for: ack)))]
+        case let .mark(_, request):
+            return [.markAnswered(request)]
+        case let .writeRules(_, rules):
+            return [.storeWriteRules(rules)]
+        case .error(let e):
+            return errorReceived(e)
+        default:
+            return []
+        }
+    }
+
+    /// The store integrated `download` and captured `captures` (objects it changed under the
+    /// device's recent writes): what follows from its acknowledgement and its batch.
+    package mutating func integrated(_ download: DownloadIntegration, captures: [RevertCapture]) -> [SessionEffect] {
+        revertCaptures.add(captures)
+        var effects: [SessionEffect] = []
+        if let complete = uploads.acknowledge(download.acknowledged) { effects.append(.answersComplete(through: min(complete, uploads.acknowledged))) }
+        effects.append(.acknowledged(uploads.acknowledged))
+        if download.isLast { effects.append(.subscriptionCompleted(download.subscriptionVersion)) }
+        effects.append(.downloaded(download))
+        return effects
+    }
+
+    /// The store could not integrate a download: the fatal error the session stops with.
+    package static func integrationFailed(_ error: Error, database path: String) -> SyncError {
+        if error is MalformedDownload {
+            return SyncError(code: ProtocolError.Code.badChangeset, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation)
+        }
+        return SyncError(code: ProtocolError.Code.local, message: "cannot integrate a download into \(path): \(error)", isFatal: true, action: .applicationBug)
+    }
+
+    /// The version after which local changesets wait to be uploaded; nil when the session may
+    /// not upload (not ready, closed).
+    package var uploadFrom: UInt64? {
+        life.ready && !life.closed && sessionId != nil ? uploads.lastUploaded : nil
+    }
+
+    /// The UPLOAD message for `pending` (read after `uploadFrom`), marking them sent; nil
+    /// when there is nothing to send or the session may not.
+    package mutating func upload(_ pending: [PendingChangeset]) -> ProtocolMessage? {
+        guard let last = pending.last, let id = sessionId, uploadFrom != nil else { return nil }
+        uploads.sent(through: last.version)
+        return .upload(session: id, changesets: pending.map {
+            UploadChangeset(clientVersion: $0.version, lastIntegratedServerVersion: $0.base, changeset: $0.bytes)
+        })
+    }
+
+    // MARK: what the shell changes directly
+
+    /// Another process's acknowledgement, read when this one becomes the sync agent.
+    mutating func adopt(acknowledged stored: UInt64) { uploads.adopt(stored: stored) }
+
+    /// After a client reset: the file's new history starts at `stored`, all of it acknowledged.
+    mutating func resetUploads(to stored: UInt64) { uploads.reset(to: stored) }
+
+    // MARK: rules
+
+    private mutating func errorReceived(_ e: ProtocolError) -> [SessionEffect] {
+        var error = SyncError(code: e.code, message: e.message, isFatal: !e.tryAgain && e.action != .warning, action: e.action,
+                              compensatingWrites: e.compensatingWrites)
+        var effects: [SessionEffect] = []
+        if e.code == ProtocolError.Code.compensatingWrite {
+            error.revertedObjects = revertCaptures.claim(e.compensatingWrites)
+            // It completes the answer to the upload acknowledged last (SyncSession+Receipts).
+            let span = uploads.lastAcknowledgement
+            if span != nil { uploads.refusalArrived() }
+            effects.append(.refused(e.compensatingWrites, answering: span))
+        }
+        if e.code == ProtocolError.Code.badQuery { effects.append(.subscriptionFailed(e.message)) }
+        effects.append(error.isFatal ? .fail(error) : .report(error))
+        return effects
+    }
+}
+
+/// A download for the store to integrate (`Database.integrate(changesets:...)`), with what
+/// the session decided about it: where the store captures the device's writes for a revert,
+/// and through which version the file then has every answer.
+package struct DownloadIntegration: Sendable, Equatable {
+    package let changesets: [[UInt8]]
+    package let serverVersion: UInt64
+    package let acknowledged: UInt64
+    package let subscriptionVersion: UInt64
+    /// What the server has left to send (progress).
+    package let downloadable: UInt64
+    /// Ends a bootstrap or a catch-up.
+    package let isLast: Bool
+    package let captureFloor: UInt64
+    package let answeredThrough: UInt64?
+
+    package var bytes: UInt64 { UInt64(changesets.reduce(0) { $0 + $1.count }) }
+}
+
+/// What a session does next, in order; the machine never does it itself. An effect that fails
+/// stops the session with a fatal error, and the effects after it are dropped.
+package enum SessionEffect {
+    case send(ProtocolMessage)
+    /// Store the client file identity the server gave.
+    case storeIdentity(ident: UInt64, salt: UInt64)
+    /// Bound and identified: send the subscription set, the pending uploads and the MARKs
+    /// a lost connection took. `knownFile`: the server knew the file (not a new identity).
+    case ready(knownFile: Bool)
+    /// Integrate a download, then tell the machine (`integrated`).
+    case integrate(DownloadIntegration)
+    /// The answers to uploads through this version are complete: their receipts settle.
+    case answersComplete(through: UInt64)
+    /// The server acknowledged local versions through this one (progress, upload waits).
+    case acknowledged(UInt64)
+    /// A download ended a batch of this subscription set version (0: none).
+    case subscriptionCompleted(UInt64)
+    /// A download was integrated (progress).
+    case downloaded(DownloadIntegration)
+    /// The answer to MARK `request` came.
+    case markAnswered(UInt64)
+    case storeWriteRules(WriteRules)
+    /// An error 231: record the rejected writes against the upload span it answers (nil: no
+    /// upload was acknowledged on this file), which completes that answer.
+    case refused([CompensatingWrite], answering: UploadWindow.Span?)
+    /// The server refused the subscription set.
+    case subscriptionFailed(String)
+    /// A non-fatal error for the host's error handler.
+    case report(SyncError)
+    /// A fatal error: the session stops for good.
+    case fail(SyncError)
+    /// The server refused the file's identity: a client reset (SyncSession+ClientReset).
+    case beginClientReset(SyncError)
+    case resetIdentified(ident: UInt64, salt: UInt64)
+    case resetDownloaded(serverVersion: UInt64, subscriptionVersion: UInt64, isLast: Bool, changesets: [DownloadChangeset])
+}
