@@ -29,7 +29,9 @@ import Testing
             case .acknowledged(let a): return "acknowledged \(a)"
             case .subscriptionCompleted(let v): return "subscription \(v) completed"
             case .downloaded: return "downloaded"
-            case .markAnswered(let r): return "mark \(r) answered"
+            case .markAnswered(let w):
+                if case .receipts(let t) = w { return "receipts through \(t) answered" }
+                return "download wait answered"
             case .storeWriteRules: return "store write rules"
             case let .refused(w, span): return "refused \(w.count) answering \(span.map { "(\($0.after), \($0.through)]" } ?? "nothing")"
             case .subscriptionFailed: return "subscription failed"
@@ -192,6 +194,34 @@ import Testing
         #expect(m.received(.error(stale)).isEmpty)
         m.reset = nil
         #expect(Self.names(m.received(.error(stale))) == ["fail \(ProtocolError.Code.sessionNotBound)"])
+    }
+
+    @Test func marksWaitForAConnectionAndALostOneIsSentAgainUnderANewId() {
+        var m = SessionMachine(acknowledged: 0)
+        m.attached(id: 1)
+        #expect(m.mark(.download { _ in }).isEmpty, "not ready: kept for the connection")
+        _ = m.connected(database: "a", meta: Self.meta(ident: 7), replaysRefusals: true)
+        let sent = m.unsentMarks()
+        guard case .send(.mark(1, let first))? = sent.first, sent.count == 1 else { Issue.record("\(Self.names(sent))"); return }
+        m.connectionLost()
+        _ = m.connected(database: "a", meta: Self.meta(ident: 7), replaysRefusals: true)
+        let again = m.unsentMarks()
+        guard case .send(.mark(1, let second))? = again.first else { Issue.record("\(Self.names(again))"); return }
+        #expect(second > first, "ids are never reused")
+        #expect(m.received(.mark(session: 1, request: first)).isEmpty, "the lost connection's answer completes nothing")
+        #expect(Self.names(m.received(.mark(session: 1, request: second))) == ["download wait answered"])
+        #expect(m.received(.mark(session: 1, request: second)).isEmpty, "answered once")
+    }
+
+    @Test func oneReceiptMarkAtATimeAfterWhatWasUploaded() {
+        var m = Self.readyMachine(sentThrough: 4)
+        let effects = m.receiptMark()
+        guard case .send(.mark(1, let request))? = effects.first else { Issue.record("\(Self.names(effects))"); return }
+        #expect(m.receiptMark().isEmpty, "one is out")
+        #expect(Self.names(m.received(.mark(session: 1, request: request))) == ["receipts through 4 answered"])
+        #expect(!m.receiptMark().isEmpty, "the next may go once it is answered")
+        m.connectionLost()
+        #expect(m.receiptMark().isEmpty, "none while not ready")
     }
 
     @Test func aClosedSessionDecidesNothing() {

@@ -19,6 +19,7 @@ enum SimMessage {
         case let .download(_, v, a, _, _, _, c):
             return "DOWNLOAD(server version \(v), acknowledged \(a), \(c.reduce(0) { $0 + $1.changeset.count }) bytes)"
         case .error(let e): return "ERROR \(e.code)(\(e.compensatingWrites.map { "\($0.primaryKey)" }))"
+        case .mark(_, let r): return "MARK(\(r))"
         default: return "\(m)"
         }
     }
@@ -44,6 +45,9 @@ struct SimServer {
     var files: [UInt64: (salt: UInt64, acknowledged: UInt64)] = [:]
     /// Each client file's refusals, kept to send again (the real stores keep them so).
     var refusals: [UInt64: RefusalLedger] = [:]
+    /// Whether a BIND sends again the refusals the device has no answer for (as the real server
+    /// does); off only to show the gap the pinned seeds prove (`SimulationTests`).
+    var replaysRefusals = true
     /// Compensating writes sent with an upload's answer, and sent again at a BIND.
     var refusalsSent = 0
     var refusalsRepeated = 0
@@ -97,7 +101,7 @@ struct SimServer {
                 guard lastServerVersion <= head else { throw failure("device \(device) claims server version \(lastServerVersion) past the head \(head)") }
                 // As `SessionBinding.bind`: the refusals the device has no answer for, with their
                 // objects as they are now; what it has answered is forgotten.
-                if let ledger = refusals[ident] {
+                if replaysRefusals, let ledger = refusals[ident] {
                     (repeated, refusals[ident]) = ledger.atBind(answeredThrough: answeredThrough, acknowledged: f.acknowledged)
                 }
             }
@@ -130,6 +134,11 @@ struct SimServer {
             files[s.file]?.acknowledged = max(acknowledged, outcome.lastClientVersion)
             send(to: device, devices: devices, extras: Set(outcome.entries.keys).union(integration.resend), refused: outcome.compensating)
             for other in sessions.keys.sorted() where other != device { send(to: other, devices: devices, extras: []) }
+        case let .mark(session, request):
+            // As the real server: answered once everything before it was handled and sent
+            // (here: at once, behind what this device was already sent).
+            guard let s = sessions[device], s.file != 0 else { throw failure("device \(device) sent a MARK before binding") }
+            devices[device].toDevice.append(.mark(session: session, request: request))
         default:
             throw failure("device \(device) sent \(SimMessage.describe(message)), which the simulation does not expect")
         }
@@ -196,6 +205,10 @@ final class SimDevice {
     var answered: Set<String> = []
     /// The refused keys whose reverted values the session handed over with their error 231.
     var reverted: Set<String> = []
+    /// The host's waits for download (a MARK each) since the device last started, and how many
+    /// completed: every one must, once the network is quiet.
+    var downloadWaits = 0
+    let downloadWaitsDone = LockedValue((ok: 0, failed: 0))
     /// Every transaction the host committed, by its write receipt, with the keys of its writes
     /// the server must refuse (the host's knowledge: kept across crashes, as the file keeps
     /// the receipts).
@@ -239,6 +252,9 @@ final class SimDevice {
         db = try Database.open(configuration, scheduler: scheduler)
         let meta = try db.syncMetadata()
         machine = SessionMachine(acknowledged: meta.acknowledged, answered: meta.answered)
+        // The host went with the process, and its waits.
+        downloadWaits = 0
+        downloadWaitsDone.withLock { $0 = (0, 0) }
         // As the sync session: settled only as far as the file has every answer.
         db.startReceiptSession(acknowledged: meta.answered)
     }
@@ -259,6 +275,25 @@ final class SimDevice {
         return true
     }
 
+    /// The host waits for download: a MARK, sent now or when the session is next ready.
+    func waitForDownload(failure: (String) -> Error) throws {
+        downloadWaits += 1
+        let done = downloadWaitsDone
+        try run(machine.mark(.download { error in done.withLock { if error == nil { $0.ok += 1 } else { $0.failed += 1 } } }), failure: failure)
+    }
+
+    /// Whether uploads were acknowledged whose answers are not all in (their receipts not settled).
+    var hasUnsettledReceipts: Bool { (db.receiptsSettled ?? 0) < window.acknowledged }
+
+    /// As the session's timer does when acknowledgements pause: a MARK that settles the
+    /// receipts of the uploads sent so far. False when none went out.
+    func sendReceiptMark(failure: (String) -> Error) throws -> Bool {
+        guard connected, hasUnsettledReceipts else { return false }
+        let effects = machine.receiptMark()
+        try run(effects, failure: failure)
+        return !effects.isEmpty
+    }
+
     /// Runs the machine's effects as `SyncSession.perform` does, with the store and the
     /// simulated network; what only a host sees (progress, subscriptions, MARKs) is not
     /// simulated.
@@ -270,7 +305,11 @@ final class SimDevice {
             case let .storeIdentity(ident, salt):
                 try db.setClientFile(ident: ident, salt: salt)
             case .ready:
+                // As `SyncSession.identified`: uploads, a MARK for what an earlier connection
+                // left unsettled, then the MARKs a lost connection took.
                 _ = try uploadPending()
+                if hasUnsettledReceipts { try run(machine.receiptMark(), failure: failure) }
+                try run(machine.unsentMarks(), failure: failure)
             case .integrate(let download):
                 let captures = try db.integrate(changesets: download.changesets, serverVersion: download.serverVersion,
                                                 completesVersion: download.isLast, acknowledged: download.acknowledged,
@@ -289,7 +328,11 @@ final class SimDevice {
                 throw failure("device \(index)'s session stopped: \(error.code) \(error.message)")
             case .beginClientReset, .resetIdentified, .resetDownloaded:
                 throw failure("device \(index) was sent into a client reset, which the simulation does not make")
-            case .acknowledged, .subscriptionCompleted, .downloaded, .markAnswered, .storeWriteRules, .subscriptionFailed:
+            case .markAnswered(.download(let done)):
+                done(nil)
+            case .markAnswered(.receipts(let through)):
+                db.noteReceiptsSettled(through: min(through, window.acknowledged))
+            case .acknowledged, .subscriptionCompleted, .downloaded, .storeWriteRules, .subscriptionFailed:
                 break
             }
         }

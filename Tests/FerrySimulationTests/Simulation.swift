@@ -5,34 +5,40 @@ import FerryStore
 import FerrySyncStorage
 import Foundation
 
-/// A deterministic simulation of sync (issue 25, point 5, first part): one process, one seed, no
-/// sockets and no real time. Devices are real client stores (FerryStore's `Database` on
-/// in-memory SQLite: their write path, upload queue and download integration, which lays
-/// unacknowledged local changes over the server's state); the server is the real merge and
-/// validation (`UploadIntegration`) over the server's stored states; between them a simulated
-/// network of per-connection FIFO queues that the seed drives (delivery order across devices,
-/// disconnects, device and server crashes and restarts), and a simulated clock that stamps every
-/// changeset. Host work is random transactions of one to three operations: a device's own
-/// documents (create, set, add, delete) and documents every device shares (a title that the
-/// last writer sets, a counter every device adds to).
+/// A deterministic simulation of sync (issue 25, point 5): one process, one seed, no sockets
+/// and no real time. Devices are real client stores (FerryStore's `Database` on in-memory
+/// SQLite: their write path, upload queue and download integration, which lays unacknowledged
+/// local changes over the server's state) driven by the sync session's own protocol decisions
+/// (`SessionMachine`, the state machine `SyncSession` runs: BIND, IDENT, UPLOAD, DOWNLOAD with
+/// its acknowledgement, ERROR 231, MARK), speaking real `ProtocolMessage`s; the server is the
+/// real merge and validation (`UploadIntegration`) and refusal ledger (`RefusalLedger`) over
+/// the server's stored states; between them a simulated network of per-connection FIFO queues
+/// that the seed drives (delivery order across devices, disconnects, device and server crashes
+/// and restarts), and a simulated clock that stamps every changeset. Host work is random
+/// transactions of one to three operations: a device's own documents (create, set, add,
+/// delete), documents every device shares (a title that the last writer sets, a counter every
+/// device adds to), and other users' documents, which the server refuses; every third
+/// transaction the host also waits for download.
 ///
 /// After every step, no receipt of a transaction the server refuses reads acknowledged. At every
 /// quiet point (every device connected and nothing left to send) it checks: every
 /// device holds exactly the server's documents; the server's documents are what a sequential
 /// oracle of the hosts' commits says (sim time orders every commit, and the merge's "later
 /// stamp wins" and "adds commute" agree with that order for these operations); nothing is left
-/// unacknowledged; every refused write was reported to its device and its revert captured;
-/// every write receipt has settled: rejected (with exactly its refused objects) or
-/// acknowledged. A device crash loses no committed write (the oracle includes them all).
+/// unacknowledged; every refused write was reported to its device, its revert captured, and
+/// handed to the host with its error 231; every write receipt has settled through the answers
+/// and the MARKs the session sent (as its timer sends them when acknowledgements pause):
+/// rejected (with exactly its refused objects) or acknowledged; every wait for download
+/// completed. A device crash loses no committed write (the oracle includes them all).
 ///
-/// Refused writes (other users' documents) are reverted and reported with an ERROR 231 that is a
-/// message of its own, so a connection can be lost between an answer's DOWNLOAD and its 231,
-/// as on the wire; the server keeps its refusals and sends them again (`RefusalLedger`). Write
-/// receipts are settled as the sync session settles them (`UploadWindow`, `recordRejection`).
+/// Refused writes are reverted and reported with an ERROR 231 that is a message of its own, so
+/// a connection can be lost between an answer's DOWNLOAD and its 231, as on the wire; the
+/// server keeps its refusals and sends them again at the next BIND.
 ///
-/// Not yet simulated (issue 25 leaves them to the session state machine): the client's
-/// `SyncSession` itself (this driver speaks the protocol the way it does), the hub's sessions and
-/// fan-out chain, subscriptions and views, progress, resets.
+/// Not yet simulated: the shell that runs the machine's effects on the libuv loop
+/// (`SyncSession`: a simpler runner of the same effects is here), the hub's sessions and
+/// fan-out chain (the server here answers as they do), subscriptions and views, progress,
+/// upload waits, client resets, suspend and resume.
 final class Simulation {
     struct Failure: Error, CustomStringConvertible {
         let step: Int
@@ -52,11 +58,12 @@ final class Simulation {
     static let deviceCount = 3
     static let sharedKeys = ["s0", "s1"]
 
-    init(seed: UInt64, steps: Int, app: AppConfiguration) throws {
+    init(seed: UInt64, steps: Int, app: AppConfiguration, replaysRefusals: Bool = true) throws {
         self.seed = seed
         stepLimit = steps
         rng = SimRandom(seed: seed)
         server = try SimServer(app: app, clock: clock)
+        server.replaysRefusals = replaysRefusals
         for key in Self.sharedKeys {
             let doc = SimDoc(owner: "alice", title: "shared", counter: 0, rank: 0)
             try server.seed(key: key, doc: doc)
@@ -98,7 +105,11 @@ final class Simulation {
             try d.receive(m, failure: fail)
         case 75..<85:
             guard d.connected else { return }
-            if try d.uploadPending() { note("device \(d.index) uploads through local version \(d.lastUploaded)") }
+            if try d.uploadPending() {
+                note("device \(d.index) uploads through local version \(d.lastUploaded)")
+            } else if try d.sendReceiptMark(failure: fail) {
+                note("device \(d.index) sends a MARK to settle its receipts")
+            }
         case 85..<92:
             guard !d.connected else { return }
             note("device \(d.index) connects")
@@ -189,6 +200,12 @@ final class Simulation {
             oracle[key] = doc
         }
         note("device \(d.index) commits " + ops.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
+        // Every third transaction the host also waits for download (a MARK; no draw from the
+        // seed's stream, so the pinned seeds keep their runs).
+        if d.receipts.count % 3 == 0 {
+            try d.waitForDownload(failure: fail)
+            note("device \(d.index)'s host waits for download")
+        }
     }
 
     private func fail(_ message: String) -> Failure { Failure(step: step, message: message) }
@@ -207,6 +224,8 @@ final class Simulation {
             var moved = false
             for d in devices {
                 if try d.uploadPending() { moved = true }
+                // Acknowledgements paused: the session's timer sends a MARK to settle receipts.
+                if try d.sendReceiptMark(failure: fail) { moved = true }
                 while !d.toServer.isEmpty {
                     try server.receive(d.toServer.removeFirst(), from: d.index, devices: devices, failure: fail)
                     moved = true
@@ -231,6 +250,12 @@ final class Simulation {
                 throw fail("device \(d.index) differs from the server:\n" + Self.difference(serverDocs, docs, "server", "device \(d.index)"))
             }
             if try d.unacknowledged() > 0 { throw fail("device \(d.index) has local changes the server never acknowledged") }
+            // No wait hangs: every wait for download the host made since the device started was
+            // answered (its MARK sent again on each new connection), and none failed.
+            let waits = d.downloadWaitsDone.withLock { $0 }
+            if waits.ok != d.downloadWaits || waits.failed != 0 {
+                throw fail("device \(d.index)'s host made \(d.downloadWaits) waits for download: \(waits.ok) completed, \(waits.failed) failed")
+            }
             // Every refused write this device made (since its last crash) was reported by the
             // server, reached the device with its error 231 (sent again when a connection lost
             // it: `RefusalLedger`), and the device's store captured its revert.
@@ -247,11 +272,9 @@ final class Simulation {
             d.answered = []
             d.captured = []
             d.reverted = []
-            // Every receipt settles: the network is quiet, so a MARK now would be answered after
-            // every upload's answer (what the sync session sends to settle the last upload). A
-            // transaction with a refused write reads rejected, with exactly those objects'
-            // compensating writes; every other reads acknowledged.
-            d.db.noteReceiptsSettled(through: min(d.window.lastUploaded, d.window.acknowledged))
+            // Every receipt settled, by the answers and the MARKs the session sent (none is
+            // settled here by hand). A transaction with a refused write reads rejected, with
+            // exactly those objects' compensating writes; every other reads acknowledged.
             for (receipt, denied) in d.receipts {
                 let status = try d.db.receiptStatus(receipt)
                 let named = Set(status.compensatingWrites.compactMap { w -> String? in if case .string(let k) = w.primaryKey { k } else { nil } })

@@ -28,6 +28,8 @@ package struct SessionMachine {
     var reset: ClientResetRun?
     /// The session's number on its connection.
     package private(set) var sessionId: UInt64?
+    /// The MARKs sent and to send, and what each answer completes (`MarkBook`).
+    var marks = MarkBook()
 
     /// A session opening a file whose stored acknowledgement is `acknowledged`, with every
     /// answer through `answered` (`SyncMetadata`).
@@ -62,8 +64,35 @@ package struct SessionMachine {
 
     /// The connection closed: nothing flows until the next `connected`. The captures stay: a
     /// revert's error lost with the connection is sent again at the next BIND
-    /// (`RefusalLedger`) and claims them then.
-    package mutating func connectionLost() { life.notReady() }
+    /// (`RefusalLedger`) and claims them then. The MARKs sent on it are sent again on the
+    /// next one (answers to the old ones complete nothing).
+    package mutating func connectionLost() {
+        life.notReady()
+        marks.requeue()
+    }
+
+    /// A MARK whose answer completes `wait`: sent now if the session is ready, else when it
+    /// next is (`unsentMarks`).
+    package mutating func mark(_ wait: MarkBook.Wait) -> [SessionEffect] {
+        guard life.ready, let id = sessionId else {
+            marks.postpone(wait)
+            return []
+        }
+        return [.send(.mark(session: id, request: marks.issue(wait)))]
+    }
+
+    /// A MARK after the uploads sent so far: the server handles a connection's messages in
+    /// order, so its answer comes after every one of those uploads' answers (231s included),
+    /// and their receipts settle. One is out at a time; none while the session is not ready.
+    package mutating func receiptMark() -> [SessionEffect] {
+        guard life.ready, !marks.receiptMarkOut, sessionId != nil else { return [] }
+        return mark(.receipts(through: uploads.lastUploaded))
+    }
+
+    /// The session is ready again: the MARKs a lost connection took, in order.
+    package mutating func unsentMarks() -> [SessionEffect] {
+        marks.takeUnsent().flatMap { mark($0) }
+    }
 
     /// A message from the server for this session.
     package mutating func received(_ message: ProtocolMessage) -> [SessionEffect] {
@@ -89,7 +118,8 @@ package struct SessionMachine {
                 // after the previous one; one that does not may still carry that answer's reverts.
                 captureFloor: uploads.captureFloor(for: ack), answeredThrough: uploads.answersComplete(for: ack)))]
         case let .mark(_, request):
-            return [.markAnswered(request)]
+            // An answer to a MARK requeued since (or unknown) completes nothing.
+            return marks.answered(request).map { [.markAnswered($0)] } ?? []
         case let .writeRules(_, rules):
             return [.storeWriteRules(rules)]
         case .error(let e):
@@ -199,8 +229,8 @@ package enum SessionEffect {
     case subscriptionCompleted(UInt64)
     /// A download was integrated (progress).
     case downloaded(DownloadIntegration)
-    /// The answer to MARK `request` came.
-    case markAnswered(UInt64)
+    /// A MARK's answer came: complete what it waited for.
+    case markAnswered(MarkBook.Wait)
     case storeWriteRules(WriteRules)
     /// An error 231: record the rejected writes against the upload span it answers (nil: no
     /// upload was acknowledged on this file), which completes that answer.

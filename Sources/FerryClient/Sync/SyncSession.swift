@@ -36,7 +36,10 @@ public final class SyncSession: @unchecked Sendable {
     /// The subscription set version last sent in a QUERY on this connection.
     var sentQueryVersion: UInt64 = 0
     /// The MARKs sent and to send, and what each answer completes (`MarkBook`).
-    var marks = MarkBook()
+    var marks: MarkBook {
+        get { machine.marks }
+        set { machine.marks = newValue }
+    }
     /// The host's waits for upload and for subscription sets (`SessionWaits`).
     var waits = SessionWaits()
     /// Waits for write receipts (SyncSession+Receipts, loop thread).
@@ -258,7 +261,7 @@ public final class SyncSession: @unchecked Sendable {
         app.loop.post { [self] in
             if let f = fatal { return done(f.asFerryError) }
             if closed { return done(FerryError(.closed, "the sync session is closed")) }
-            if ready { sendMark(.download(done)) } else { marks.postpone(.download(done)) }
+            sendMark(.download(done))
         }
     }
 
@@ -317,16 +320,11 @@ public final class SyncSession: @unchecked Sendable {
         sendUnsentMarks()
     }
 
-    /// Sends a MARK whose answer completes `wait`.
-    func sendMark(_ wait: MarkBook.Wait) {
-        guard let id = sessionId else { return marks.postpone(wait) }
-        connection?.send(.mark(session: id, request: marks.issue(wait)))
-    }
+    /// Sends a MARK whose answer completes `wait` (when the session is next ready, if not now).
+    func sendMark(_ wait: MarkBook.Wait) { run(machine.mark(wait)) }
 
     /// The session is ready again: the MARKs a lost connection took go out, in order.
-    func sendUnsentMarks() {
-        for w in marks.takeUnsent() { sendMark(w) }
-    }
+    func sendUnsentMarks() { run(machine.unsentMarks()) }
 
     /// Runs what a MARK's answer (or the session's end, `error`) completes.
     private func complete(_ wait: MarkBook.Wait, _ error: FerryError?) {
@@ -340,28 +338,24 @@ public final class SyncSession: @unchecked Sendable {
         }
     }
 
-    /// Sends a MARK after the uploads sent so far: the server handles a connection's messages
-    /// in order, so when the MARK comes back every one of those uploads has had its answer,
-    /// the acknowledgement and any compensating write (error 231) included, and their
-    /// receipts are settled (SyncSession+Receipts). Most receipts settle without one (see
-    /// `acknowledgementMoved`); this is for the last upload of a burst. One is in flight at a
-    /// time. A MARK lost with its connection is sent again on the next one, after the uploads.
+    /// Sends a MARK that settles the receipts of the uploads sent so far
+    /// (`SessionMachine.receiptMark`). Most receipts settle without one (see
+    /// `acknowledgementMoved`); this is for the last upload of a burst. A MARK lost with its
+    /// connection is sent again on the next one, after the uploads.
     func sendReceiptMark() {
-        guard ready, !marks.receiptMarkOut, sessionId != nil else { return }
+        let effects = machine.receiptMark()
+        guard !effects.isEmpty else { return }
         receiptMarksSent += 1
-        sendMark(.receipts(through: lastUploaded))
+        run(effects)
     }
 
     /// The connection closed (`fatal` nil: it will reconnect).
     func connectionEnded(fatal error: SyncError?) {
+        // The captures stay, the MARKs sent are sent again (`SessionMachine.connectionLost`).
         machine.connectionLost()
-        // The captures stay: a revert's error lost with this connection is sent again at the
-        // next BIND (`RefusalLedger`), and claims them then (SPEC F-NOLOSS).
         // A reset in progress starts over: the file still has its old identity, which the
         // server refuses again on the next bind.
         abandonClientReset()
-        // Marks sent on the lost connection are sent again on the next one.
-        requeueMarks()
         if let error { fail(error) }
     }
 
@@ -436,8 +430,8 @@ public final class SyncSession: @unchecked Sendable {
             progress.downloaded(bytes: download.bytes, remaining: download.downloadable,
                                 settled: download.isLast && download.subscriptionVersion >= sentQueryVersion)
             checkUploadWaiters()
-        case .markAnswered(let request):
-            if let wait = marks.answered(request) { complete(wait, nil) }
+        case .markAnswered(let wait):
+            complete(wait, nil)
         case .storeWriteRules(let rules):
             // Kept in the file even in mode off: a later open with a check has them offline.
             do { try database.setSyncValue(WritePrecheck.rulesKey, WriteRulesCodec.encode(rules)) } catch {
