@@ -195,39 +195,37 @@ extension Database {
         var captures: [RevertCapture] = []
         try writingStore { c in
             let store = self.storeForSync
-            let previous = try Self.getMeta(c, "sync.acknowledged")
-            let ack = max(previous, acknowledged)
-            // Local changes the server has not acknowledged are applied again on top of the
-            // downloaded objects they touch; without any, nothing needs tracking.
             let latest = try Self.latestVersion(c)
-            let hasLocal = latest > ack
+            let observed = store.hasObservers
+            let encoded: Bool
+            if case .encoded = source { encoded = true } else { encoded = false }
+            // What to do is decided from values (`DownloadPlan`: its rules); this carries it out.
+            let plan = DownloadPlan.make(stored: try Self.getMeta(c, "sync.acknowledged"), acknowledged: acknowledged, latestLocal: latest,
+                                         encoded: encoded, observed: observed, captureFloor: floor,
+                                         answeredThrough: answeredThrough, serverVersion: serverVersion, completesVersion: completesVersion)
             var touched: Set<ObjectKey> = []
             var classes: [String: Int] = [:]
             var applied: [Instruction] = []
-            let observed = store.hasObservers
+            let rebase = plan.rebaseAfter != nil
             // The device's recent writes by object, and the states before the download of the
             // objects it touches that have some (read once, before their first instruction).
             var recent: [ObjectKey: [LocalWrite]] = [:]
             var before: [(ObjectKey, Int, [FerryValue]?)] = []
             var seen: Set<ObjectKey> = []
             var positions = FieldPositions()
-            // Rows straight from the decoder when nothing below needs the instructions: no
-            // local change to apply again (`hasLocal`), no write to capture (`floor`), no
-            // observer to tell (`observed`).
             let objects: [Instruction]
-            if case .encoded(let changesets) = source, !hasLocal, !observed, floor.map({ latest <= $0 }) ?? true {
+            if plan.rowsFromDecoder, case .encoded(let changesets) = source {
                 for changeset in changesets { try Self.integrateRows(changeset, into: store, on: c, classes: &classes) }
                 objects = []
             } else {
                 objects = try source.instructions
             }
-            if var floor, latest > floor, !objects.isEmpty {
-                // Every download until the acknowledgement moves again reads the last
-                // acknowledged upload: past `captureBytes` (a bulk import), only the writes the
-                // server had not acknowledged before this download are read.
-                if floor < previous, try Self.historyBytes(c, after: floor) > Self.captureBytes { floor = previous }
+            // Every download until the acknowledgement moves again reads the last acknowledged
+            // upload, unless its history is too large (`DownloadPlan.captureStart`).
+            if let floor = plan.captureAfter, !objects.isEmpty,
+               let start = plan.captureStart(historyBytes: plan.narrowCaptureTo == nil ? 0 : try Self.historyBytes(c, after: floor)) {
                 let s = try c.statement("SELECT version, changeset FROM __ferry_history WHERE version > ? ORDER BY version")
-                s.bind(1, Int64(bitPattern: floor))
+                s.bind(1, Int64(bitPattern: start))
                 while try s.step() {
                     let v = UInt64(bitPattern: s.int64(0))
                     // The device's own history: undecodable, the file is damaged (not skipped:
@@ -250,16 +248,16 @@ extension Database {
                     if recent[ref] != nil, seen.insert(ref).inserted { before.append((ref, ci, try store.readRow(c, ci, key: i.key))) }
                 }
                 guard try store.applyServerInstruction(i, classIndex: ci, on: c, positions: &positions) else { continue }
-                if hasLocal { touched.insert(ObjectKey(table: i.table, key: i.key)) }
+                if rebase { touched.insert(ObjectKey(table: i.table, key: i.key)) }
                 if observed { applied.append(i) }
             }
-            if hasLocal && !touched.isEmpty {
+            if let after = plan.rebaseAfter, !touched.isEmpty {
                 let s = try c.statement("SELECT changeset FROM __ferry_history WHERE version > ? ORDER BY version")
-                s.bind(1, Int64(bitPattern: ack))
+                s.bind(1, Int64(bitPattern: after))
                 var local: [Instruction] = []
                 while try s.step() { local += try ChangesetCodec.decode(s.blob(0)).instructions }
                 s.resetKeepingBindings()
-                for i in local where touched.contains(ObjectKey(table: i.table, key: i.key)) {
+                for i in DownloadPlan.rebase(local, touched: touched) {
                     // A local change that no longer applies (its object erased by the server)
                     // is dropped here; the server decides its fate when it is uploaded.
                     if case .create = i, let ci = store.schema.classIndex(named: i.table), try store.readRow(c, ci, key: i.key) != nil {
@@ -277,11 +275,10 @@ extension Database {
                 captures.append(RevertCapture(objectSchema: store.layout(ci).objectSchema, primaryKey: ref.key, before: was, after: now,
                                               writes: recent[ref] ?? []))
             }
+            let ack = plan.acknowledged
             try Self.putMeta(c, "sync.acknowledged", ack)
-            // Every answer through the acknowledgement before this one came before this download
-            // (unless the session knows some did not: `answeredThrough`).
-            if ack > previous { try Self.putMeta(c, "sync.answered", min(previous, answeredThrough ?? previous)) }
-            if completesVersion {
+            if let answered = plan.answered { try Self.putMeta(c, "sync.answered", answered) }
+            if let serverVersion = plan.serverVersion {
                 try Self.putMeta(c, "sync.server_version", serverVersion)
                 let h = try c.statement("INSERT OR REPLACE INTO __ferry_sync_bases (history_version, server_version) VALUES (?, ?)")
                 h.bind(1, Int64(bitPattern: latest)); h.bind(2, Int64(bitPattern: serverVersion))
@@ -301,10 +298,6 @@ extension Database {
         }
         return captures
     }
-
-    /// How many bytes of local history a download's capture (F-NOLOSS) reads at most beyond
-    /// what the server had not acknowledged.
-    static let captureBytes: Int64 = 8 << 20
 
     static func historyBytes(_ c: SQLiteConnection, after version: UInt64) throws -> Int64 {
         let s = try c.statement("SELECT COALESCE(SUM(length(changeset)), 0) FROM __ferry_history WHERE version > ?")
