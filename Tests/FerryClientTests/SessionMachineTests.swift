@@ -26,7 +26,8 @@ import Testing
             case .ready(let known): return "ready(known: \(known))"
             case .integrate: return "integrate"
             case .answersComplete(let t): return "answers complete through \(t)"
-            case .acknowledged(let a): return "acknowledged \(a)"
+            case .uploaded(let b): return "uploaded \(b) bytes"
+            case .completeWaits(let w): return "\(w.count) waits done"
             case .subscriptionCompleted(let v): return "subscription \(v) completed"
             case .downloaded: return "downloaded"
             case .markAnswered(let w):
@@ -130,19 +131,19 @@ import Testing
         let first = m.received(Self.download(ack: 3, subscriptionVersion: 2))
         guard case .integrate(let d) = first.first, first.count == 1 else { Issue.record("\(Self.names(first))"); return }
         #expect(d.acknowledged == 3 && d.captureFloor == 0 && d.answeredThrough == 0 && d.isLast && d.bytes == 2)
-        #expect(Self.names(m.integrated(d, captures: [])) == ["answers complete through 0", "acknowledged 3", "subscription 2 completed", "downloaded"])
+        #expect(Self.names(m.integrated(d, captures: [])) == ["answers complete through 0", "uploaded 0 bytes", "subscription 2 completed", "downloaded"])
         // The next acknowledgement completes the answers through the one before it (a 231 for
         // that upload would have come first), and captures reverts of writes after it.
         let next = m.received(Self.download(ack: 5, isLast: false))
         guard case .integrate(let d2) = next.first else { Issue.record("\(Self.names(next))"); return }
         #expect(d2.captureFloor == 3 && d2.answeredThrough == 3)
-        #expect(Self.names(m.integrated(d2, captures: [])) == ["answers complete through 3", "acknowledged 5", "downloaded"])
+        #expect(Self.names(m.integrated(d2, captures: [])) == ["answers complete through 3", "uploaded 0 bytes", "downloaded"])
         // One that does not move the acknowledgement settles nothing, and may still carry the
         // last answer's reverts: it captures from the acknowledgement before.
         let same = m.received(Self.download(ack: 5))
         guard case .integrate(let d3) = same.first else { Issue.record("\(Self.names(same))"); return }
         #expect(d3.captureFloor == 3 && d3.answeredThrough == nil)
-        #expect(Self.names(m.integrated(d3, captures: [])) == ["acknowledged 5", "subscription 0 completed", "downloaded"])
+        #expect(Self.names(m.integrated(d3, captures: [])) == ["uploaded 0 bytes", "subscription 0 completed", "downloaded"])
     }
 
     @Test func aCompensatingWriteAnswersTheLastAcknowledgedUploadAndClaimsItsCaptures() {
@@ -222,6 +223,19 @@ import Testing
         #expect(!m.receiptMark().isEmpty, "the next may go once it is answered")
         m.connectionLost()
         #expect(m.receiptMark().isEmpty, "none while not ready")
+    }
+
+    @Test func uploadWaitsCompleteWhenTheAcknowledgementReachesThem() {
+        var m = Self.readyMachine(sentThrough: 0)
+        #expect(m.committed([(version: 1, bytes: 100), (version: 2, bytes: 50), (version: 3, bytes: 25)]) == 175)
+        #expect(m.committed([(version: 2, bytes: 50)]) == 0, "counted once")
+        _ = m.upload(Self.pending(1...3))
+        #expect(Self.names(m.waitForUpload(through: 0) { _ in }) == ["1 waits done"], "nothing to wait for: at once")
+        #expect(m.waitForUpload(through: 2) { _ in }.isEmpty && m.waitForUpload(through: 3) { _ in }.isEmpty)
+        #expect(Self.names(Self.deliver(Self.download(ack: 2), to: &m)) == ["integrate", "answers complete through 0", "uploaded 150 bytes",
+                                                                           "subscription 0 completed", "downloaded", "1 waits done"])
+        #expect(Self.names(Self.deliver(Self.download(ack: 3), to: &m)).suffix(2) == ["downloaded", "1 waits done"])
+        #expect(m.waits.takeUploads().isEmpty)
     }
 
     @Test func aClosedSessionDecidesNothing() {

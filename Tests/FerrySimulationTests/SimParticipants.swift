@@ -1,5 +1,5 @@
 import FerryAppConfig
-import FerryClient
+@testable import FerryClient
 import FerryCore
 @testable import FerryServer
 import FerryStore
@@ -205,10 +205,18 @@ final class SimDevice {
     var answered: Set<String> = []
     /// The refused keys whose reverted values the session handed over with their error 231.
     var reverted: Set<String> = []
-    /// The host's waits for download (a MARK each) since the device last started, and how many
-    /// completed: every one must, once the network is quiet.
+    /// The host's waits for download (a MARK each) and for upload since the device last
+    /// started, and how many completed: every one must, once the network is quiet.
     var downloadWaits = 0
     let downloadWaitsDone = LockedValue((ok: 0, failed: 0))
+    var uploadWaits = 0
+    let uploadWaitsDone = LockedValue((ok: 0, failed: 0))
+    /// The session's progress counters and notifiers (the real ones), and what the host's
+    /// notifiers (`reportIndefinitely`, both directions) were told since the device started.
+    private(set) var progress = ProgressNotifiers { $0(); return true }
+    let uploadReports = LockedValue([SyncProgress]())
+    let downloadReports = LockedValue([SyncProgress]())
+    private var progressTokens: [ProgressToken] = []
     /// Every transaction the host committed, by its write receipt, with the keys of its writes
     /// the server must refuse (the host's knowledge: kept across crashes, as the file keeps
     /// the receipts).
@@ -224,6 +232,22 @@ final class SimDevice {
         keeper = try Database.open(c, scheduler: scheduler)
         db = try Database.open(c, scheduler: scheduler)
         db.startReceiptSession(acknowledged: 0)
+        observeProgress()
+    }
+
+    /// As a host that watches both directions for as long as the session lives.
+    private func observeProgress() {
+        progress = ProgressNotifiers { $0(); return true }
+        uploadReports.withLock { $0 = [] }
+        downloadReports.withLock { $0 = [] }
+        let up = uploadReports, down = downloadReports
+        progressTokens = [progress.register(.upload, .reportIndefinitely) { p in up.withLock { $0.append(p) } },
+                          progress.register(.download, .reportIndefinitely) { p in down.withLock { $0.append(p) } }]
+    }
+
+    /// As the session counts the host's commits into the upload progress.
+    func countLocalChanges() throws {
+        progress.uploadable(adding: machine.committed(try db.pendingChangesetSizes(after: machine.countedThrough)))
     }
 
     func destroy() {
@@ -252,9 +276,13 @@ final class SimDevice {
         db = try Database.open(configuration, scheduler: scheduler)
         let meta = try db.syncMetadata()
         machine = SessionMachine(acknowledged: meta.acknowledged, answered: meta.answered)
-        // The host went with the process, and its waits.
+        // The host went with the process, and its waits and notifiers.
         downloadWaits = 0
         downloadWaitsDone.withLock { $0 = (0, 0) }
+        uploadWaits = 0
+        uploadWaitsDone.withLock { $0 = (0, 0) }
+        observeProgress()
+        try countLocalChanges()
         // As the sync session: settled only as far as the file has every answer.
         db.startReceiptSession(acknowledged: meta.answered)
     }
@@ -280,6 +308,15 @@ final class SimDevice {
         downloadWaits += 1
         let done = downloadWaitsDone
         try run(machine.mark(.download { error in done.withLock { if error == nil { $0.ok += 1 } else { $0.failed += 1 } } }), failure: failure)
+    }
+
+    /// The host waits until everything it committed so far is acknowledged.
+    func waitForUpload(failure: (String) -> Error) throws {
+        uploadWaits += 1
+        let done = uploadWaitsDone
+        try run(machine.waitForUpload(through: try db.latestLocalVersion()) { error in
+            done.withLock { if error == nil { $0.ok += 1 } else { $0.failed += 1 } }
+        }, failure: failure)
     }
 
     /// Whether uploads were acknowledged whose answers are not all in (their receipts not settled).
@@ -332,7 +369,14 @@ final class SimDevice {
                 done(nil)
             case .markAnswered(.receipts(let through)):
                 db.noteReceiptsSettled(through: min(through, window.acknowledged))
-            case .acknowledged, .subscriptionCompleted, .downloaded, .storeWriteRules, .subscriptionFailed:
+            case .uploaded(let bytes):
+                progress.uploaded(adding: bytes)
+            case .downloaded(let d):
+                // No subscription set is ever sent here: every batch settles what was asked.
+                progress.downloaded(bytes: d.bytes, remaining: d.downloadable, settled: d.isLast)
+            case .completeWaits(let done):
+                for d in done { d(nil) }
+            case .subscriptionCompleted, .storeWriteRules, .subscriptionFailed:
                 break
             }
         }
@@ -372,6 +416,7 @@ final class SimDevice {
             }
             let receipt = try db.commit()
             receipts.append((receipt, Set(ops.compactMap { $0.0.hasPrefix("x") ? $0.0 : nil })))
+            try countLocalChanges()
         } catch {
             try? db.cancel()  // the error thrown is the one that matters
             throw error

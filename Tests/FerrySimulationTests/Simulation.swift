@@ -18,7 +18,7 @@ import Foundation
 /// transactions of one to three operations: a device's own documents (create, set, add,
 /// delete), documents every device shares (a title that the last writer sets, a counter every
 /// device adds to), and other users' documents, which the server refuses; every third
-/// transaction the host also waits for download.
+/// transaction the host also waits for download, and the one after it for upload.
 ///
 /// After every step, no receipt of a transaction the server refuses reads acknowledged. At every
 /// quiet point (every device connected and nothing left to send) it checks: every
@@ -29,7 +29,9 @@ import Foundation
 /// handed to the host with its error 231; every write receipt has settled through the answers
 /// and the MARKs the session sent (as its timer sends them when acknowledgements pause):
 /// rejected (with exactly its refused objects) or acknowledged; every wait for download
-/// completed. A device crash loses no committed write (the oracle includes them all).
+/// completed, and so did every wait for upload; each direction's progress (the session's own
+/// `ProgressNotifiers`) never went back in transferred bytes and ends at 1.0. A device crash
+/// loses no committed write (the oracle includes them all).
 ///
 /// Refused writes are reverted and reported with an ERROR 231 that is a message of its own, so
 /// a connection can be lost between an answer's DOWNLOAD and its 231, as on the wire; the
@@ -37,8 +39,8 @@ import Foundation
 ///
 /// Not yet simulated: the shell that runs the machine's effects on the libuv loop
 /// (`SyncSession`: a simpler runner of the same effects is here), the hub's sessions and
-/// fan-out chain (the server here answers as they do), subscriptions and views, progress,
-/// upload waits, client resets, suspend and resume.
+/// fan-out chain (the server here answers as they do) and its SQLite storage, subscriptions
+/// and views, client resets, suspend and resume.
 final class Simulation {
     struct Failure: Error, CustomStringConvertible {
         let step: Int
@@ -200,11 +202,14 @@ final class Simulation {
             oracle[key] = doc
         }
         note("device \(d.index) commits " + ops.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
-        // Every third transaction the host also waits for download (a MARK; no draw from the
-        // seed's stream, so the pinned seeds keep their runs).
+        // Every third transaction the host also waits for download (a MARK), the one after
+        // for upload (no draw from the seed's stream, so the pinned seeds keep their runs).
         if d.receipts.count % 3 == 0 {
             try d.waitForDownload(failure: fail)
             note("device \(d.index)'s host waits for download")
+        } else if d.receipts.count % 3 == 1 {
+            try d.waitForUpload(failure: fail)
+            note("device \(d.index)'s host waits for upload")
         }
     }
 
@@ -255,6 +260,20 @@ final class Simulation {
             let waits = d.downloadWaitsDone.withLock { $0 }
             if waits.ok != d.downloadWaits || waits.failed != 0 {
                 throw fail("device \(d.index)'s host made \(d.downloadWaits) waits for download: \(waits.ok) completed, \(waits.failed) failed")
+            }
+            let uploadWaits = d.uploadWaitsDone.withLock { $0 }
+            if uploadWaits.ok != d.uploadWaits || uploadWaits.failed != 0 {
+                throw fail("device \(d.index)'s host made \(d.uploadWaits) waits for upload: \(uploadWaits.ok) completed, \(uploadWaits.failed) failed")
+            }
+            // Progress: each direction's transferred bytes never went back, and both report
+            // everything done (1.0, transferred as much as was transferable).
+            for (direction, reports) in [("upload", d.uploadReports.withLock { $0 }), ("download", d.downloadReports.withLock { $0 })] {
+                if let back = zip(reports, reports.dropFirst()).first(where: { $1.transferredBytes < $0.transferredBytes }) {
+                    throw fail("device \(d.index)'s \(direction) progress went back from \(back.0) to \(back.1)")
+                }
+                guard let last = reports.last, last.progressEstimate == 1.0, last.transferredBytes == last.transferableBytes else {
+                    throw fail("device \(d.index)'s \(direction) progress does not end done: \(reports.suffix(3))")
+                }
             }
             // Every refused write this device made (since its last crash) was reported by the
             // server, reached the device with its error 231 (sent again when a connection lost

@@ -30,11 +30,16 @@ package struct SessionMachine {
     package private(set) var sessionId: UInt64?
     /// The MARKs sent and to send, and what each answer completes (`MarkBook`).
     var marks = MarkBook()
+    /// The host's waits for upload and for subscription sets (`SessionWaits`).
+    var waits = SessionWaits()
+    /// The upload progress's count of the local changesets not acknowledged yet.
+    private var progressCount: UploadProgressCount
 
     /// A session opening a file whose stored acknowledgement is `acknowledged`, with every
     /// answer through `answered` (`SyncMetadata`).
     package init(acknowledged: UInt64, answered: UInt64? = nil) {
         uploads = UploadWindow(acknowledged: acknowledged, answered: answered)
+        progressCount = UploadProgressCount(countedThrough: acknowledged)
     }
 
     package var ready: Bool { life.ready }
@@ -135,11 +140,34 @@ package struct SessionMachine {
         revertCaptures.add(captures)
         var effects: [SessionEffect] = []
         if let complete = uploads.acknowledge(download.acknowledged) { effects.append(.answersComplete(through: min(complete, uploads.acknowledged))) }
-        effects.append(.acknowledged(uploads.acknowledged))
+        effects.append(.uploaded(bytes: acknowledgedBytes()))
         if download.isLast { effects.append(.subscriptionCompleted(download.subscriptionVersion)) }
         effects.append(.downloaded(download))
-        return effects
+        return effects + uploadWaitsDone()
     }
+
+    /// The host waits until every local change through `target` is acknowledged (at once if
+    /// it is).
+    package mutating func waitForUpload(through target: UInt64, _ done: @escaping SessionWaits.Done) -> [SessionEffect] {
+        waits.waitForUpload(through: target, done)
+        return uploadWaitsDone()
+    }
+
+    /// The upload waits the acknowledgement completes.
+    mutating func uploadWaitsDone() -> [SessionEffect] {
+        let done = waits.uploadsDone(acknowledged: uploads.acknowledged)
+        return done.isEmpty ? [] : [.completeWaits(done)]
+    }
+
+    /// The version after which committed changesets are not counted into the upload progress.
+    package var countedThrough: UInt64 { progressCount.countedThrough }
+
+    /// Committed changesets read after `countedThrough` (version and size, in order): the bytes
+    /// they add to the upload progress.
+    package mutating func committed(_ sizes: [(version: UInt64, bytes: UInt64)]) -> UInt64 { progressCount.count(sizes) }
+
+    /// The bytes of counted changesets the acknowledgement now covers (each counted once).
+    mutating func acknowledgedBytes() -> UInt64 { progressCount.acknowledged(through: uploads.acknowledged) }
 
     /// The store could not integrate a download: the fatal error the session stops with.
     package static func integrationFailed(_ error: Error, database path: String) -> SyncError {
@@ -223,8 +251,10 @@ package enum SessionEffect {
     case integrate(DownloadIntegration)
     /// The answers to uploads through this version are complete: their receipts settle.
     case answersComplete(through: UInt64)
-    /// The server acknowledged local versions through this one (progress, upload waits).
-    case acknowledged(UInt64)
+    /// The server acknowledged this many more bytes of counted local changesets (progress).
+    case uploaded(bytes: UInt64)
+    /// The host's waits these complete (without an error).
+    case completeWaits([SessionWaits.Done])
     /// A download ended a batch of this subscription set version (0: none).
     case subscriptionCompleted(UInt64)
     /// A download was integrated (progress).

@@ -123,7 +123,7 @@ extension SyncSession {
             return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the sync state of \(path) after its client reset: \(error)", isFatal: true, action: .applicationBug))
         }
         machine.resetUploads(to: meta.acknowledged)
-        countAcknowledged(meta.acknowledged)
+        countAcknowledged()
         // The data is now the whole view of the set the reset asked for.
         subscriptionCompleted(run.queryVersion)
         // Waits for changes the reset settled: the recovered ones are uploaded as one new

@@ -41,7 +41,10 @@ public final class SyncSession: @unchecked Sendable {
         set { machine.marks = newValue }
     }
     /// The host's waits for upload and for subscription sets (`SessionWaits`).
-    var waits = SessionWaits()
+    var waits: SessionWaits {
+        get { machine.waits }
+        set { machine.waits = newValue }
+    }
     /// Waits for write receipts (SyncSession+Receipts, loop thread).
     var receiptWaiters: [ReceiptWaiter] = []
     /// MARKs sent to settle receipts (loop thread; tests read it).
@@ -63,8 +66,6 @@ public final class SyncSession: @unchecked Sendable {
     /// Tests only (loop thread): called after each DOWNLOAD message of a reset's fresh state is
     /// staged, with the number of changesets the run has staged so far.
     var resetStagingProbe: ((Int) -> Void)?
-    /// The upload progress's count of local changesets not acknowledged yet.
-    private var progressCount: UploadProgressCount
     let progress: ProgressNotifiers
 
     /// What the host's threads read, written on the loop thread (`HostView`).
@@ -95,7 +96,6 @@ public final class SyncSession: @unchecked Sendable {
         progress = ProgressNotifiers { loop.post($0) }
         let meta = try database.syncMetadata()
         machine = SessionMachine(acknowledged: meta.acknowledged, answered: meta.answered)
-        progressCount = UploadProgressCount(countedThrough: meta.acknowledged)
         // Settled only as far as the file has every answer: a 231 the last connection lost is
         // sent again (`RefusalLedger`), so a receipt it rejects never reads acknowledged first.
         database.startReceiptSession(acknowledged: meta.answered)
@@ -219,14 +219,14 @@ public final class SyncSession: @unchecked Sendable {
 
     /// Counts committed local changesets not counted yet into the upload progress.
     func countLocalChanges() throws {
-        let sizes = try database.pendingChangesetSizes(after: progressCount.countedThrough)
+        let sizes = try database.pendingChangesetSizes(after: machine.countedThrough)
         guard !sizes.isEmpty else { return }
-        progress.uploadable(adding: progressCount.count(sizes))
+        progress.uploadable(adding: machine.committed(sizes))
     }
 
-    /// The server acknowledged local versions up to `ack`: their bytes count as uploaded.
-    func countAcknowledged(_ ack: UInt64) {
-        progress.uploaded(adding: progressCount.acknowledged(through: ack))
+    /// The acknowledgement moved (a download, a client reset): its bytes count as uploaded.
+    func countAcknowledged() {
+        progress.uploaded(adding: machine.acknowledgedBytes())
     }
 
     // MARK: the host's API
@@ -250,8 +250,7 @@ public final class SyncSession: @unchecked Sendable {
         app.loop.post { [self] in
             if let f = fatal { return done(f.asFerryError) }
             if closed { return done(FerryError(.closed, "the sync session is closed")) }
-            waits.waitForUpload(through: target, done)
-            checkUploadWaiters()
+            run(machine.waitForUpload(through: target, done))
         }
     }
 
@@ -422,14 +421,15 @@ public final class SyncSession: @unchecked Sendable {
         case .answersComplete(let through):
             settleReceipts(through: through)
             if hasUnsettledReceipts { scheduleReceiptMark() }
-        case .acknowledged(let ack):
-            countAcknowledged(ack)
+        case .uploaded(let bytes):
+            progress.uploaded(adding: bytes)
+        case .completeWaits(let done):
+            for d in done { d(nil) }
         case .subscriptionCompleted(let version):
             subscriptionCompleted(version)
         case .downloaded(let download):
             progress.downloaded(bytes: download.bytes, remaining: download.downloadable,
                                 settled: download.isLast && download.subscriptionVersion >= sentQueryVersion)
-            checkUploadWaiters()
         case .markAnswered(let wait):
             complete(wait, nil)
         case .storeWriteRules(let rules):
@@ -458,9 +458,7 @@ public final class SyncSession: @unchecked Sendable {
         return !closed && fatal == nil
     }
 
-    func checkUploadWaiters() {
-        for done in waits.uploadsDone(acknowledged: acknowledged) { done(nil) }
-    }
+    func checkUploadWaiters() { run(machine.uploadWaitsDone()) }
 
     private func failWaiters(_ e: FerryError) {
         let marked = marks.takeAll()
