@@ -238,6 +238,17 @@ import Testing
         #expect(m.waits.takeUploads().isEmpty)
     }
 
+    @Test func aSuspendedSessionBindsNothingUntilResumedAndKeepsItsWaits() {
+        var m = Self.readyMachine(sentThrough: 0)
+        #expect(m.mark(.download { _ in }).count == 1)
+        #expect(m.suspend() && !m.suspend(), "once")
+        #expect(m.paused && !m.ready && m.uploadFrom == nil)
+        #expect(m.connected(database: "a", meta: Self.meta(ident: 7), replaysRefusals: true).isEmpty, "no BIND while suspended")
+        #expect(m.resume() && !m.resume())
+        #expect(Self.names(m.connected(database: "a", meta: Self.meta(ident: 7), replaysRefusals: true)) == ["send BIND", "ready(known: true)"])
+        #expect(m.unsentMarks().count == 1, "the wait's MARK is sent again")
+    }
+
     @Test func aClosedSessionDecidesNothing() {
         var m = Self.readyMachine(sentThrough: 0)
         _ = m.life.close()

@@ -270,6 +270,18 @@ final class SimDevice {
         toDevice = []
     }
 
+    /// The host suspends the session: it leaves its connection (here, the device's own); its
+    /// writes and waits are kept. False if it already was suspended.
+    func suspend() -> Bool {
+        guard machine.suspend() else { return false }
+        disconnect()
+        return true
+    }
+
+    /// The host resumes: the session may connect again.
+    func resume() { _ = machine.resume() }
+    var paused: Bool { machine.paused }
+
     /// A crash: the session's state is gone, the committed data stays.
     func restart() throws {
         db.close()

@@ -40,7 +40,8 @@ import Foundation
 /// Not yet simulated: the shell that runs the machine's effects on the libuv loop
 /// (`SyncSession`: a simpler runner of the same effects is here), the hub's sessions and
 /// fan-out chain (the server here answers as they do) and its SQLite storage, subscriptions
-/// and views, client resets, suspend and resume.
+/// and views, client resets. Hosts also suspend sessions (every other lost connection) and
+/// resume them; a suspended session must bind nothing.
 final class Simulation {
     struct Failure: Error, CustomStringConvertible {
         let step: Int
@@ -114,13 +115,25 @@ final class Simulation {
             }
         case 85..<92:
             guard !d.connected else { return }
+            if d.paused {
+                // The host resumes (no draw from the seed's stream, as below).
+                d.resume()
+                note("device \(d.index)'s host resumes its session")
+            }
             note("device \(d.index) connects")
             try d.connect(failure: fail)
             server.connected(d.index)
         case 92..<96:
             guard d.connected else { return }
-            note("device \(d.index) loses its connection")
-            d.disconnect()
+            // Every other time it is the host that suspends the session (no draw from the
+            // seed's stream, so the pinned seeds keep their runs): a suspended session does
+            // not connect until the host resumes it.
+            if step % 2 == 0, d.suspend() {
+                note("device \(d.index)'s host suspends its session")
+            } else {
+                note("device \(d.index) loses its connection")
+                d.disconnect()
+            }
             server.disconnected(d.index)
         case 96..<98:
             note("device \(d.index) crashes and restarts")
@@ -219,6 +232,14 @@ final class Simulation {
     /// the invariants.
     func quietPoint() throws {
         for d in devices where !d.connected {
+            // A suspended session stays off its connection while paused...
+            if d.paused {
+                try d.connect(failure: fail)
+                if !d.toServer.isEmpty { throw fail("device \(d.index)'s suspended session sent \(d.toServer.map(SimMessage.describe))") }
+                d.disconnect()
+                // ...and syncs everything once the host resumes it.
+                d.resume()
+            }
             try d.connect(failure: fail)
             server.connected(d.index)
         }

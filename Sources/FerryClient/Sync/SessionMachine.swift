@@ -76,6 +76,21 @@ package struct SessionMachine {
         marks.requeue()
     }
 
+    /// The host suspended the session (SPEC F-SUSPEND): it leaves its connection, and nothing
+    /// flows until `resume`; local writes and waits are kept. False if it was not live or
+    /// already paused (nothing to do).
+    package mutating func suspend() -> Bool {
+        guard life.pause() else { return false }
+        connectionLost()
+        return true
+    }
+
+    /// The host resumed a suspended session: it may connect again. False if it was not paused.
+    package mutating func resume() -> Bool { life.resume() }
+
+    /// Suspended by the host.
+    package var paused: Bool { life.paused }
+
     /// A MARK whose answer completes `wait`: sent now if the session is ready, else when it
     /// next is (`unsentMarks`).
     package mutating func mark(_ wait: MarkBook.Wait) -> [SessionEffect] {

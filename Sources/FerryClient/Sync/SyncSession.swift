@@ -178,7 +178,7 @@ public final class SyncSession: @unchecked Sendable {
         // The state reads `paused` as soon as this returns; the loop thread does the rest.
         shared.withLock { if $0.state == .active { $0.state = .paused } }
         app.loop.post { [self] in
-            guard life.pause() else { return }
+            guard machine.suspend() else { return }
             app.pausedSessions[ObjectIdentifier(self)] = self
             let c = connection
             connection = nil
@@ -193,7 +193,7 @@ public final class SyncSession: @unchecked Sendable {
     public func resume() {
         shared.withLock { if $0.state == .paused { $0.state = .active } }
         app.loop.post { [self] in
-            guard life.resume() else { return }
+            guard machine.resume() else { return }
             app.pausedSessions[ObjectIdentifier(self)] = nil
             // In standby the session connects when it gets the sync agent role.
             if !standby { app.attach(self) }
