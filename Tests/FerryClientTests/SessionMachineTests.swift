@@ -38,7 +38,12 @@ import Testing
             case .subscriptionFailed: return "subscription failed"
             case .report(let e): return "report \(e.code)"
             case .fail(let e): return "fail \(e.code)"
+            case .uploadPending: return "upload pending"
             case .beginClientReset: return "begin client reset"
+            case .startReset(let run): return "start reset (\(run.recover ? "recover" : "discard"))"
+            case .handOverReset: return "hand the reset over"
+            case .finishReset(let v): return "finish reset at \(v)"
+            case .abandonReset: return "abandon reset"
             case .resetIdentified: return "reset identified"
             case .resetDownloaded: return "reset downloaded"
             }
@@ -61,8 +66,10 @@ import Testing
 
     static func download(ack: UInt64, serverVersion: UInt64 = 10, subscriptionVersion: UInt64 = 0, isLast: Bool = true) -> ProtocolMessage {
         .download(session: 1, serverVersion: serverVersion, uploadAcknowledged: ack, subscriptionVersion: subscriptionVersion,
-                  downloadableBytes: 0, isLastInBatch: isLast, changesets: [DownloadChangeset(serverVersion: serverVersion, originFileIdent: 0, changeset: [7, 7])])
+                  downloadableBytes: 0, isLastInBatch: isLast, changesets: [DownloadChangeset(serverVersion: serverVersion, originFileIdent: 0, changeset: Self.emptyChangeset)])
     }
+
+    static let emptyChangeset = ChangesetCodec.encode(Changeset(timestamp: 0, instructions: []))
 
     static func refusal(_ keys: [String]) -> ProtocolMessage {
         .error(ProtocolError(session: 1, code: ProtocolError.Code.compensatingWrite, message: "refused", tryAgain: true, action: .warning,
@@ -130,7 +137,7 @@ import Testing
         var m = Self.readyMachine(sentThrough: 5)
         let first = m.received(Self.download(ack: 3, subscriptionVersion: 2))
         guard case .integrate(let d) = first.first, first.count == 1 else { Issue.record("\(Self.names(first))"); return }
-        #expect(d.acknowledged == 3 && d.captureFloor == 0 && d.answeredThrough == 0 && d.isLast && d.bytes == 2)
+        #expect(d.acknowledged == 3 && d.captureFloor == 0 && d.answeredThrough == 0 && d.isLast && d.bytes == UInt64(Self.emptyChangeset.count))
         #expect(Self.names(m.integrated(d, captures: [])) == ["answers complete through 0", "uploaded 0 bytes", "subscription 2 completed", "downloaded"])
         // The next acknowledgement completes the answers through the one before it (a 231 for
         // that upload would have come first), and captures reverts of writes after it.
@@ -247,6 +254,61 @@ import Testing
         #expect(m.resume() && !m.resume())
         #expect(Self.names(m.connected(database: "a", meta: Self.meta(ident: 7), replaysRefusals: true)) == ["send BIND", "ready(known: true)"])
         #expect(m.unsentMarks().count == 1, "the wait's MARK is sent again")
+    }
+
+    static let resetError = SyncError(code: ProtocolError.Code.badClientFile, message: "reset", isFatal: true, action: .clientReset)
+
+    @Test func aResetBindsTheFileAgainAsANewOneAndAsksForItsSetsData() {
+        var m = Self.readyMachine(sentThrough: 2)
+        #expect(m.mark(.download { _ in }).count == 1)
+        let start = m.beginReset(Self.resetError, mode: .recoverUnsyncedChanges, failures: 0, database: "a")
+        #expect(Self.names(start) == ["start reset (recover)", "send BIND"])
+        guard case .send(.bind(1, "a", 0, 0, 0, nil)) = start[1] else { Issue.record("\(start[1])"); return }
+        #expect(!m.ready && m.uploadFrom == nil, "nothing is uploaded under the refused identity")
+        #expect(m.unsentMarks().isEmpty && m.marks.takeAll().count == 1, "the MARK is held back, not answered by the old identity")
+        #expect(Self.names(m.received(.ident(session: 1, clientFileIdent: 9, clientFileSalt: 3))) == ["reset identified"])
+        let subs = [Subscription(name: "all", objectType: "Doc", query: "TRUEPREDICATE")]
+        let ask = m.resetIdentified(ident: 9, salt: 3, version: 4, subscriptions: subs)
+        guard case .send(.query(1, 4, subs))? = ask.first else { Issue.record("\(Self.names(ask))"); return }
+        #expect(m.resetStaged(2, serverVersion: 30, subscriptionVersion: 4, isLast: false).isEmpty, "more to come")
+        #expect(m.resetStaged(0, serverVersion: 30, subscriptionVersion: 3, isLast: true).isEmpty, "an older set's batch completes nothing")
+        #expect(Self.names(m.resetStaged(1, serverVersion: 31, subscriptionVersion: 4, isLast: true)) == ["finish reset at 31"])
+        let run = m.takeResetToFinish()
+        #expect(run?.ident == 9 && run?.stagedChangesets == 3 && run?.queryVersion == 4 && m.reset == nil)
+    }
+
+    @Test func aFileWithoutSubscriptionsFinishesItsResetAtOnce() {
+        var m = Self.readyMachine(sentThrough: 0)
+        _ = m.beginReset(Self.resetError, mode: .discardUnsyncedChanges, failures: 0, database: "a")
+        #expect(Self.names(m.resetIdentified(ident: 9, salt: 3, version: 0, subscriptions: [])) == ["finish reset at 0"])
+    }
+
+    @Test func aResetTheModeForbidsOrThatFailedTooOftenIsTheHosts() {
+        var m = Self.readyMachine(sentThrough: 0)
+        #expect(Self.names(m.beginReset(Self.resetError, mode: .manual, failures: 0, database: "a")) == ["hand the reset over"])
+        #expect(Self.names(m.beginReset(Self.resetError, mode: .recoverOrDiscardUnsyncedChanges, failures: ClientResetRun.maxFailures, database: "a")) == ["hand the reset over"])
+        #expect(m.reset == nil && m.ready, "nothing changed")
+    }
+
+    @Test func aMalformedFreshStateEndsTheRun() {
+        var m = Self.readyMachine(sentThrough: 0)
+        _ = m.beginReset(Self.resetError, mode: .discardUnsyncedChanges, failures: 0, database: "a")
+        let bad = ProtocolMessage.download(session: 1, serverVersion: 5, uploadAcknowledged: 0, subscriptionVersion: 1, downloadableBytes: 0,
+                                           isLastInBatch: true, changesets: [DownloadChangeset(serverVersion: 5, originFileIdent: 0, changeset: [0xff, 0xff, 0xff])])
+        #expect(Self.names(m.received(bad)) == ["abandon reset", "fail \(ProtocolError.Code.badChangeset)"])
+        #expect(m.reset == nil)
+    }
+
+    @Test func afterTheResetTheSessionSyncsOnAsTheNewFile() {
+        var m = Self.readyMachine(sentThrough: 3)
+        #expect(m.committed([(version: 1, bytes: 10), (version: 2, bytes: 10), (version: 3, bytes: 10)]) == 30)
+        #expect(m.waitForUpload(through: 3) { _ in }.isEmpty)
+        _ = m.beginReset(Self.resetError, mode: .discardUnsyncedChanges, failures: 0, database: "a")
+        _ = m.takeResetToFinish()
+        // Discarded: the new history's last version is acknowledged, nothing waits.
+        #expect(Self.names(m.resetApplied(acknowledged: 3, latest: 3, queryVersion: 2)) == ["uploaded 30 bytes", "subscription 2 completed"])
+        #expect(Self.names(m.resetDone()) == ["upload pending", "1 waits done"])
+        #expect(m.ready && m.uploadFrom == 3)
     }
 
     @Test func aClosedSessionDecidesNothing() {

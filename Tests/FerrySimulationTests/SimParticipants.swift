@@ -375,7 +375,9 @@ final class SimDevice {
                 for r in error.revertedObjects { if case .string(let key) = r.primaryKey { reverted.insert(key) } }
             case .fail(let error):
                 throw failure("device \(index)'s session stopped: \(error.code) \(error.message)")
-            case .beginClientReset, .resetIdentified, .resetDownloaded:
+            case .uploadPending:
+                _ = try uploadPending()
+            case .beginClientReset, .startReset, .handOverReset, .resetIdentified, .resetDownloaded, .finishReset, .abandonReset:
                 throw failure("device \(index) was sent into a client reset, which the simulation does not make")
             case .markAnswered(.download(let done)):
                 done(nil)

@@ -121,6 +121,12 @@ package struct SessionMachine {
         case let .ident(_, ident, salt) where reset != nil:
             return [.resetIdentified(ident: ident, salt: salt)]
         case let .download(_, serverVersion, _, subscriptionVersion, _, isLast, changesets) where reset != nil:
+            // Checked before any of it is staged: a malformed fresh state ends the run.
+            for c in changesets where (try? ChangesetCodec.decode(c.changeset)) == nil {
+                reset = nil
+                return [.abandonReset, .fail(SyncError(code: ProtocolError.Code.badChangeset, message: "the server sent a malformed changeset",
+                                                       isFatal: true, action: .protocolViolation))]
+            }
             return [.resetDownloaded(serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast, changesets: changesets)]
         case .error(let e) where e.action == .clientReset || e.action == .clientResetNoRecovery:
             return [.beginClientReset(SyncError(code: e.code, message: e.message, isFatal: true, action: e.action))]
@@ -208,13 +214,79 @@ package struct SessionMachine {
         })
     }
 
+    // MARK: client reset (SPEC F-RESET): the protocol's steps; the store's work is the shell's
+
+    /// The server refused the file's identity with `error`: a reset run as the file's `mode`
+    /// says (given the failed runs the file counts), which binds the file again as a new
+    /// client file once the shell has started it (`.startReset`: it clears what an earlier run
+    /// staged); or the error to hand to the host (`.handOverReset`).
+    package mutating func beginReset(_ error: SyncError, mode: ClientResetMode, failures: UInt64, database path: String) -> [SessionEffect] {
+        guard life.isLive, let id = sessionId else { return [] }
+        let run: ClientResetRun
+        do { run = try ClientResetRun.start(error, mode: mode, failures: failures) } catch { return [.handOverReset(error)] }
+        life.notReady()
+        // Marks the server answers for the refused identity must complete nothing.
+        marks.requeue()
+        reset = run
+        return [.startReset(run), .send(.bind(session: id, database: path, clientFileIdent: 0, clientFileSalt: 0, lastServerVersion: 0))]
+    }
+
+    /// The reset's file got its identity, and the file's subscription set reads `version`
+    /// (0: none) and `subscriptions`: ask for the set's data, or finish at once (an empty view).
+    package mutating func resetIdentified(ident: UInt64, salt: UInt64, version: UInt64, subscriptions: [Subscription]) -> [SessionEffect] {
+        guard var run = reset, let id = sessionId else { return [] }
+        let step = run.identified(ident: ident, salt: salt, subscriptionVersion: version)
+        reset = run
+        switch step {
+        case .query(let v): return [.send(.query(session: id, version: v, subscriptions: subscriptions))]
+        case .finish(let serverVersion): return [.finishReset(serverVersion: serverVersion)]
+        case .wait: return []
+        }
+    }
+
+    /// One DOWNLOAD message of the fresh state (`count` changesets) was staged in the file.
+    package mutating func resetStaged(_ count: Int, serverVersion: UInt64, subscriptionVersion: UInt64, isLast: Bool) -> [SessionEffect] {
+        guard var run = reset else { return [] }
+        let step = run.staged(count, serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast)
+        reset = run
+        guard case .finish(let v) = step else { return [] }
+        return [.finishReset(serverVersion: v)]
+    }
+
+    /// The run ends without a result (the connection was lost, the session closed, a step
+    /// failed): the shell clears what it staged. False if none was running.
+    package mutating func abandonReset() -> Bool {
+        guard reset != nil else { return false }
+        reset = nil
+        return true
+    }
+
+    /// The run the shell finishes (taken: the session is out of the reset from here on).
+    package mutating func takeResetToFinish() -> ClientResetRun? {
+        defer { reset = nil }
+        return reset
+    }
+
+    /// The store became the fresh state: its history starts at `acknowledged` (all of it
+    /// acknowledged), and its last local version is `latest` (after it, the recovered changes,
+    /// as one changeset). The progress and the set's data follow; upload waits for the
+    /// changes the reset settled now wait for the recovered changeset, if any.
+    package mutating func resetApplied(acknowledged: UInt64, latest: UInt64, queryVersion: UInt64) -> [SessionEffect] {
+        uploads.reset(to: acknowledged)
+        waits.resetSettled(acknowledged: acknowledged, latest: latest)
+        return [.uploaded(bytes: acknowledgedBytes()), .subscriptionCompleted(queryVersion)]
+    }
+
+    /// The reset is reported: sync on as the new client file (the recovered changes, the
+    /// MARKs the reset held back, the waits it settled).
+    package mutating func resetDone() -> [SessionEffect] {
+        (life.becameReady() ? [.uploadPending] + unsentMarks() : []) + uploadWaitsDone()
+    }
+
     // MARK: what the shell changes directly
 
     /// Another process's acknowledgement, read when this one becomes the sync agent.
     mutating func adopt(acknowledged stored: UInt64) { uploads.adopt(stored: stored) }
-
-    /// After a client reset: the file's new history starts at `stored`, all of it acknowledged.
-    mutating func resetUploads(to stored: UInt64) { uploads.reset(to: stored) }
 
     // MARK: rules
 
@@ -286,8 +358,22 @@ package enum SessionEffect {
     case report(SyncError)
     /// A fatal error: the session stops for good.
     case fail(SyncError)
-    /// The server refused the file's identity: a client reset (SyncSession+ClientReset).
+    /// Send what was committed and not uploaded yet.
+    case uploadPending
+    /// The server refused the file's identity: read what the reset needs (the failed runs the
+    /// file counts), then `beginReset` (SyncSession+ClientReset).
     case beginClientReset(SyncError)
+    /// A reset run starts: clear what an earlier run staged.
+    case startReset(ClientResetRun)
+    /// Leave the reset to the host (SPEC F-RESETMANUAL).
+    case handOverReset(SyncError)
+    /// The reset's file has its identity: read the subscription set, then `resetIdentified`.
     case resetIdentified(ident: UInt64, salt: UInt64)
+    /// Stage a message of the fresh state, then `resetStaged`.
     case resetDownloaded(serverVersion: UInt64, subscriptionVersion: UInt64, isLast: Bool, changesets: [DownloadChangeset])
+    /// The fresh state is all staged: the store becomes it (`takeResetToFinish`, then
+    /// `resetApplied` and `resetDone`).
+    case finishReset(serverVersion: UInt64)
+    /// The run was given up: clear what it staged.
+    case abandonReset
 }

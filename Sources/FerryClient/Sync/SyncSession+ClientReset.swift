@@ -14,62 +14,60 @@ extension SyncSession {
     /// Where the file counts its failed resets in a row (`ClientResetRun.maxFailures`).
     static let resetFailuresKey = "client_reset.failures"
 
+    /// The server refused the file's identity: a run as the mode says, or the host's to do.
     func beginClientReset(_ error: SyncError) {
-        guard !closed, fatal == nil, let id = sessionId else { return }
-        let run: ClientResetRun
-        do { run = try ClientResetRun.start(error, mode: resetMode, failures: resetFailures()) } catch { return handOver(error) }
-        app.log(.info, "client reset of \(path) (\(run.recover ? "recovering" : "discarding") unsynced changes): \(error.message)")
-        life.notReady()
-        requeueMarks()
-        // A run starts from scratch: whatever an earlier run staged (abandoned, or cut short
-        // by a crash) is not part of this one's download.
-        do { try database.clearStagedResetDownload() } catch { return resetFailed(run, error) }
-        reset = run
-        connection?.send(.bind(session: id, database: path, clientFileIdent: 0, clientFileSalt: 0, lastServerVersion: 0))
+        guard !closed, fatal == nil else { return }
+        run(machine.beginReset(error, mode: resetMode, failures: resetFailures(), database: path))
+    }
+
+    /// A run starts from scratch: whatever an earlier run staged (abandoned, or cut short by a
+    /// crash) is not part of this one's download. False if it could not (the run failed).
+    func startClientReset(_ run: ClientResetRun) -> Bool {
+        app.log(.info, "client reset of \(path) (\(run.recover ? "recovering" : "discarding") unsynced changes): \(run.error.message)")
+        do { try database.clearStagedResetDownload() } catch {
+            _ = machine.abandonReset()
+            resetFailed(run, error)
+            return false
+        }
+        return true
     }
 
     /// The server gave the reset file its new identity: ask for the subscriptions' data.
     func resetIdentified(ident: UInt64, salt: UInt64) {
-        guard var run = reset, let id = sessionId else { return }
+        guard let run = reset else { return }
         let set: SubscriptionSet
         do { set = try SubscriptionSet.load(database) } catch {
             // Not "no subscriptions": that would take an empty server state as the file's.
+            _ = machine.abandonReset()
             return resetFailed(run, error)
         }
-        let step = run.identified(ident: ident, salt: salt, subscriptionVersion: set.version)
-        reset = run
-        switch step {
-        case .query(let version): connection?.send(.query(session: id, version: version, subscriptions: set.subscriptions))
-        case .finish(let serverVersion): finishClientReset(serverVersion: serverVersion)
-        case .wait: break
-        }
+        self.run(machine.resetIdentified(ident: ident, salt: salt, version: set.version, subscriptions: set.subscriptions))
     }
 
-    /// One DOWNLOAD message of the fresh state: checked, then staged in the file in a
-    /// transaction of its own, so the session never holds more than this message.
+    /// One DOWNLOAD message of the fresh state (checked by the machine), staged in the file in
+    /// a transaction of its own, so the session never holds more than this message.
     func resetDownloaded(serverVersion: UInt64, subscriptionVersion: UInt64, isLast: Bool, changesets: [DownloadChangeset]) {
-        guard var run = reset else { return }
-        for c in changesets where (try? ChangesetCodec.decode(c.changeset)) == nil {
-            abandonClientReset()
-            return fail(SyncError(code: ProtocolError.Code.badChangeset, message: "the server sent a malformed changeset", isFatal: true, action: .protocolViolation))
-        }
+        guard let run = reset else { return }
         do { try database.stageResetDownload(changesets.map(\.changeset)) } catch {
-            reset = nil
+            _ = machine.abandonReset()
             return resetFailed(run, error)
         }
-        let step = run.staged(changesets.count, serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast)
-        reset = run
-        resetStagingProbe?(run.stagedChangesets)
+        let effects = machine.resetStaged(changesets.count, serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast)
+        resetStagingProbe?(reset?.stagedChangesets ?? 0)
         // The probe may have cut the connection, which abandons the run.
-        guard reset != nil, case .finish(let serverVersion) = step else { return }
-        finishClientReset(serverVersion: serverVersion)
+        guard reset != nil else { return }
+        self.run(effects)
     }
 
     /// The reset in progress is given up (its connection was lost, or the session closed): its
     /// staged download goes, and the next run, if any, starts from scratch.
     func abandonClientReset() {
-        guard reset != nil else { return }
-        reset = nil
+        guard machine.abandonReset() else { return }
+        clearAbandonedReset()
+    }
+
+    /// Clears what an abandoned run staged.
+    func clearAbandonedReset() {
         do { try database.clearStagedResetDownload() } catch {
             // Costs only the space: the next reset clears the staging before it stages.
             app.log(.warn, "\(path): cannot clear an abandoned client reset's staged download: \(error)")
@@ -77,9 +75,8 @@ extension SyncSession {
     }
 
     /// The fresh download is complete: apply it, then sync on as the new client file.
-    private func finishClientReset(serverVersion: UInt64) {
-        guard let run = reset else { return }
-        reset = nil
+    func finishClientReset(serverVersion: UInt64) {
+        guard let run = machine.takeResetToFinish() else { return }
         let target = Database.ResetTarget(clientFileIdent: run.ident, clientFileSalt: run.salt, serverVersion: serverVersion)
         // The callbacks get a read-only snapshot of the database as it was.
         var snapshot: (db: Database, path: String)?
@@ -122,24 +119,18 @@ extension SyncSession {
             dropSnapshot()
             return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the sync state of \(path) after its client reset: \(error)", isFatal: true, action: .applicationBug))
         }
-        machine.resetUploads(to: meta.acknowledged)
-        countAcknowledged()
-        // The data is now the whole view of the set the reset asked for.
-        subscriptionCompleted(run.queryVersion)
         // Waits for changes the reset settled: the recovered ones are uploaded as one new
         // changeset, which such a wait now waits for; discarded ones leave nothing to wait for.
         let latest = (try? database.latestLocalVersion()) ?? meta.acknowledged
-        waits.resetSettled(acknowledged: meta.acknowledged, latest: latest)
+        // The data is now the whole view of the set the reset asked for.
+        self.run(machine.resetApplied(acknowledged: meta.acknowledged, latest: latest, queryVersion: run.queryVersion))
         let recovered = report.entries.filter { $0.outcome == .recovered }.count
         app.log(.info, "client reset of \(path) done: \(recovered) objects recovered, \(report.entries.count - recovered) discarded")
         if let snapshot { afterReset?(snapshot.db, database, report) }
         dropSnapshot()
         app.report(SyncError(code: run.error.code, message: "client reset done: \(run.error.message)", isFatal: false,
                              action: run.error.action, clientResetReport: report), session: self)
-        life.becameReady()
-        uploadPending()
-        sendUnsentMarks()
-        checkUploadWaiters()
+        self.run(machine.resetDone())
     }
 
     /// A copy of the database as it is, opened read-only, next to it (or in /tmp for an

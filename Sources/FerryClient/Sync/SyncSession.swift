@@ -389,7 +389,7 @@ public final class SyncSession: @unchecked Sendable {
     }
 
     /// Runs the machine's effects in order; one that fails the session drops the rest.
-    private func run(_ effects: [SessionEffect]) {
+    func run(_ effects: [SessionEffect]) {
         for effect in effects {
             guard perform(effect) else { return }
         }
@@ -448,12 +448,22 @@ public final class SyncSession: @unchecked Sendable {
         case .fail(let error):
             fail(error)
             return false
+        case .uploadPending:
+            uploadPending()
         case .beginClientReset(let error):
             beginClientReset(error)
+        case .startReset(let run):
+            guard startClientReset(run) else { return false }
+        case .handOverReset(let error):
+            handOver(error)
         case let .resetIdentified(ident, salt):
             resetIdentified(ident: ident, salt: salt)
         case let .resetDownloaded(serverVersion, subscriptionVersion, isLast, changesets):
             resetDownloaded(serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast, changesets: changesets)
+        case .finishReset(let serverVersion):
+            finishClientReset(serverVersion: serverVersion)
+        case .abandonReset:
+            clearAbandonedReset()
         }
         return !closed && fatal == nil
     }
