@@ -20,6 +20,7 @@ enum SimMessage {
             return "DOWNLOAD(server version \(v), acknowledged \(a), \(c.reduce(0) { $0 + $1.changeset.count }) bytes)"
         case .error(let e): return "ERROR \(e.code)(\(e.compensatingWrites.map { "\($0.primaryKey)" }))"
         case .mark(_, let r): return "MARK(\(r))"
+        case let .query(_, v, _): return "QUERY(version \(v))"
         default: return "\(m)"
         }
     }
@@ -48,6 +49,12 @@ struct SimServer {
     /// Whether a BIND sends again the refusals the device has no answer for (as the real server
     /// does); off only to show the gap the pinned seeds prove (`SimulationTests`).
     var replaysRefusals = true
+    /// Sessions whose last BIND the server refused (a forgotten file): what they sent behind it
+    /// is dropped (the real server answers with ERROR 203, which a resetting session ignores).
+    var refusedBinds: Set<Int> = []
+    /// How often the admin terminated and enabled sync, and how many BINDs were told to reset.
+    var terminations = 0
+    var resetsAsked = 0
     /// Compensating writes sent with an upload's answer, and sent again at a BIND.
     var refusalsSent = 0
     var refusalsRepeated = 0
@@ -78,14 +85,26 @@ struct SimServer {
     }
 
     mutating func connected(_ device: Int) { sessions[device] = (0, 0) }
+
+    /// The admin terminates sync and enables it again (as `SyncAdministration` with the real
+    /// stores): every client file and its refusals are forgotten, the data stays, every
+    /// connection closes. A device that binds a forgotten file must reset.
+    mutating func terminateAndEnable() {
+        files = [:]
+        refusals = [:]
+        sessions = [:]
+        refusedBinds = []
+        terminations += 1
+    }
     mutating func disconnected(_ device: Int) { sessions[device] = nil }
     mutating func restart() { sessions = [:] }
 
     mutating func receive(_ message: ProtocolMessage, from device: Int, devices: [SimDevice], failure: (String) -> Error) throws {
         guard sessions[device] != nil else { return }
         switch message {
-        case let .bind(_, _, ident, salt, lastServerVersion, answered):
+        case let .bind(session, _, ident, salt, lastServerVersion, answered):
             let answeredThrough = answered ?? 0
+            refusedBinds.remove(device)
             var file = ident
             var repeated: [CompensatingWrite] = []
             var delivered = lastServerVersion
@@ -97,8 +116,22 @@ struct SimServer {
                 delivered = 0
                 devices[device].toDevice.append(.ident(session: SimMessage.session, clientFileIdent: file, clientFileSalt: newSalt))
             } else {
-                guard let f = files[ident], f.salt == salt else { throw failure("device \(device) bound client file \(ident), which the server never issued") }
-                guard lastServerVersion <= head else { throw failure("device \(device) claims server version \(lastServerVersion) past the head \(head)") }
+                guard ident < nextFile else { throw failure("device \(device) bound client file \(ident), which the server never issued") }
+                // The hub's own policy (`BindRules`, as `SessionBinding` asks it).
+                let known = files[ident].map { BindRules.KnownFile(saltMatches: $0.salt == salt, sameUser: true, lastSeen: 0) }
+                switch BindRules.decide(ident: ident, file: known, lastServerVersion: lastServerVersion, head: head, now: 0, maxOfflineDays: 0) {
+                case .bind:
+                    break
+                case .reset(.unknownClientFile, let message):
+                    refusedBinds.insert(device)
+                    resetsAsked += 1
+                    devices[device].toDevice.append(.error(ProtocolError(session: session, code: ProtocolError.Code.badClientFile, message: message,
+                                                                         tryAgain: false, action: BindRules.resetAction(recoveryDisabled: false))))
+                    return
+                case .reset(_, let message), .refuse(let message):
+                    throw failure("device \(device)'s BIND was refused, which nothing here should cause: \(message)")
+                }
+                let f = files[ident]!
                 // As `SessionBinding.bind`: the refusals the device has no answer for, with their
                 // objects as they are now; what it has answered is forgotten.
                 if replaysRefusals, let ledger = refusals[ident] {
@@ -109,6 +142,7 @@ struct SimServer {
             refusalsRepeated += repeated.count
             send(to: device, devices: devices, extras: Set(repeated.map { ObjectKey(table: $0.objectType, key: $0.primaryKey) }), refused: repeated)
         case .upload(_, let changesets):
+            if refusedBinds.contains(device) { return }
             guard let s = sessions[device], s.file != 0 else { throw failure("device \(device) uploaded before binding") }
             let acknowledged = files[s.file]?.acknowledged ?? 0
             let integration = try UploadIntegration(session: 1, clientFile: s.file, user: user, view: view, app: app, schema: schema,
@@ -134,7 +168,14 @@ struct SimServer {
             files[s.file]?.acknowledged = max(acknowledged, outcome.lastClientVersion)
             send(to: device, devices: devices, extras: Set(outcome.entries.keys).union(integration.resend), refused: outcome.compensating)
             for other in sessions.keys.sorted() where other != device { send(to: other, devices: devices, extras: []) }
+        case let .query(_, version, _):
+            if refusedBinds.contains(device) { return }
+            guard let s = sessions[device], s.file != 0 else { throw failure("device \(device) sent a QUERY before binding") }
+            // The set's data: everything (the view here is every document), for that version.
+            sessions[device]?.delivered = 0
+            send(to: device, devices: devices, extras: [], subscriptionVersion: version)
         case let .mark(session, request):
+            if refusedBinds.contains(device) { return }
             // As the real server: answered once everything before it was handled and sent
             // (here: at once, behind what this device was already sent).
             guard let s = sessions[device], s.file != 0 else { throw failure("device \(device) sent a MARK before binding") }
@@ -145,11 +186,12 @@ struct SimServer {
     }
 
     /// What a bound session is owed: everything changed after the version it has, and `extras`.
-    private mutating func send(to device: Int, devices: [SimDevice], extras: Set<ObjectKey>, refused: [CompensatingWrite] = []) {
+    private mutating func send(to device: Int, devices: [SimDevice], extras: Set<ObjectKey>, refused: [CompensatingWrite] = [],
+                               subscriptionVersion: UInt64 = 0) {
         guard let s = sessions[device], s.file != 0 else { return }
         var keys = extras
         for c in changes where c.version > s.delivered { keys.formUnion(c.keys) }
-        guard !keys.isEmpty || s.delivered < head || !refused.isEmpty else { return }
+        guard !keys.isEmpty || s.delivered < head || !refused.isEmpty || subscriptionVersion > 0 else { return }
         let instructions: [Instruction] = keys.sorted { "\($0.key)" < "\($1.key)" }.map { k in
             objects[k]?.object?.fullState(os) ?? .erase(table: k.table, key: k.key)
         }
@@ -157,7 +199,7 @@ struct SimServer {
         let changeset = DownloadChangeset(serverVersion: head, originFileIdent: 0,
                                           changeset: ChangesetCodec.encode(Changeset(timestamp: 0, instructions: instructions)))
         devices[device].toDevice.append(.download(session: SimMessage.session, serverVersion: head, uploadAcknowledged: files[s.file]?.acknowledged ?? 0,
-                                                  subscriptionVersion: 0, downloadableBytes: 0, isLastInBatch: true, changesets: [changeset]))
+                                                  subscriptionVersion: subscriptionVersion, downloadableBytes: 0, isLastInBatch: true, changesets: [changeset]))
         // ERROR 231: a message of its own, as on the wire (a connection may be lost between).
         if !refused.isEmpty {
             devices[device].toDevice.append(.error(ProtocolError(session: SimMessage.session, code: ProtocolError.Code.compensatingWrite,
@@ -175,6 +217,20 @@ struct SimServer {
         }
         return out
     }
+}
+
+/// A transaction a device's host committed, as the host knows it.
+struct HostTransaction {
+    let receipt: UInt64
+    /// Its local version, and the client-file generation it was committed in.
+    let version: UInt64
+    let generation: Int
+    /// The keys of its writes the server must refuse.
+    let denied: Set<String>
+    /// A client reset discarded it.
+    var discarded = false
+    /// A terminate took the error 231 of one of its refused writes.
+    var refusalLost = false
 }
 
 /// A device: a real client store on in-memory SQLite, and the sync session's own protocol
@@ -217,10 +273,19 @@ final class SimDevice {
     let uploadReports = LockedValue([SyncProgress]())
     let downloadReports = LockedValue([SyncProgress]())
     private var progressTokens: [ProgressToken] = []
-    /// Every transaction the host committed, by its write receipt, with the keys of its writes
-    /// the server must refuse (the host's knowledge: kept across crashes, as the file keeps
-    /// the receipts).
-    var receipts: [(receipt: UInt64, denied: Set<String>)] = []
+    /// Every transaction the host committed, by its write receipt, with its local version, the
+    /// keys of its writes the server must refuse, and whether a client reset discarded it (the
+    /// host's knowledge: kept across crashes, as the file keeps the receipts).
+    var receipts: [HostTransaction] = []
+    /// Refused writes whose error 231 a terminate took before it reached the device (the
+    /// server forgot the file's refusals with it): counted, not failed (`refusalsLost`).
+    private(set) var refusalsLost = 0
+    /// The device's client-file generations: a client reset starts the next one. The oracle
+    /// leaves out the writes of a generation after what the server had integrated when it
+    /// forgot the file.
+    private(set) var generation = 0
+    /// Client resets the device finished.
+    private(set) var resets = 0
 
     init(index: Int, name: String, schema: Schema, clock: SimClock) throws {
         self.index = index
@@ -233,6 +298,13 @@ final class SimDevice {
         db = try Database.open(c, scheduler: scheduler)
         db.startReceiptSession(acknowledged: 0)
         observeProgress()
+        // A subscription set (every document, as the server's view here): what a client reset
+        // asks the server for.
+        var set = SubscriptionSet()
+        set.version = 1
+        set.state = .complete
+        set.subscriptions = [Subscription(name: "all", objectType: "Doc", query: "TRUEPREDICATE")]
+        try set.save(db)
     }
 
     /// As a host that watches both directions for as long as the session lives.
@@ -377,8 +449,35 @@ final class SimDevice {
                 throw failure("device \(index)'s session stopped: \(error.code) \(error.message)")
             case .uploadPending:
                 _ = try uploadPending()
-            case .beginClientReset, .startReset, .handOverReset, .resetIdentified, .resetDownloaded, .finishReset, .abandonReset:
-                throw failure("device \(index) was sent into a client reset, which the simulation does not make")
+            // A client reset, in discard mode, as SyncSession+ClientReset carries it out.
+            case .beginClientReset(let error):
+                try run(machine.beginReset(error, mode: .discardUnsyncedChanges, failures: 0, database: "sim-\(index)"), failure: failure)
+            case .startReset, .abandonReset:
+                try db.clearStagedResetDownload()
+            case .handOverReset(let error):
+                throw failure("device \(index)'s client reset was handed to the host: \(error.message)")
+            case let .resetIdentified(ident, salt):
+                let set = try SubscriptionSet.load(db)
+                try run(machine.resetIdentified(ident: ident, salt: salt, version: set.version, subscriptions: set.subscriptions), failure: failure)
+            case let .resetDownloaded(serverVersion, subscriptionVersion, isLast, changesets):
+                try db.stageResetDownload(changesets.map(\.changeset))
+                try run(machine.resetStaged(changesets.count, serverVersion: serverVersion, subscriptionVersion: subscriptionVersion, isLast: isLast),
+                        failure: failure)
+            case .finishReset(let serverVersion):
+                guard let reset = machine.takeResetToFinish() else { continue }
+                let before = try db.syncMetadata().acknowledged
+                _ = try db.resetToServerState(target: Database.ResetTarget(clientFileIdent: reset.ident, clientFileSalt: reset.salt, serverVersion: serverVersion),
+                                              recover: reset.recover, discardReason: reset.discardReason)
+                // Every unacknowledged transaction is discarded (discard mode).
+                for n in receipts.indices where receipts[n].version > before && !receipts[n].discarded {
+                    receipts[n].discarded = true
+                    deniedWrites.subtract(receipts[n].denied)
+                }
+                generation += 1
+                resets += 1
+                try run(machine.resetApplied(acknowledged: try db.syncMetadata().acknowledged, latest: try db.latestLocalVersion(),
+                                             queryVersion: reset.queryVersion), failure: failure)
+                try run(machine.resetDone(), failure: failure)
             case .markAnswered(.download(let done)):
                 done(nil)
             case .markAnswered(.receipts(let through)):
@@ -395,6 +494,20 @@ final class SimDevice {
             }
         }
     }
+
+    /// A terminate forgot the refusals of `keys` before their error 231 reached this device: the
+    /// host will never be told (a known gap, counted), and their transactions' receipts are not
+    /// judged.
+    func refusalsLost(_ keys: Set<String>) {
+        let lost = keys.intersection(deniedWrites.subtracting(answered))
+        guard !lost.isEmpty else { return }
+        refusalsLost += lost.count
+        deniedWrites.subtract(lost)
+        for n in receipts.indices where !receipts[n].denied.isDisjoint(with: lost) { receipts[n].refusalLost = true }
+    }
+
+    /// The client file the device holds (0: none yet).
+    func clientFile() throws -> UInt64 { try db.syncMetadata().clientFileIdent }
 
     func doc(_ key: String) throws -> SimDoc? {
         try db.object(classIndex: 0, key: .string(key)).flatMap { SimDoc(row: $0, layout) }
@@ -429,7 +542,8 @@ final class SimDevice {
                 }
             }
             let receipt = try db.commit()
-            receipts.append((receipt, Set(ops.compactMap { $0.0.hasPrefix("x") ? $0.0 : nil })))
+            receipts.append(HostTransaction(receipt: receipt, version: try db.latestLocalVersion(), generation: generation,
+                                            denied: Set(ops.compactMap { $0.0.hasPrefix("x") ? $0.0 : nil })))
             try countLocalChanges()
         } catch {
             try? db.cancel()  // the error thrown is the one that matters

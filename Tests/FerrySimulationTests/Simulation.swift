@@ -10,11 +10,14 @@ import Foundation
 /// SQLite: their write path, upload queue and download integration, which lays unacknowledged
 /// local changes over the server's state) driven by the sync session's own protocol decisions
 /// (`SessionMachine`, the state machine `SyncSession` runs: BIND, IDENT, UPLOAD, DOWNLOAD with
-/// its acknowledgement, ERROR 231, MARK), speaking real `ProtocolMessage`s; the server is the
-/// real merge and validation (`UploadIntegration`) and refusal ledger (`RefusalLedger`) over
+/// its acknowledgement, ERROR 231, MARK, and a client reset's BIND, QUERY and fresh state),
+/// speaking real `ProtocolMessage`s; the server is the real merge and validation
+/// (`UploadIntegration`), refusal ledger (`RefusalLedger`) and bind policy (`BindRules`) over
 /// the server's stored states; between them a simulated network of per-connection FIFO queues
 /// that the seed drives (delivery order across devices, disconnects, device and server crashes
-/// and restarts), and a simulated clock that stamps every changeset. Host work is random
+/// and restarts, and every other "server crash" the admin terminating and enabling sync, which
+/// forgets every client file so every device must reset), and a simulated clock that stamps
+/// every changeset. Host work is random
 /// transactions of one to three operations: a device's own documents (create, set, add,
 /// delete), documents every device shares (a title that the last writer sets, a counter every
 /// device adds to), and other users' documents, which the server refuses; every third
@@ -24,11 +27,13 @@ import Foundation
 /// quiet point (every device connected and nothing left to send) it checks: every
 /// device holds exactly the server's documents; the server's documents are what a sequential
 /// oracle of the hosts' commits says (sim time orders every commit, and the merge's "later
-/// stamp wins" and "adds commute" agree with that order for these operations); nothing is left
+/// stamp wins" and "adds commute" agree with that order for these operations), less the
+/// transactions a client reset (discard mode) threw away before the server had them; nothing is left
 /// unacknowledged; every refused write was reported to its device, its revert captured, and
 /// handed to the host with its error 231; every write receipt has settled through the answers
 /// and the MARKs the session sent (as its timer sends them when acknowledgements pause):
-/// rejected (with exactly its refused objects) or acknowledged; every wait for download
+/// rejected (with exactly its refused objects) or acknowledged, and a discarded one rejected;
+/// every wait for download
 /// completed, and so did every wait for upload; each direction's progress (the session's own
 /// `ProgressNotifiers`) never went back in transferred bytes and ends at 1.0. A device crash
 /// loses no committed write (the oracle includes them all).
@@ -40,8 +45,15 @@ import Foundation
 /// Not yet simulated: the shell that runs the machine's effects on the libuv loop
 /// (`SyncSession`: a simpler runner of the same effects is here), the hub's sessions and
 /// fan-out chain (the server here answers as they do) and its SQLite storage, subscriptions
-/// and views, client resets. Hosts also suspend sessions (every other lost connection) and
-/// resume them; a suspended session must bind nothing.
+/// and views (the view is every document), client resets in the recovering modes. Hosts also
+/// suspend sessions (every other lost connection) and resume them; a suspended session must
+/// bind nothing.
+///
+/// Two gaps of a terminate are counted, not failed (printed with the run): a transaction whose
+/// acknowledgement the terminate took although the server had integrated it is discarded by
+/// the reset and its receipt reads rejected (the data is right: the fresh state has it); and a
+/// refusal whose ERROR 231 the terminate took is never reported (the server forgot the file's
+/// refusals with it), and its receipt is not judged.
 final class Simulation {
     struct Failure: Error, CustomStringConvertible {
         let step: Int
@@ -55,7 +67,15 @@ final class Simulation {
     let clock = SimClock()
     var server: SimServer
     var devices: [SimDevice] = []
+    /// The documents the server started with, and every host transaction's writes the rules
+    /// allow (device, its client-file generation, local version), in commit order: the oracle
+    /// folds them (`expectedDocs`).
     var oracle: [String: SimDoc] = [:]
+    var log: [(device: Int, generation: Int, version: UInt64, ops: [(String, SimOp)])] = []
+    /// Per device and generation, the local version through which the server had integrated
+    /// the file's uploads when a terminate forgot it: the later writes of that generation are
+    /// discarded by the device's client reset (discard mode) and never reach the server.
+    var cutoffs: [Int: [Int: UInt64]] = [:]
     var trace: [String] = []
     var step = 0
     static let deviceCount = 3
@@ -146,9 +166,27 @@ final class Simulation {
             server.disconnected(d.index)
             try d.restart()
         case 98..<99:
-            note("the server crashes and restarts (what it committed stays)")
-            for x in devices where x.connected { x.disconnect() }
-            server.restart()
+            // Every other time the admin terminates and enables sync instead (no draw from
+            // the seed's stream): every device must reset (discard mode).
+            if step % 2 == 0 {
+                note("the admin terminates and enables sync (every client file forgotten, the data kept)")
+                for x in devices {
+                    let f = try x.clientFile()
+                    if f != 0, let integrated = server.files[f]?.acknowledged, cutoffs[x.index]?[x.generation] == nil {
+                        cutoffs[x.index, default: [:]][x.generation] = integrated
+                    }
+                    // Refusals the device has no answer for are forgotten with the file.
+                    if f != 0, let ledger = server.refusals[f] {
+                        x.refusalsLost(Set(ledger.records.flatMap(\.writes).compactMap { w -> String? in if case .string(let k) = w.primaryKey { k } else { nil } }))
+                    }
+                    if x.connected { x.disconnect() }
+                }
+                server.terminateAndEnable()
+            } else {
+                note("the server crashes and restarts (what it committed stays)")
+                for x in devices where x.connected { x.disconnect() }
+                server.restart()
+            }
         default:
             note("a quiet point")
             try quietPoint()
@@ -209,11 +247,7 @@ final class Simulation {
         guard !ops.isEmpty else { return }
         try d.commit(ops)
         d.deniedWrites.formUnion(denied)
-        for (key, op) in ops where !denied.contains(key) {
-            var doc = oracle[key] ?? nil
-            op.apply(to: &doc)
-            oracle[key] = doc
-        }
+        log.append((d.index, d.generation, d.receipts.last?.version ?? 0, ops.filter { !denied.contains($0.0) }))
         note("device \(d.index) commits " + ops.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
         // Every third transaction the host also waits for download (a MARK), the one after
         // for upload (no draw from the seed's stream, so the pinned seeds keep their runs).
@@ -266,7 +300,7 @@ final class Simulation {
             if !moved { break }
         }
         let serverDocs = server.docs()
-        let expected = oracle.compactMapValues { $0 }
+        let expected = expectedDocs()
         if serverDocs != expected {
             throw fail("the server's documents differ from the hosts' commits:\n" + Self.difference(expected, serverDocs, "oracle", "server"))
         }
@@ -315,8 +349,14 @@ final class Simulation {
             // Every receipt settled, by the answers and the MARKs the session sent (none is
             // settled here by hand). A transaction with a refused write reads rejected, with
             // exactly those objects' compensating writes; every other reads acknowledged.
-            for (receipt, denied) in d.receipts {
+            for t in d.receipts where !t.refusalLost {
+                let (receipt, denied) = (t.receipt, t.denied)
                 let status = try d.db.receiptStatus(receipt)
+                // A transaction a client reset discarded reads rejected.
+                if t.discarded {
+                    if status.state != .rejected { throw fail("device \(d.index)'s write receipt \(receipt), discarded by a client reset, reads \(status.state)") }
+                    continue
+                }
                 let named = Set(status.compensatingWrites.compactMap { w -> String? in if case .string(let k) = w.primaryKey { k } else { nil } })
                 if denied.isEmpty ? status.state != .acknowledged : (status.state != .rejected || named != denied) {
                     throw fail("device \(d.index)'s write receipt \(receipt) reads \(status.state) \(named.sorted()); its refused writes: \(denied.sorted())")
@@ -329,11 +369,37 @@ final class Simulation {
     /// step, for the transactions with a refused write).
     private func noRejectedReceiptReadsAcknowledged() throws {
         for d in devices {
-            for (receipt, denied) in d.receipts where !denied.isEmpty {
+            for t in d.receipts where !t.denied.isEmpty && !t.discarded && !t.refusalLost {
+                let (receipt, denied) = (t.receipt, t.denied)
                 if try d.db.receiptStatus(receipt).state == .acknowledged {
                     throw fail("device \(d.index)'s write receipt \(receipt) reads acknowledged, but the server refuses its writes to \(denied.sorted())")
                 }
             }
+        }
+    }
+
+    /// What the server must hold: the starting documents with every logged transaction
+    /// applied in commit order, less those a client reset discarded before the server had them.
+    func expectedDocs() -> [String: SimDoc] {
+        var docs: [String: SimDoc] = oracle
+        for e in log {
+            if let cut = cutoffs[e.device]?[e.generation], e.version > cut { continue }
+            for (key, op) in e.ops {
+                var doc = docs[key]
+                op.apply(to: &doc)
+                docs[key] = doc
+            }
+        }
+        return docs
+    }
+
+    /// Transactions a client reset discarded (their receipts read rejected) that the server had
+    /// integrated before it forgot the file (their acknowledgement was lost with the
+    /// connection): the data is right (the server's state reaches the device), the receipt
+    /// is not, and nothing after a terminate can tell. Counted, not failed.
+    var discardedButIntegrated: Int {
+        devices.reduce(0) { n, d in
+            n + d.receipts.filter { r in r.discarded && r.version <= (cutoffs[d.index]?[r.generation] ?? 0) }.count
         }
     }
 

@@ -39,15 +39,22 @@ import Testing
         }
         if let failure = results.compactMap(\.failure).first { Issue.record(Comment(rawValue: failure)) }
         let refused = results.reduce(0) { $0 + $1.refusals }, repeated = results.reduce(0) { $0 + $1.repeated }
+        let resets = results.reduce(0) { $0 + $1.resets }, misread = results.reduce(0) { $0 + $1.discardedButIntegrated }
+        let lost = results.reduce(0) { $0 + $1.refusalsLost }
         print("simulation: \(count) seeds of \(steps) steps from seed \(first) \(results.contains { $0.failure != nil } ? "FAILED" : "passed") "
               + "in \(ContinuousClock.now - started) on \(shards) threads; \(refused) refused writes reported, \(repeated) of them sent "
-              + "again after their answer was lost with the connection")
+              + "again after their answer was lost with the connection; \(resets) client resets (discard mode) after a terminate, "
+              + "\(misread) discarded transactions whose writes the server had (their receipts read rejected), "
+              + "\(lost) refusals whose error 231 a terminate took (never reported)")
     }
 
     struct Shard: Sendable {
         var failure: String?
         var refusals = 0
         var repeated = 0
+        var resets = 0
+        var discardedButIntegrated = 0
+        var refusalsLost = 0
     }
 
     /// Runs the seeds; stops at the first that fails, with its report.
@@ -60,6 +67,9 @@ import Testing
                 try sim.run()
                 shard.refusals += sim.server.refusalsSent
                 shard.repeated += sim.server.refusalsRepeated
+                shard.resets += sim.devices.reduce(0) { $0 + $1.resets }
+                shard.discardedButIntegrated += sim.discardedButIntegrated
+                shard.refusalsLost += sim.devices.reduce(0) { $0 + $1.refusalsLost }
             } catch {
                 let (shortest, trace) = Self.shortest(seed: seed, steps: steps, app: app)
                 shard.failure = """
