@@ -23,9 +23,9 @@ final class SyncConnection: WebSocketDelegate {
             for s in orderedSessions { s.connectionStateChanged(from: oldValue, to: state) }
         }
     }
-    private var keepAlive: LoopTimer?
-    private var lastReceivedMs: UInt64 = 0
-    private var lastPingMs: UInt64 = 0
+    private var keepAliveTimer: LoopTimer?
+    /// When to ping and when to give up on a silent server (`KeepAlive`).
+    private var keepAlive: KeepAlive?
     private var socket: WebSocketClient?
     /// The open socket's server accepts BIND's `answeredThrough` and sends refusals whose
     /// answer was lost again (`ProtocolFeatures.refusalReplay`).
@@ -107,7 +107,8 @@ final class SyncConnection: WebSocketDelegate {
     private func close() {
         retryTimer?.invalidate()
         retryTimer = nil
-        keepAlive?.invalidate()
+        keepAliveTimer?.invalidate()
+        keepAliveTimer = nil
         keepAlive = nil
         let ws = socket
         socket = nil
@@ -115,35 +116,37 @@ final class SyncConnection: WebSocketDelegate {
         ws?.close()
     }
 
-    /// Checks every quarter of the shorter of the read timeout and the ping interval: drops a
-    /// connection silent for the read timeout, pings one quiet for the ping interval.
+    /// Starts the keepalive of a connection that just opened: its timer wakes only when a
+    /// ping or the read timeout falls due (`KeepAlive.nextTickMs`).
     private func startKeepAlive() {
+        let c = app.configuration
         let now = Self.nowMs()
-        lastReceivedMs = now
-        lastPingMs = now
-        if keepAlive == nil { keepAlive = LoopTimer(loop: app.loop) }
-        scheduleKeepAlive()
+        keepAlive = KeepAlive(now: now, readTimeoutMs: c.readTimeoutMs, pingIntervalMs: c.pingIntervalMs)
+        if keepAliveTimer == nil { keepAliveTimer = LoopTimer(loop: app.loop) }
+        scheduleKeepAlive(now: now)
     }
 
-    private func scheduleKeepAlive() {
-        let c = app.configuration
-        let tick = max(10, min(c.readTimeoutMs, c.pingIntervalMs) / 4)
-        keepAlive?.schedule(afterMilliseconds: tick) { [weak self] in self?.keepAliveTick() }
+    private func scheduleKeepAlive(now: UInt64) {
+        guard let due = keepAlive?.nextTickMs(after: now) else { return }
+        keepAliveTimer?.schedule(afterMilliseconds: due) { [weak self] in self?.keepAliveTick() }
     }
 
     private func keepAliveTick() {
-        guard state == .connected, socket != nil else { return }
-        let now = Self.nowMs(), c = app.configuration
-        if now - lastReceivedMs >= c.readTimeoutMs {
-            app.log(.info, "Connection[\(user.id)]: nothing received for \(c.readTimeoutMs) ms; reconnecting")
-            drop(FerryError(.timeout, "read timed out after \(c.readTimeoutMs) ms"))
+        guard state == .connected, socket != nil, var k = keepAlive else { return }
+        let now = Self.nowMs()
+        let action = k.tick(at: now)
+        keepAlive = k
+        switch action {
+        case .drop:
+            app.log(.info, "Connection[\(user.id)]: nothing received for \(k.readTimeoutMs) ms; reconnecting")
+            drop(FerryError(.timeout, "read timed out after \(k.readTimeoutMs) ms"))
             return
-        }
-        if now - max(lastReceivedMs, lastPingMs) >= c.pingIntervalMs {
-            lastPingMs = now
+        case .ping:
             send(.ping(timestamp: now))
+        case .wait:
+            break
         }
-        scheduleKeepAlive()
+        scheduleKeepAlive(now: now)
     }
 
     /// Drops the connection as a network failure would: nothing more is delivered from it, its
@@ -184,7 +187,7 @@ final class SyncConnection: WebSocketDelegate {
 
     func webSocket(_ socket: WebSocketClient, didReceive bytes: [UInt8]) {
         guard socket === self.socket else { return }
-        lastReceivedMs = Self.nowMs()
+        keepAlive?.received(at: Self.nowMs())
         let message: ProtocolMessage
         do { message = try ProtocolCodec.decode(bytes) } catch {
             app.log(.error, "the server sent a malformed message: \(error)")
@@ -221,7 +224,8 @@ final class SyncConnection: WebSocketDelegate {
         // timeout): sessions learn it, and the connection retries after a backoff.
         guard socket === self.socket else { return }
         self.socket = nil
-        keepAlive?.cancel()
+        keepAliveTimer?.cancel()
+        keepAlive = nil
         for s in orderedSessions { s.connectionEnded(fatal: nil) }
         state = .disconnected
         guard !shutDown, !sessions.isEmpty else { return }
