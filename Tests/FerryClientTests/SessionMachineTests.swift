@@ -29,7 +29,8 @@ import Testing
             case .uploaded(let b): return "uploaded \(b) bytes"
             case .completeWaits(let w): return "\(w.count) waits done"
             case .subscriptionCompleted(let v): return "subscription \(v) completed"
-            case .downloaded: return "downloaded"
+            case .downloaded(_, let settled): return settled ? "downloaded" : "downloaded, more expected"
+            case .expectDownload: return "expect download"
             case .markAnswered(let w):
                 if case .receipts(let t) = w { return "receipts through \(t) answered" }
                 return "download wait answered"
@@ -144,7 +145,7 @@ import Testing
         let next = m.received(Self.download(ack: 5, isLast: false))
         guard case .integrate(let d2) = next.first else { Issue.record("\(Self.names(next))"); return }
         #expect(d2.captureFloor == 3 && d2.answeredThrough == 3)
-        #expect(Self.names(m.integrated(d2, captures: [])) == ["answers complete through 3", "uploaded 0 bytes", "downloaded"])
+        #expect(Self.names(m.integrated(d2, captures: [])) == ["answers complete through 3", "uploaded 0 bytes", "downloaded, more expected"])
         // One that does not move the acknowledgement settles nothing, and may still carry the
         // last answer's reverts: it captures from the acknowledgement before.
         let same = m.received(Self.download(ack: 5))
@@ -309,6 +310,29 @@ import Testing
         #expect(Self.names(m.resetApplied(acknowledged: 3, latest: 3, queryVersion: 2)) == ["uploaded 30 bytes", "subscription 2 completed"])
         #expect(Self.names(m.resetDone()) == ["upload pending", "1 waits done"])
         #expect(m.ready && m.uploadFrom == 3)
+    }
+
+    @Test func theSetIsSentOncePerConnectionAfterTheSetTheDataReflectsIfThatIsOlder() {
+        var m = SessionMachine(acknowledged: 0)
+        m.attached(id: 1)
+        #expect(!m.wantsQuery(version: 3), "not ready")
+        _ = m.connected(database: "a", meta: Self.meta(ident: 7), replaysRefusals: true)
+        #expect(!m.wantsQuery(version: 0), "no set")
+        let all = [Subscription(name: "all", objectType: "Doc", query: "TRUEPREDICATE")]
+        let few = [Subscription(name: "few", objectType: "Doc", query: "rank <= 1")]
+        #expect(SessionMachine.namesReflectedFirst(bound: true, pending: true) && !SessionMachine.namesReflectedFirst(bound: true, pending: false)
+                && !SessionMachine.namesReflectedFirst(bound: false, pending: true))
+        let first = m.query(version: 3, subscriptions: all, reflected: (version: 2, subscriptions: few))
+        #expect(Self.names(first) == ["send \(ProtocolMessage.query(session: 1, version: 2, subscriptions: few))", "expect download",
+                                      "send \(ProtocolMessage.query(session: 1, version: 3, subscriptions: all))"])
+        #expect(m.sentQueryVersion == 3 && !m.wantsQuery(version: 3) && m.query(version: 3, subscriptions: all, reflected: nil).isEmpty, "sent once")
+        // A download of an older set's batch leaves the download progress expecting more.
+        let effects = Self.deliver(Self.download(ack: 0, subscriptionVersion: 2), to: &m)
+        #expect(Self.names(effects).contains("downloaded, more expected"))
+        // A new connection sends it again; a reflected set as new as it is not named.
+        m.connectionLost()
+        _ = m.connected(database: "a", meta: Self.meta(ident: 7), replaysRefusals: true)
+        #expect(Self.names(m.query(version: 3, subscriptions: all, reflected: (version: 3, subscriptions: all))).count == 2)
     }
 
     @Test func aClosedSessionDecidesNothing() {

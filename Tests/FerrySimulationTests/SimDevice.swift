@@ -271,9 +271,10 @@ final class SimDevice {
                 db.noteReceiptsSettled(through: min(through, window.acknowledged))
             case .uploaded(let bytes):
                 progress.uploaded(adding: bytes)
-            case .downloaded(let d):
-                // No subscription set is ever sent here: every batch settles what was asked.
-                progress.downloaded(bytes: d.bytes, remaining: d.downloadable, settled: d.isLast)
+            case let .downloaded(d, settled):
+                progress.downloaded(bytes: d.bytes, remaining: d.downloadable, settled: settled)
+            case .expectDownload:
+                progress.expectDownload()
             case .completeWaits(let done):
                 for d in done { d(nil) }
             case .subscriptionCompleted, .storeWriteRules, .subscriptionFailed:

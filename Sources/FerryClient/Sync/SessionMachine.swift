@@ -34,6 +34,8 @@ package struct SessionMachine {
     var waits = SessionWaits()
     /// The upload progress's count of the local changesets not acknowledged yet.
     private var progressCount: UploadProgressCount
+    /// The subscription set version last sent in a QUERY on this connection (0: none yet).
+    package private(set) var sentQueryVersion: UInt64 = 0
 
     /// A session opening a file whose stored acknowledgement is `acknowledged`, with every
     /// answer through `answered` (`SyncMetadata`).
@@ -63,7 +65,7 @@ package struct SessionMachine {
         var effects: [SessionEffect] = [.send(.bind(session: id, database: path, clientFileIdent: meta.clientFileIdent,
                                                      clientFileSalt: meta.clientFileSalt, lastServerVersion: meta.serverVersion,
                                                      answeredThrough: answered))]
-        if known, life.becameReady() { effects.append(.ready(knownFile: true)) }
+        if known { effects += becameReady(knownFile: true) }
         return effects
     }
 
@@ -133,9 +135,7 @@ package struct SessionMachine {
         case .error(let e) where e.code == ProtocolError.Code.sessionNotBound && reset != nil:
             return []
         case let .ident(_, ident, salt):
-            var effects: [SessionEffect] = [.storeIdentity(ident: ident, salt: salt)]
-            if life.becameReady() { effects.append(.ready(knownFile: false)) }
-            return effects
+            return [.storeIdentity(ident: ident, salt: salt)] + becameReady(knownFile: false)
         case let .download(_, serverVersion, ack, subscriptionVersion, downloadable, isLast, changesets):
             return [.integrate(DownloadIntegration(
                 changesets: changesets.map(\.changeset), serverVersion: serverVersion, acknowledged: ack,
@@ -163,8 +163,45 @@ package struct SessionMachine {
         if let complete = uploads.acknowledge(download.acknowledged) { effects.append(.answersComplete(through: min(complete, uploads.acknowledged))) }
         effects.append(.uploaded(bytes: acknowledgedBytes()))
         if download.isLast { effects.append(.subscriptionCompleted(download.subscriptionVersion)) }
-        effects.append(.downloaded(download))
+        // Settled: nothing more is expected (the last of its batch, no newer set asked for).
+        effects.append(.downloaded(download, settled: download.isLast && download.subscriptionVersion >= sentQueryVersion))
         return effects + uploadWaitsDone()
+    }
+
+    /// Bound and identified: nothing of the set was sent on this connection yet.
+    private mutating func becameReady(knownFile: Bool) -> [SessionEffect] {
+        guard life.becameReady() else { return [] }
+        sentQueryVersion = 0
+        return [.ready(knownFile: knownFile)]
+    }
+
+    // MARK: the subscription set (SPEC F-SUBS)
+
+    /// Whether the stored set of `version` (0: none) is to be sent now: the session is ready
+    /// and has not sent it on this connection.
+    package func wantsQuery(version: UInt64) -> Bool {
+        life.ready && sessionId != nil && version > 0 && version != sentQueryVersion
+    }
+
+    /// Whether the set the file's data reflects must be named first: the first QUERY after
+    /// binding a known file (`bound`), of a set not complete (`pending`). The server may have
+    /// recorded that set as what the data reflects when it queued its bootstrap, which this
+    /// file never integrated (the connection dropped first); naming first the set the data does
+    /// reflect makes the server's view match the file, so the pending set's bootstrap sends
+    /// everything that enters it.
+    package static func namesReflectedFirst(bound: Bool, pending: Bool) -> Bool { bound && pending }
+
+    /// The QUERY messages for the stored set (`version`, `subscriptions`), after the set the
+    /// data reflects (`reflected`, read when `namesReflectedFirst` said so) if that is older.
+    package mutating func query(version: UInt64, subscriptions: [Subscription],
+                                reflected: (version: UInt64, subscriptions: [Subscription])?) -> [SessionEffect] {
+        guard wantsQuery(version: version), let id = sessionId else { return [] }
+        var effects: [SessionEffect] = []
+        if let reflected, reflected.version < version {
+            effects.append(.send(.query(session: id, version: reflected.version, subscriptions: reflected.subscriptions)))
+        }
+        sentQueryVersion = version
+        return effects + [.expectDownload, .send(.query(session: id, version: version, subscriptions: subscriptions))]
     }
 
     /// The host waits until every local change through `target` is acknowledged (at once if
@@ -344,8 +381,10 @@ package enum SessionEffect {
     case completeWaits([SessionWaits.Done])
     /// A download ended a batch of this subscription set version (0: none).
     case subscriptionCompleted(UInt64)
-    /// A download was integrated (progress).
-    case downloaded(DownloadIntegration)
+    /// A download was integrated (progress); `settled`: nothing more is expected.
+    case downloaded(DownloadIntegration, settled: Bool)
+    /// A set was asked for: the download progress waits for the server's figures.
+    case expectDownload
     /// A MARK's answer came: complete what it waited for.
     case markAnswered(MarkBook.Wait)
     case storeWriteRules(WriteRules)

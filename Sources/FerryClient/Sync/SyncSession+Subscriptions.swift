@@ -35,32 +35,23 @@ extension SyncSession {
         }
     }
 
-    /// `bound`: the first QUERY after binding a known file (see below).
+    /// Sends the stored set if the session has not (`bound`: the first QUERY after binding a
+    /// known file, which may name the set the data reflects first: `SessionMachine.query`).
     func sendQuery(bound: Bool = false) {
-        guard ready, let id = sessionId else { return }
+        guard ready, sessionId != nil else { return }
         let set: SubscriptionSet
         do { set = try SubscriptionSet.load(database) } catch {
             // Unread, the set is never sent: its waiters would wait for ever (issue 22, point 10).
             return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the subscription set of \(path): \(error)", isFatal: true, action: .applicationBug))
         }
-        guard set.version > 0, set.version != sentQueryVersion else { return }
-        if bound, set.state == .pending {
-            // The first QUERY after binding a known file, of a set not complete: the server
-            // may have recorded it as what the data reflects when it queued its bootstrap,
-            // which this file never integrated (the connection dropped first). Naming first
-            // the set the data does reflect makes the server's view match the file, so the
-            // pending set's bootstrap sends everything that enters it (issue 22, point 11).
-            let reflected: (version: UInt64, subscriptions: [Subscription])
+        guard machine.wantsQuery(version: set.version) else { return }
+        var reflected: (version: UInt64, subscriptions: [Subscription])?
+        if SessionMachine.namesReflectedFirst(bound: bound, pending: set.state == .pending) {
             do { reflected = try SubscriptionSet.reflected(database) } catch {
                 return fail(SyncError(code: ProtocolError.Code.local, message: "cannot read the subscription set \(path) last completed: \(error)", isFatal: true, action: .applicationBug))
             }
-            if reflected.version < set.version {
-                connection?.send(.query(session: id, version: reflected.version, subscriptions: reflected.subscriptions))
-            }
         }
-        sentQueryVersion = set.version
-        progress.expectDownload()
-        connection?.send(.query(session: id, version: set.version, subscriptions: set.subscriptions))
+        run(machine.query(version: set.version, subscriptions: set.subscriptions, reflected: reflected))
     }
 
     func subscriptionCompleted(_ version: UInt64) {

@@ -34,7 +34,7 @@ public final class SyncSession: @unchecked Sendable {
     var lastUploaded: UInt64 { uploads.lastUploaded }
     var acknowledged: UInt64 { uploads.acknowledged }
     /// The subscription set version last sent in a QUERY on this connection.
-    var sentQueryVersion: UInt64 = 0
+    var sentQueryVersion: UInt64 { machine.sentQueryVersion }
     /// The MARKs sent and to send, and what each answer completes (`MarkBook`).
     var marks: MarkBook {
         get { machine.marks }
@@ -310,7 +310,6 @@ public final class SyncSession: @unchecked Sendable {
 
     /// Bound and identified: the subscription set, the pending uploads, and the MARKs.
     private func identified(knownFile: Bool) {
-        sentQueryVersion = 0
         sendQuery(bound: knownFile)
         uploadPending()
         // Settles what an earlier connection left acknowledged but unanswered (nothing, as a
@@ -427,9 +426,10 @@ public final class SyncSession: @unchecked Sendable {
             for d in done { d(nil) }
         case .subscriptionCompleted(let version):
             subscriptionCompleted(version)
-        case .downloaded(let download):
-            progress.downloaded(bytes: download.bytes, remaining: download.downloadable,
-                                settled: download.isLast && download.subscriptionVersion >= sentQueryVersion)
+        case let .downloaded(download, settled):
+            progress.downloaded(bytes: download.bytes, remaining: download.downloadable, settled: settled)
+        case .expectDownload:
+            progress.expectDownload()
         case .markAnswered(let wait):
             complete(wait, nil)
         case .storeWriteRules(let rules):
