@@ -202,16 +202,16 @@ struct SessionControlTests {
 @Suite("Sync: reconnection backoff")
 struct BackoffTests {
     @Test func doublesFromTheMinimumUpToTheCapWithJitterInTheUpperHalf() {
-        let lows = (1...12).map { SyncConnection.backoffDelay(attempt: $0, minMs: 1_000, maxMs: 16_000, random: { $0.lowerBound }) }
-        let highs = (1...12).map { SyncConnection.backoffDelay(attempt: $0, minMs: 1_000, maxMs: 16_000, random: { $0.upperBound }) }
+        let lows = (1...12).map { ReconnectBackoff.delay(attempt: $0, minMs: 1_000, maxMs: 16_000, random: { $0.lowerBound }) }
+        let highs = (1...12).map { ReconnectBackoff.delay(attempt: $0, minMs: 1_000, maxMs: 16_000, random: { $0.upperBound }) }
         #expect(highs == [1_000, 2_000, 4_000, 8_000, 16_000, 16_000, 16_000, 16_000, 16_000, 16_000, 16_000, 16_000])
         #expect(lows == highs.map { $0 / 2 })
         // No overflow however long the outage; a first attempt (after a successful connection
         // reset the count) waits about the minimum again.
-        #expect(SyncConnection.backoffDelay(attempt: 10_000, minMs: 1_000, maxMs: 16_000, random: { $0.upperBound }) == 16_000)
-        #expect(SyncConnection.backoffDelay(attempt: 1, minMs: 50, maxMs: 400, random: { $0.upperBound }) == 50)
+        #expect(ReconnectBackoff.delay(attempt: 10_000, minMs: 1_000, maxMs: 16_000, random: { $0.upperBound }) == 16_000)
+        #expect(ReconnectBackoff.delay(attempt: 1, minMs: 50, maxMs: 400, random: { $0.upperBound }) == 50)
         var seen = Set<UInt64>()
-        for _ in 0..<200 { seen.insert(SyncConnection.backoffDelay(attempt: 3, minMs: 1_000, maxMs: 16_000, random: { UInt64.random(in: $0) })) }
+        for _ in 0..<200 { seen.insert(ReconnectBackoff.delay(attempt: 3, minMs: 1_000, maxMs: 16_000, random: { UInt64.random(in: $0) })) }
         #expect(seen.allSatisfy { (2_000...4_000).contains($0) } && seen.count > 50)
     }
 }

@@ -32,12 +32,8 @@ final class SyncConnection: WebSocketDelegate {
     private(set) var serverReplaysRefusals = false
     private var sessions: [UInt64: SyncSession] = [:]
     private var nextSession: UInt64 = 1
-    private var attempts = 0
-    /// Connections in a row the server ended with a connection-level transient ERROR before
-    /// anything else (sync paused or terminated by an admin, too many connections): each counts
-    /// as a failed attempt, so the backoff grows while the server keeps refusing instead of
-    /// restarting from its minimum at every socket that opened.
-    private var refusedInARow = 0
+    /// Failed attempts in a row, which the next retry's wait grows with (`ReconnectBackoff`).
+    private var backoff = ReconnectBackoff()
     private var retryTimer: LoopTimer?
     private var shutDown = false
     private var refreshedForThisAttempt = false
@@ -98,8 +94,7 @@ final class SyncConnection: WebSocketDelegate {
     /// connecting, or ended (SPEC F-RECONNECT).
     func reconnect() {
         guard !shutDown, state == .disconnected, !sessions.isEmpty else { return }
-        attempts = 0
-        refusedInARow = 0
+        backoff.reset()
         retryTimer?.cancel()
         connect()
     }
@@ -177,7 +172,7 @@ final class SyncConnection: WebSocketDelegate {
         guard socket === self.socket else { return }
         let offered = socket.responseHeaders.first { $0.0.lowercased() == ProtocolFeatures.header.lowercased() }?.1 ?? ""
         serverReplaysRefusals = ProtocolFeatures.parse(offered).contains(ProtocolFeatures.refusalReplay)
-        attempts = refusedInARow
+        backoff.opened()
         refreshedForThisAttempt = false
         app.log(.info, "Connection[\(user.id)]: connected")
         startKeepAlive()
@@ -196,12 +191,7 @@ final class SyncConnection: WebSocketDelegate {
         }
         // A connection-level transient ERROR ends the connection (the server closes it); it
         // counts as a failed attempt. Anything else means the server is serving this one.
-        if case .error(let e) = message, e.session == 0, e.tryAgain {
-            refusedInARow += 1
-        } else {
-            refusedInARow = 0
-            attempts = 0
-        }
+        if case .error(let e) = message, e.session == 0, e.tryAgain { backoff.received(refusal: true) } else { backoff.received(refusal: false) }
         switch message {
         case .ident(let s, _, _), .download(let s, _, _, _, _, _, _), .mark(let s, _), .unbind(let s), .writeRules(let s, _):
             sessions[s]?.handle(message)
@@ -251,23 +241,12 @@ final class SyncConnection: WebSocketDelegate {
         scheduleReconnect()
     }
 
-    /// Waits `backoffDelay` after the `attempts`th failure in a row, then tries again.
+    /// Waits as `ReconnectBackoff` says after this failure, then tries again.
     private func scheduleReconnect() {
-        attempts += 1
         let c = app.configuration
-        let delay = Self.backoffDelay(attempt: attempts, minMs: c.reconnectDelayMinMs, maxMs: c.reconnectDelayMaxMs,
-                                      random: { UInt64.random(in: $0) })
+        let delay = ReconnectBackoff.delay(attempt: backoff.failed(), minMs: c.reconnectDelayMinMs, maxMs: c.reconnectDelayMaxMs,
+                                           random: { UInt64.random(in: $0) })
         if retryTimer == nil { retryTimer = LoopTimer(loop: app.loop) }
         retryTimer?.schedule(afterMilliseconds: delay) { [weak self] in self?.connect() }
-    }
-
-    /// The wait before retry number `attempt` (1 after the first failure): the base doubles
-    /// from `minMs` up to `maxMs`, and the wait is a random point in the base's upper half, so
-    /// devices cut off together do not come back together (SPEC F-BACKOFF).
-    static func backoffDelay(attempt: Int, minMs: UInt64, maxMs: UInt64, random: (ClosedRange<UInt64>) -> UInt64) -> UInt64 {
-        let doublings = UInt64(min(max(attempt - 1, 0), 40))
-        let (scaled, overflow) = minMs.multipliedReportingOverflow(by: UInt64(1) << doublings)
-        let base = overflow ? maxMs : min(scaled, maxMs)
-        return base / 2 + random(0...(base - base / 2))
     }
 }
