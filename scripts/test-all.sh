@@ -159,9 +159,11 @@ phase "Rust tests"
 (cd bindings/rust && FERRY_LIB_DIR="$root/build" cargo test --offline -q)
 
 phase "fuzz targets (short runs)"
-# 8 s each (was 20, then 16, then 12): the time went to the instruction budgets, issue 24's
-# SQL-write tests and sqlcapture target, and issue 25's 10,000 simulation seeds, to keep CI
-# under 45 minutes (the last landing took 46). Longer runs: fuzz/run.sh SECONDS.
-fuzz/run.sh "${FERRY_FUZZ_SECONDS:-8}"
+# 6 s each (was 20, then 16, 12 and 8): the time went to the instruction budgets, issue 24's
+# SQL-write tests and sqlcapture target, and issue 25's 10,000 simulation seeds (which since
+# then also send MARKs, wait, and reset: 95 -> 122 s), to keep CI under 45 minutes (the last
+# landing took 43). Each target still runs about 5,000 (query) to 600,000 inputs. Longer runs:
+# fuzz/run.sh SECONDS.
+fuzz/run.sh "${FERRY_FUZZ_SECONDS:-6}"
 
 phase "all test suites passed"
