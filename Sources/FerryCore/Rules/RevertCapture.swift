@@ -1,21 +1,20 @@
-import FerryCore
-
 /// An object a download changed while the device had recent local writes to it: its state just
 /// before the download and after it (with the device's unacknowledged writes laid on top
 /// again), and those local writes. The sync session keeps the latest capture of each object
 /// until an error 231 names it (the server sends a revert's download just before the error),
-/// then turns it into a `RevertedObject`.
+/// then turns it into a `RevertedObject` (SPEC F-NOLOSS). A rule from values to values: the
+/// store reads the states and the writes (`Database.integrate`), this decides what was lost.
 package struct RevertCapture: Sendable {
-    let objectSchema: ObjectSchema
+    package let objectSchema: ObjectSchema
     package let primaryKey: FerryValue
-    let before: [FerryValue]?
-    let after: [FerryValue]?
+    package let before: [FerryValue]?
+    package let after: [FerryValue]?
     /// The device's writes to the object after the capture's floor, oldest first.
-    let writes: [LocalWrite]
+    package let writes: [LocalWrite]
 
     package var objectType: String { objectSchema.name }
 
-    init(objectSchema: ObjectSchema, primaryKey: FerryValue, before: [FerryValue]?, after: [FerryValue]?, writes: [LocalWrite]) {
+    package init(objectSchema: ObjectSchema, primaryKey: FerryValue, before: [FerryValue]?, after: [FerryValue]?, writes: [LocalWrite]) {
         self.objectSchema = objectSchema
         self.primaryKey = primaryKey
         self.before = before

@@ -1,5 +1,3 @@
-import FerryCore
-
 /// What the server's revert of a compensating write took from the device, for one object (SPEC
 /// F-NOLOSS). The seeds' SDK reports only the object and a reason, and the device's values and
 /// every later local write to the object vanish; this keeps them, so the host can show them or

@@ -1,5 +1,4 @@
-import FerryCore
-@testable import FerryStore
+@testable import FerryCore
 import Testing
 
 /// What a captured object says the revert took (SPEC F-NOLOSS), without a server: the oracle
