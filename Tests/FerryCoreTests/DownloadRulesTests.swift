@@ -62,3 +62,22 @@ import Testing
         #expect(Self.plan(completes: false).serverVersion == nil)
     }
 }
+
+/// A write receipt's state from the file's acknowledgement and the agent's watermarks
+/// (`ReceiptRules`), without a store.
+@Suite struct ReceiptRulesTests {
+    @Test func acknowledgedOnlyOnceTheAnswerIsComplete() {
+        // Acknowledged through 10, answers complete through 6, sent through 12.
+        #expect(ReceiptRules.state(of: 5, acknowledged: 10, settled: 6, uploaded: 12) == .acknowledged)
+        #expect(ReceiptRules.state(of: 8, acknowledged: 10, settled: 6, uploaded: 12) == .uploaded, "acknowledged, its 231 may still come")
+        #expect(ReceiptRules.state(of: 11, acknowledged: 10, settled: 6, uploaded: 12) == .uploaded)
+        #expect(ReceiptRules.state(of: 13, acknowledged: 10, settled: 6, uploaded: 12) == .local)
+    }
+
+    @Test func withNothingSettledThisRunTheFilesAcknowledgementStands() {
+        #expect(ReceiptRules.state(of: 10, acknowledged: 10, settled: nil, uploaded: 0) == .acknowledged)
+        #expect(ReceiptRules.state(of: 11, acknowledged: 10, settled: nil, uploaded: 0) == .local, "not sent this run: local again")
+        #expect(ReceiptRules.state(of: 9, acknowledged: 10, settled: 20, uploaded: 0) == .acknowledged, "settled never runs past the acknowledgement")
+        #expect(ReceiptRules.state(of: 15, acknowledged: 10, settled: 20, uploaded: 0) == .local)
+    }
+}

@@ -53,10 +53,7 @@ extension Database {
                 throw FerryError(.notFound, "write receipt \(receipt) expired: the file keeps the last \(Self.maxRejectedReceipts) rejected receipts, and older ones were dropped")
             }
             let ack = try Self.getMeta(c, "sync.acknowledged")
-            let settled = min(marks.settled ?? ack, ack)
-            if receipt <= settled { return ReceiptStatus(receipt: receipt, state: .acknowledged) }
-            if receipt <= max(marks.uploaded, ack) { return ReceiptStatus(receipt: receipt, state: .uploaded) }
-            return ReceiptStatus(receipt: receipt, state: .local)
+            return ReceiptStatus(receipt: receipt, state: ReceiptRules.state(of: receipt, acknowledged: ack, settled: marks.settled, uploaded: marks.uploaded))
         }
         if let target = aliased {
             guard target > receipt else { throw FerryError(.corrupt, "write receipt \(receipt) follows receipt \(target), which is not later") }

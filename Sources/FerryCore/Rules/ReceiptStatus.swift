@@ -1,5 +1,3 @@
-import FerryCore
-
 /// A receipt's state, with the compensating writes that concern its transaction when the
 /// server rejected it (the objects it wrote that the server reverted, with the reasons).
 public struct ReceiptStatus: Sendable, Equatable {
