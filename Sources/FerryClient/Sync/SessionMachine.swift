@@ -3,10 +3,12 @@ import FerryStore
 
 /// The sync protocol of one session as a state machine without I/O (issue 25: deciding apart
 /// from doing). It holds what the protocol needs to remember (where the session is in its
-/// life, what was uploaded and acknowledged, the reverts downloads captured, the client reset
-/// in progress) and turns events (connected, a message received, a download integrated, the
-/// connection lost) into effects (`SessionEffect`: send, store, integrate, settle, report),
-/// in the order they must run. It reads no file and sends nothing: `SyncSession` runs its
+/// life, what was uploaded and acknowledged, the reverts downloads captured, the MARKs and the
+/// host's waits, the upload progress's count, the set sent, the client reset in progress) and
+/// turns events (connected, a message received, a download integrated, the connection lost, a
+/// MARK or wait wanted, the set to send, suspend and resume, a reset's steps) into effects
+/// (`SessionEffect`: send, store, integrate, settle, complete, report), in the order they must
+/// run. It reads no file and sends nothing: `SyncSession` runs its
 /// effects on the libuv loop, the deterministic simulation (Tests/FerrySimulationTests) runs
 /// them on its simulated network, and `SessionMachineTests` checks each rule on its own.
 ///
@@ -123,7 +125,8 @@ package struct SessionMachine {
         case let .ident(_, ident, salt) where reset != nil:
             return [.resetIdentified(ident: ident, salt: salt)]
         case let .download(_, serverVersion, _, subscriptionVersion, _, isLast, changesets) where reset != nil:
-            // Checked before any of it is staged: a malformed fresh state ends the run.
+            // Checked before any of it is staged: a malformed fresh state ends the run (the
+            // decode's error is not needed: that it fails is the answer).
             for c in changesets where (try? ChangesetCodec.decode(c.changeset)) == nil {
                 reset = nil
                 return [.abandonReset, .fail(SyncError(code: ProtocolError.Code.badChangeset, message: "the server sent a malformed changeset",

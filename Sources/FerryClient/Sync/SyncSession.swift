@@ -21,7 +21,7 @@ public final class SyncSession: @unchecked Sendable {
     /// Ready, closed, paused, in standby, failed (`SessionLifecycle`: its invariants).
     var life: SessionLifecycle {
         get { machine.life }
-        set { machine.life = newValue }
+        _modify { yield &machine.life }
     }
     /// Bound and identified: messages may flow.
     var ready: Bool { life.ready }
@@ -38,12 +38,12 @@ public final class SyncSession: @unchecked Sendable {
     /// The MARKs sent and to send, and what each answer completes (`MarkBook`).
     var marks: MarkBook {
         get { machine.marks }
-        set { machine.marks = newValue }
+        _modify { yield &machine.marks }
     }
     /// The host's waits for upload and for subscription sets (`SessionWaits`).
     var waits: SessionWaits {
         get { machine.waits }
-        set { machine.waits = newValue }
+        _modify { yield &machine.waits }
     }
     /// Waits for write receipts (SyncSession+Receipts, loop thread).
     var receiptWaiters: [ReceiptWaiter] = []
@@ -57,10 +57,7 @@ public final class SyncSession: @unchecked Sendable {
     let resetMode: ClientResetMode
     let beforeReset: (@Sendable (Database) -> Void)?
     let afterReset: (@Sendable (Database, Database, ClientResetReport) -> Void)?
-    var reset: ClientResetRun? {
-        get { machine.reset }
-        set { machine.reset = newValue }
-    }
+    var reset: ClientResetRun? { machine.reset }
     /// The pre-flight check installed on the file's store (nil in mode off).
     let precheck: WritePrecheck?
     /// Tests only (loop thread): called after each DOWNLOAD message of a reset's fresh state is
@@ -224,11 +221,6 @@ public final class SyncSession: @unchecked Sendable {
         progress.uploadable(adding: machine.committed(sizes))
     }
 
-    /// The acknowledgement moved (a download, a client reset): its bytes count as uploaded.
-    func countAcknowledged() {
-        progress.uploaded(adding: machine.acknowledgedBytes())
-    }
-
     // MARK: the host's API
 
     /// The write rules a server last published to this file (SPEC F-PRECHECK): per class, the
@@ -356,11 +348,6 @@ public final class SyncSession: @unchecked Sendable {
         abandonClientReset()
         if let error { fail(error) }
     }
-
-    /// Marks sent but not answered wait to be sent again (answers to the old ones are then
-    /// ignored): after a lost connection, or when the server refused the file's identity (it
-    /// answers marks of a session it did not bind, which must not complete a wait).
-    func requeueMarks() { marks.requeue() }
 
     /// Upload messages carry about this many changeset bytes (at least one changeset): each is
     /// acknowledged on its own, so the upload progress moves in steps of this size.
